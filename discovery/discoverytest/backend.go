@@ -1,0 +1,293 @@
+package discoverytest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
+	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
+	"k8s.io/kube-openapi/pkg/handler3"
+)
+
+// Backend is one API server behind the Server's URL. A Server has one
+// backend unless it was built WithBackends; mutating one backend of several
+// is how a test makes an HA cluster disagree with itself.
+//
+// Its methods are safe for concurrent use with each other and with requests.
+type Backend struct {
+	id      string
+	gen     Generation
+	codecs  runtime.NegotiatedSerializer
+	version []byte
+	changed func() // tells the Server, so peer-aggregated views are rebuilt
+
+	// mu guards content and published. It is held only for in-memory work:
+	// updating the real handlers' state, never for a request.
+	mu        sync.Mutex
+	content   *content
+	published map[schema.GroupVersion]int // OpenAPI revision handed to handler3
+
+	api, apis aggregated.ResourceManager
+	peer      aggregated.PeerAggregatedResourceManager
+	legacy    atomic.Pointer[legacyView]
+	openapi   *handler3.OpenAPIService
+	handler   http.Handler
+}
+
+func newBackend(id string, gen Generation, c *content, peers aggregated.PeerDiscoveryProvider) (*Backend, error) {
+	b := &Backend{
+		id:        id,
+		gen:       gen,
+		codecs:    legacyCodecs(),
+		content:   c,
+		published: map[schema.GroupVersion]int{},
+		api:       aggregated.NewResourceManager("api"),
+		apis:      aggregated.NewResourceManager("apis"),
+		openapi:   handler3.NewOpenAPIService(),
+		changed:   func() {},
+	}
+	var err error
+	if b.version, err = versionDocument(gen); err != nil {
+		return nil, err
+	}
+	if peers != nil {
+		b.peer = aggregated.NewPeerAggregatedDiscoveryHandler(id, b.apis, peers, "apis")
+	}
+	b.mu.Lock()
+	b.syncLocked()
+	b.mu.Unlock()
+	b.handler = b.routes()
+	return b, nil
+}
+
+// ID names the backend in the request log and in peer-aggregated discovery.
+func (b *Backend) ID() string { return b.id }
+
+func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.ServeHTTP(w, r) }
+
+func (b *Backend) routes() http.Handler {
+	legacy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.legacy.Load().ServeHTTP(w, r) })
+	var peer http.Handler
+	if b.peer != nil {
+		peer = b.peer
+	}
+	api, apis := http.Handler(legacy), http.Handler(legacy)
+	switch b.gen {
+	case GenerationV2:
+		api = aggregated.WrapAggregatedDiscoveryToHandler(legacy, b.api, nil)
+		apis = aggregated.WrapAggregatedDiscoveryToHandler(legacy, b.apis, peer)
+	case GenerationV2AndV2Beta1, GenerationV2Beta1:
+		api = newOlderGeneration(b.gen, aggregated.WrapAggregatedDiscoveryToHandler(legacy, b.api, nil), b.api, legacy)
+		apis = newOlderGeneration(b.gen, aggregated.WrapAggregatedDiscoveryToHandler(legacy, b.apis, nil), b.apis, legacy)
+	}
+	openapi := openAPIFront{svc: b.openapi, known: b.hasOpenAPIPath}
+
+	mux := http.NewServeMux()
+	mux.Handle("/api", api)
+	mux.Handle("/api/{$}", api) // the real server serves /api/ like /api
+	mux.Handle("/apis", apis)
+	mux.Handle("/apis/{$}", legacy) // ... but /apis/ only as legacy discovery
+	mux.Handle("/api/", legacy)
+	mux.Handle("/apis/", legacy)
+	mux.Handle("/openapi/v3", openapi)
+	mux.Handle("/openapi/v3/", openapi)
+	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b.version)
+	})
+	return mux
+}
+
+func (b *Backend) hasOpenAPIPath(path string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for gv := range b.published {
+		if openAPIPath(gv) == path {
+			return true
+		}
+	}
+	return false
+}
+
+// syncLocked hands the content to the real handlers. Priorities go in
+// before the groups so that the ResourceManager lists groups and versions in
+// content order, which for the fixture is the real server's order.
+func (b *Backend) syncLocked() {
+	c := b.content
+	publishGroups(b.api, []apidiscoveryv2.APIGroupDiscovery{c.core})
+	publishGroups(b.apis, c.groups)
+	b.legacy.Store(newLegacyView(c, b.codecs, discovery.DefaultAddresses{DefaultAddress: "127.0.0.1:6443"}))
+
+	live := map[schema.GroupVersion]bool{}
+	for _, gv := range c.groupVersions() {
+		live[gv] = true
+		rev := c.schemaRevision[gv]
+		if old, ok := b.published[gv]; ok && old == rev {
+			continue
+		}
+		registerOpenAPI(b.openapi, gv, *c.version(gv), rev)
+		b.published[gv] = rev
+	}
+	for gv := range b.published {
+		if !live[gv] {
+			b.openapi.DeleteGroupVersion(openAPIPath(gv))
+			delete(b.published, gv)
+		}
+	}
+	if b.peer != nil {
+		b.peer.InvalidateCache()
+	}
+}
+
+func publishGroups(rm aggregated.ResourceManager, groups []apidiscoveryv2.APIGroupDiscovery) {
+	copies := make([]apidiscoveryv2.APIGroupDiscovery, len(groups))
+	for i, g := range groups {
+		g.DeepCopyInto(&copies[i])
+		for j, v := range g.Versions {
+			rm.SetGroupVersionPriority(metav1.GroupVersion{Group: g.Name, Version: v.Version}, len(groups)-i, len(g.Versions)-j)
+		}
+	}
+	rm.SetGroups(copies)
+}
+
+// mutate applies fn to the content and republishes it. fn works on a copy,
+// so a failed mutation leaves the backend as it was.
+func (b *Backend) mutate(fn func(c *content) error) error {
+	b.mu.Lock()
+	next := b.content.clone()
+	if err := fn(next); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.content = next
+	b.syncLocked()
+	b.mu.Unlock()
+	b.changed()
+	return nil
+}
+
+// AddCRD serves a custom resource in each of its versions, with an OpenAPI
+// schema, as installing its CustomResourceDefinition would.
+func (b *Backend) AddCRD(crd CRD) error {
+	return b.mutate(func(c *content) error { return c.addCRD(crd) })
+}
+
+// RemoveCRD stops serving a custom resource, removing group-versions and
+// the group it leaves empty.
+func (b *Backend) RemoveCRD(group, plural string) error {
+	return b.mutate(func(c *content) error { return c.removeCRD(group, plural) })
+}
+
+// SetGroupVersion adds or replaces a whole group-version entry; a new group
+// is listed last, a new version last in its group. Its schema changes too.
+func (b *Backend) SetGroupVersion(group string, v apidiscoveryv2.APIVersionDiscovery) error {
+	return b.mutate(func(c *content) error {
+		if v.Freshness == "" {
+			v.Freshness = apidiscoveryv2.DiscoveryFreshnessCurrent
+		}
+		if err := c.setVersion(group, *v.DeepCopy()); err != nil {
+			return err
+		}
+		c.schemaRevision[schema.GroupVersion{Group: group, Version: v.Version}]++
+		return nil
+	})
+}
+
+// RemoveGroupVersion stops serving one group-version (and its group, if it
+// was the last version).
+func (b *Backend) RemoveGroupVersion(gv schema.GroupVersion) error {
+	return b.mutate(func(c *content) error { return c.removeVersion(gv) })
+}
+
+// RemoveGroup stops serving every version of a group.
+func (b *Backend) RemoveGroup(group string) error {
+	return b.mutate(func(c *content) error { return c.removeGroup(group) })
+}
+
+// SetStale marks a group-version as an aggregated API server that cannot be
+// reached: aggregated discovery keeps its last known resources with
+// freshness Stale, and its legacy endpoint answers 503.
+func (b *Backend) SetStale(gv schema.GroupVersion, stale bool) error {
+	return b.mutate(func(c *content) error {
+		v := c.version(gv)
+		if v == nil {
+			return fmt.Errorf("discoverytest: no group-version %s", gv)
+		}
+		v.Freshness = apidiscoveryv2.DiscoveryFreshnessCurrent
+		if stale {
+			v.Freshness = apidiscoveryv2.DiscoveryFreshnessStale
+		}
+		return nil
+	})
+}
+
+// ChangeSchema changes a group-version's OpenAPI document, and so its
+// ?hash=, without changing discovery.
+func (b *Backend) ChangeSchema(gv schema.GroupVersion) error {
+	return b.mutate(func(c *content) error {
+		if c.version(gv) == nil {
+			return fmt.Errorf("discoverytest: no group-version %s", gv)
+		}
+		c.schemaRevision[gv]++
+		return nil
+	})
+}
+
+// GroupVersions lists what the backend serves, core first, in server order.
+func (b *Backend) GroupVersions() []schema.GroupVersion {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.content.groupVersions()
+}
+
+// Resources lists the resources (not subresources) the backend serves in
+// one group-version, as "<resource>" names in server order.
+func (b *Backend) Resources(gv schema.GroupVersion) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v := b.content.version(gv)
+	if v == nil {
+		return nil
+	}
+	out := make([]string, 0, len(v.Resources))
+	for _, r := range v.Resources {
+		out = append(out, r.Resource)
+	}
+	return out
+}
+
+// localDiscovery reads the backend's own aggregated /apis document through
+// its real handler, as a peer API server would fetch it.
+func (b *Backend) localDiscovery() ([]apidiscoveryv2.APIGroupDiscovery, error) {
+	req := httptest.NewRequest(http.MethodGet, "/apis", nil)
+	req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer")
+	rec := httptest.NewRecorder()
+	b.apis.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("discoverytest: backend %s answered %d for its own discovery", b.id, rec.Code)
+	}
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func versionDocument(gen Generation) ([]byte, error) {
+	var info version.Info
+	if err := readFixture("version.json", &info); err != nil {
+		return nil, err
+	}
+	info.Major, info.Minor, info.GitVersion = gen.gitVersion()
+	info.EmulationMajor, info.EmulationMinor = info.Major, info.Minor
+	return json.Marshal(info)
+}

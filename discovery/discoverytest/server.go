@@ -1,0 +1,270 @@
+package discoverytest
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"sync/atomic"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
+	"k8s.io/apiserver/pkg/endpoints/filters"
+)
+
+// Routing decides which backend of an HA server answers a request.
+type Routing int
+
+const (
+	// RoundRobin sends each request to the next backend, like a load
+	// balancer that balances requests. The default.
+	RoundRobin Routing = iota
+	// Sticky sends every request of one client connection to the same
+	// backend, like an L4 load balancer with keep-alive connections.
+	Sticky
+)
+
+type options struct {
+	generation      Generation
+	builtins        bool
+	crds, crdGroups int
+	backends        int
+	routing         Routing
+	peer            bool
+}
+
+// Option configures a Server.
+type Option func(*options) error
+
+// WithGeneration makes the server speak the discovery formats of an older
+// kube-apiserver. Default: GenerationV2 (1.33 and later).
+func WithGeneration(g Generation) Option {
+	return func(o *options) error {
+		if g < GenerationV2 || g > GenerationLegacy {
+			return fmt.Errorf("discoverytest: unknown generation %d", int(g))
+		}
+		o.generation = g
+		return nil
+	}
+}
+
+// WithCRDs adds n synthetic CRDs spread over groups groups (see
+// SyntheticCRDs). Default: none.
+func WithCRDs(n, groups int) Option {
+	return func(o *options) error {
+		if n < 0 || groups < 1 {
+			return fmt.Errorf("discoverytest: WithCRDs(%d, %d): need n >= 0 and groups >= 1", n, groups)
+		}
+		o.crds, o.crdGroups = n, groups
+		return nil
+	}
+}
+
+// WithoutBuiltins starts from the core group alone instead of every built-in
+// group of the v1.36.3 fixture. Default: built-ins included.
+func WithoutBuiltins() Option {
+	return func(o *options) error { o.builtins = false; return nil }
+}
+
+// WithBackends puts n API servers behind the one URL, all starting with the
+// same content. Default: 1.
+func WithBackends(n int, routing Routing) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("discoverytest: WithBackends(%d): need at least one backend", n)
+		}
+		o.backends, o.routing = n, routing
+		return nil
+	}
+}
+
+// WithPeerAggregation serves peer-aggregated discovery (KEP-4020): each
+// backend's /apis merges every backend's groups, through the real
+// k8s.io/apiserver peer handler, and answers with its own view when the
+// Accept type says profile=nopeer. It needs GenerationV2. Default: off.
+func WithPeerAggregation() Option {
+	return func(o *options) error { o.peer = true; return nil }
+}
+
+// Server is a fake Kubernetes API server for discovery and OpenAPI v3,
+// served by the handlers a real kube-apiserver runs. It is an http.Handler:
+//
+//	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(200, 20))
+//	ts := httptest.NewServer(srv)
+//
+// Mutations through the Server apply to every backend; use Backends to change
+// one. All methods are safe for concurrent use with requests.
+type Server struct {
+	backends []*Backend
+	routing  Routing
+	next     atomic.Uint64
+	faults   faults
+	log      requestLog
+	handler  http.Handler
+}
+
+// NewServer builds a server. With no options it serves the discovery of a
+// real v1.36.3 cluster with no CRDs, and aggregated discovery v2.
+func NewServer(opts ...Option) (*Server, error) {
+	o := options{builtins: true, backends: 1}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.peer && o.generation != GenerationV2 {
+		return nil, errors.New("discoverytest: peer-aggregated discovery needs GenerationV2")
+	}
+	base, err := loadFixtureContent(o.builtins)
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range SyntheticCRDs(o.crds, o.crdGroups) {
+		if err := base.addCRD(crd); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{routing: o.routing}
+	for i := range o.backends {
+		id := fmt.Sprintf("apiserver-%d", i)
+		var peers aggregated.PeerDiscoveryProvider
+		if o.peer {
+			peers = peerView{server: s, self: id}
+		}
+		b, err := newBackend(id, o.generation, base.clone(), peers)
+		if err != nil {
+			return nil, err
+		}
+		b.changed = s.invalidatePeers
+		s.backends = append(s.backends, b)
+	}
+	s.handler = s.log.wrap(s.faults.wrap(filters.WithCacheControl(http.HandlerFunc(s.route))))
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	var b *Backend
+	switch {
+	case len(s.backends) == 1:
+		b = s.backends[0]
+	case s.routing == Sticky:
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(r.RemoteAddr))
+		b = s.backends[h.Sum32()%uint32(len(s.backends))]
+	default:
+		b = s.backends[(s.next.Add(1)-1)%uint64(len(s.backends))]
+	}
+	w.Header().Set(backendHeader, b.id)
+	b.ServeHTTP(w, r)
+}
+
+// Backends returns the API servers behind the URL, in a fixed order.
+func (s *Server) Backends() []*Backend { return append([]*Backend(nil), s.backends...) }
+
+func (s *Server) each(fn func(b *Backend) error) error {
+	var errs []error
+	for _, b := range s.backends {
+		if err := fn(b); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", b.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// AddCRD calls Backend.AddCRD on every backend.
+func (s *Server) AddCRD(crd CRD) error {
+	return s.each(func(b *Backend) error { return b.AddCRD(crd) })
+}
+
+// RemoveCRD calls Backend.RemoveCRD on every backend.
+func (s *Server) RemoveCRD(group, plural string) error {
+	return s.each(func(b *Backend) error { return b.RemoveCRD(group, plural) })
+}
+
+// SetGroupVersion calls Backend.SetGroupVersion on every backend.
+func (s *Server) SetGroupVersion(group string, v apidiscoveryv2.APIVersionDiscovery) error {
+	return s.each(func(b *Backend) error { return b.SetGroupVersion(group, v) })
+}
+
+// RemoveGroupVersion calls Backend.RemoveGroupVersion on every backend.
+func (s *Server) RemoveGroupVersion(gv schema.GroupVersion) error {
+	return s.each(func(b *Backend) error { return b.RemoveGroupVersion(gv) })
+}
+
+// RemoveGroup calls Backend.RemoveGroup on every backend.
+func (s *Server) RemoveGroup(group string) error {
+	return s.each(func(b *Backend) error { return b.RemoveGroup(group) })
+}
+
+// SetStale calls Backend.SetStale on every backend.
+func (s *Server) SetStale(gv schema.GroupVersion, stale bool) error {
+	return s.each(func(b *Backend) error { return b.SetStale(gv, stale) })
+}
+
+// ChangeSchema calls Backend.ChangeSchema on every backend.
+func (s *Server) ChangeSchema(gv schema.GroupVersion) error {
+	return s.each(func(b *Backend) error { return b.ChangeSchema(gv) })
+}
+
+// InjectFault makes requests to path misbehave as f says. A path ending in
+// "*" matches every path with that prefix; the first matching fault wins.
+func (s *Server) InjectFault(path string, f Fault) { s.faults.add(path, f) }
+
+// ClearFaults removes every injected fault.
+func (s *Server) ClearFaults() { s.faults.clear() }
+
+// Requests returns every request answered since the server started or the
+// log was last reset, oldest first.
+func (s *Server) Requests() []Request { return s.log.snapshot() }
+
+// ResetRequests empties the request log.
+func (s *Server) ResetRequests() { s.log.reset() }
+
+// Stats sums the request log.
+func (s *Server) Stats() Stats {
+	var st Stats
+	for _, r := range s.log.snapshot() {
+		st.Requests++
+		st.Bytes += r.Bytes
+		if r.Status == http.StatusNotModified {
+			st.NotModified++
+		}
+		if r.Status >= 400 || r.Aborted {
+			st.Errors++
+		}
+	}
+	return st
+}
+
+func (s *Server) invalidatePeers() {
+	for _, b := range s.backends {
+		if b.peer != nil {
+			b.peer.InvalidateCache()
+		}
+	}
+}
+
+// peerView gives one backend the local discovery of every other backend, as
+// the peer proxy of a real API server fetches it.
+type peerView struct {
+	server *Server
+	self   string
+}
+
+func (v peerView) GetPeerResources() map[string][]apidiscoveryv2.APIGroupDiscovery {
+	out := map[string][]apidiscoveryv2.APIGroupDiscovery{}
+	for _, b := range v.server.backends {
+		if b.id == v.self {
+			continue
+		}
+		groups, err := b.localDiscovery()
+		if err != nil {
+			continue // an unreachable peer contributes nothing, as in a real cluster
+		}
+		out[b.id] = groups
+	}
+	return out
+}
