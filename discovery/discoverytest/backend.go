@@ -34,7 +34,7 @@ type Backend struct {
 	// updating the real handlers' state, never for a request.
 	mu        sync.Mutex
 	content   *content
-	published map[schema.GroupVersion]int // OpenAPI revision handed to handler3
+	published map[string]int // OpenAPI path -> revision handed to handler3
 
 	api, apis aggregated.ResourceManager
 	peer      aggregated.PeerAggregatedResourceManager
@@ -49,7 +49,7 @@ func newBackend(id string, gen Generation, c *content, peers aggregated.PeerDisc
 		gen:       gen,
 		codecs:    legacyCodecs(),
 		content:   c,
-		published: map[schema.GroupVersion]int{},
+		published: map[string]int{},
 		api:       aggregated.NewResourceManager("api"),
 		apis:      aggregated.NewResourceManager("apis"),
 		openapi:   handler3.NewOpenAPIService(),
@@ -110,12 +110,8 @@ func (b *Backend) routes() http.Handler {
 func (b *Backend) hasOpenAPIPath(path string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for gv := range b.published {
-		if openAPIPath(gv) == path {
-			return true
-		}
-	}
-	return false
+	_, ok := b.published[path]
+	return ok
 }
 
 // syncLocked hands the content to the real handlers. Priorities go in
@@ -127,20 +123,27 @@ func (b *Backend) syncLocked() {
 	publishGroups(b.apis, c.groups)
 	b.legacy.Store(newLegacyView(c, b.codecs, discovery.DefaultAddresses{DefaultAddress: "127.0.0.1:6443"}))
 
-	live := map[schema.GroupVersion]bool{}
+	live := map[string]bool{}
 	for _, gv := range c.groupVersions() {
-		live[gv] = true
-		rev := c.schemaRevision[gv]
-		if old, ok := b.published[gv]; ok && old == rev {
+		path, rev := openAPIPath(gv), c.schemaRevision[gv]
+		live[path] = true
+		if old, ok := b.published[path]; ok && old == rev {
 			continue
 		}
 		registerOpenAPI(b.openapi, gv, *c.version(gv), rev)
-		b.published[gv] = rev
+		b.published[path] = rev
 	}
-	for gv := range b.published {
-		if !live[gv] {
-			b.openapi.DeleteGroupVersion(openAPIPath(gv))
-			delete(b.published, gv)
+	for _, path := range c.openAPIExtras {
+		live[path] = true
+		if _, ok := b.published[path]; !ok {
+			registerOpenAPIExtra(b.openapi, path)
+			b.published[path] = 0
+		}
+	}
+	for path := range b.published {
+		if !live[path] {
+			b.openapi.DeleteGroupVersion(path)
+			delete(b.published, path)
 		}
 	}
 	if b.peer != nil {

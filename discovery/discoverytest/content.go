@@ -31,6 +31,10 @@ type content struct {
 	// schemaRevision changes the OpenAPI document of a group-version (and so
 	// its ?hash=) without changing discovery.
 	schemaRevision map[schema.GroupVersion]int
+	// openAPIExtras are the OpenAPI v3 paths a real server lists besides
+	// its group-versions: "api", "apis", "version", the OIDC documents, and
+	// "apis/<group>" for each built-in group (never for CRD groups).
+	openAPIExtras []string
 }
 
 func loadFixtureContent(builtins bool) (*content, error) {
@@ -51,6 +55,10 @@ func loadFixtureContent(builtins bool) (*content, error) {
 		return nil, err
 	}
 	c.groups = apis.Items
+	c.openAPIExtras = []string{".well-known/openid-configuration", "api", "apis", "openid/v1/jwks", "version"}
+	for _, g := range c.groups {
+		c.openAPIExtras = append(c.openAPIExtras, "apis/"+g.Name)
+	}
 	return c, nil
 }
 
@@ -77,6 +85,7 @@ func (c *content) clone() *content {
 	for k, v := range c.schemaRevision {
 		out.schemaRevision[k] = v
 	}
+	out.openAPIExtras = slices.Clone(c.openAPIExtras)
 	return out
 }
 
@@ -156,6 +165,7 @@ func (c *content) removeGroup(name string) error {
 		delete(c.schemaRevision, schema.GroupVersion{Group: name, Version: v.Version})
 	}
 	c.groups = slices.Delete(c.groups, i, i+1)
+	c.openAPIExtras = slices.DeleteFunc(c.openAPIExtras, func(p string) bool { return p == "apis/"+name })
 	return nil
 }
 

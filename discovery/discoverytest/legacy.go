@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 )
 
@@ -34,9 +35,9 @@ type legacyView struct {
 }
 
 func newLegacyView(c *content, codecs runtime.NegotiatedSerializer, addresses discovery.Addresses) *legacyView {
-	root := discovery.NewRootAPIsHandler(addresses, codecs)
+	groups := &metav1.APIGroupList{}
 	view := &legacyView{
-		root:     root,
+		root:     rootAPIsHandler(codecs, groups),
 		core:     discovery.NewLegacyRootAPIHandler(addresses, codecs, "/api"),
 		groups:   map[string]http.Handler{},
 		versions: map[string]http.Handler{},
@@ -47,7 +48,7 @@ func newLegacyView(c *content, codecs runtime.NegotiatedSerializer, addresses di
 	}
 	for _, g := range c.groups {
 		group := legacyGroup(g)
-		root.AddGroup(group)
+		groups.Groups = append(groups.Groups, group)
 		view.groups["/apis/"+g.Name] = discovery.NewAPIGroupHandler(codecs, group)
 		for _, v := range g.Versions {
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
@@ -92,6 +93,15 @@ func notFound() error {
 		Details: &metav1.StatusDetails{},
 		Message: "the server could not find the requested resource",
 	}}
+}
+
+// rootAPIsHandler serves /apis as a kube-apiserver does: there the
+// kube-aggregator owns /apis and writes the list with its full codecs (so the
+// document keeps "apiVersion": "v1", unlike the generic server's handler).
+func rootAPIsHandler(codecs runtime.NegotiatedSerializer, groups *metav1.APIGroupList) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		responsewriters.WriteObjectNegotiated(codecs, negotiation.DefaultEndpointRestrictions, schema.GroupVersion{}, w, r, http.StatusOK, groups, false)
+	})
 }
 
 func legacyGroup(g apidiscoveryv2.APIGroupDiscovery) metav1.APIGroup {

@@ -35,6 +35,25 @@ func registerOpenAPI(svc *handler3.OpenAPIService, gv schema.GroupVersion, v api
 	})))
 }
 
+// registerOpenAPIExtra publishes a small document for a non-group-version
+// path, like the real server's "apis/apps" or "version" documents.
+func registerOpenAPIExtra(svc *handler3.OpenAPIService, path string) {
+	svc.UpdateGroupVersionLazy(path, cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
+		doc, err := toOpenAPI(path, map[string]any{
+			"openapi": "3.0.0",
+			"info":    map[string]any{"title": "Kubernetes", "version": "v1.36.3"},
+			"paths": map[string]any{
+				"/" + path + "/": map[string]any{"get": map[string]any{
+					"operationId": "getAPIResources",
+					"description": "get information of " + path,
+					"responses":   map[string]any{"200": map[string]any{"description": "OK"}},
+				}},
+			},
+		})
+		return doc, path, err
+	})))
+}
+
 // openAPIFront adapts handler3 to what a kube-apiserver answers in front of
 // it (the kube-aggregator's OpenAPI v3 proxy): an unknown group-version is a
 // 404, and the root is served as sniffed text without an ETag, so
@@ -170,13 +189,17 @@ func syntheticOpenAPI(gv schema.GroupVersion, v apidiscoveryv2.APIVersionDiscove
 		"paths":      paths,
 		"components": map[string]any{"schemas": schemas},
 	}
+	return toOpenAPI(gv.String(), doc)
+}
+
+func toOpenAPI(name string, doc map[string]any) (*spec3.OpenAPI, error) {
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
 	out := &spec3.OpenAPI{}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, fmt.Errorf("discoverytest: synthetic OpenAPI for %s: %w", gv, err)
+		return nil, fmt.Errorf("discoverytest: synthetic OpenAPI for %s: %w", name, err)
 	}
 	return out, nil
 }
