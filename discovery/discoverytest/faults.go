@@ -132,25 +132,27 @@ func (f *faults) wrap(next http.Handler) http.Handler {
 		switch {
 		case fault.ResetAfter > 0:
 			w.Header().Del("Content-Length")
-			w.WriteHeader(rec.code)
-			_, _ = w.Write(body[:min(fault.ResetAfter, len(body))])
-			if fl, ok := w.(http.Flusher); ok {
-				fl.Flush()
-			}
-			// Aborting the handler makes net/http drop the connection
-			// without finishing the body.
-			panic(http.ErrAbortHandler)
+			abortAfter(w, rec.code, body[:min(fault.ResetAfter, len(body))])
 		case fault.Truncate > 0:
 			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.WriteHeader(rec.code)
-			_, _ = w.Write(body[:min(fault.Truncate, len(body))])
-			panic(http.ErrAbortHandler)
+			abortAfter(w, rec.code, body[:min(fault.Truncate, len(body))])
 		default:
 			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			w.WriteHeader(rec.code)
 			_, _ = w.Write(body)
 		}
 	})
+}
+
+// abortAfter sends the status and part of a body, then drops the connection:
+// aborting the handler makes net/http close it without finishing the body.
+func abortAfter(w http.ResponseWriter, code int, part []byte) {
+	w.WriteHeader(code)
+	_, _ = w.Write(part)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	panic(http.ErrAbortHandler)
 }
 
 type bufferedResponse struct {

@@ -1,0 +1,165 @@
+package discoverytest_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+func TestFaultStatus(t *testing.T) {
+	srv, base := start(t)
+	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: 3 * time.Second, Times: 2})
+	for i := range 3 {
+		resp, _ := get(t, base+"/apis", "Accept", acceptV2JSON)
+		want := http.StatusTooManyRequests
+		if i == 2 {
+			want = http.StatusOK
+		}
+		if resp.StatusCode != want {
+			t.Errorf("request %d: %d, want %d", i, resp.StatusCode, want)
+		}
+		if i < 2 && resp.Header.Get("Retry-After") != "3" {
+			t.Errorf("Retry-After %q, want 3", resp.Header.Get("Retry-After"))
+		}
+	}
+	// Prefix rules, and clearing them.
+	srv.InjectFault("/apis/*", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+	if resp, _ := get(t, base+"/apis/apps/v1"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("prefix fault: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, base+"/api/v1"); resp.StatusCode != http.StatusOK {
+		t.Errorf("unmatched path: %d", resp.StatusCode)
+	}
+	srv.ClearFaults()
+	if resp, _ := get(t, base+"/apis/apps/v1"); resp.StatusCode != http.StatusOK {
+		t.Errorf("after ClearFaults: %d", resp.StatusCode)
+	}
+}
+
+func TestFaultLatency(t *testing.T) {
+	srv, base := start(t)
+	srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/apis", nil)
+	_, err := http.DefaultClient.Do(req)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a minute of latency against a short deadline: %v, want deadline exceeded", err)
+	}
+	// The slow handler ends with the request instead of holding a goroutine
+	// for the rest of the minute: the server closes promptly.
+}
+
+func TestFaultDamagedBodies(t *testing.T) {
+	srv, base := start(t)
+	_, whole := get(t, base+"/apis", "Accept", acceptV2JSON)
+
+	srv.InjectFault("/apis", discoverytest.Fault{ResetAfter: 100, Times: 1})
+	if err := readAll(base+"/apis", acceptV2JSON); err == nil {
+		t.Errorf("reset mid-body: the client read a whole body")
+	}
+
+	srv.InjectFault("/apis", discoverytest.Fault{Truncate: 1000, Times: 1})
+	if err := readAll(base+"/apis", acceptV2JSON); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("truncated body: %v, want unexpected EOF", err)
+	}
+
+	srv.InjectFault("/apis", discoverytest.Fault{ContentType: "text/html", Times: 1})
+	resp, body := get(t, base+"/apis", "Accept", acceptV2JSON)
+	if resp.Header.Get("Content-Type") != "text/html" || string(body) != string(whole) {
+		t.Errorf("wrong content type: %q, body intact=%v", resp.Header.Get("Content-Type"), string(body) == string(whole))
+	}
+
+	srv.InjectFault("/apis", discoverytest.Fault{Oversize: 1 << 20, Times: 1})
+	_, body = get(t, base+"/apis", "Accept", acceptV2JSON)
+	if len(body) != len(whole)+1<<20 {
+		t.Errorf("oversized body %d bytes, want %d", len(body), len(whole)+1<<20)
+	}
+
+	reqs := srv.Requests()
+	if !reqs[1].Aborted || !reqs[2].Aborted || reqs[3].Aborted {
+		t.Errorf("log marks aborted: %v %v %v, want true true false", reqs[1].Aborted, reqs[2].Aborted, reqs[3].Aborted)
+	}
+}
+
+func readAll(url, accept string) error {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", accept)
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	return err
+}
+
+// TestRequestLog: the log is what a test asserts "exactly 2 requests, both
+// 304" with.
+func TestRequestLog(t *testing.T) {
+	srv, base := start(t)
+	api, _ := get(t, base+"/api", "Accept", acceptV2JSON)
+	apis, body := get(t, base+"/apis", "Accept", acceptV2JSON)
+	first := srv.Requests()
+	if len(first) != 2 || first[1].Path != "/apis" || first[1].Accept != acceptV2JSON || first[1].Status != 200 ||
+		first[1].Bytes != int64(len(body)) || first[1].Backend != "apiserver-0" || first[1].Method != http.MethodGet {
+		t.Fatalf("log %+v", first)
+	}
+	srv.ResetRequests()
+	get(t, base+"/api", "Accept", acceptV2JSON, "If-None-Match", api.Header.Get("ETag"))
+	get(t, base+"/apis", "Accept", acceptV2JSON, "If-None-Match", apis.Header.Get("ETag"))
+	st := srv.Stats()
+	if st.Requests != 2 || st.NotModified != 2 || st.Bytes != 0 || st.Errors != 0 {
+		t.Errorf("stats %+v, want 2 requests, both 304, no bytes", st)
+	}
+	if r := srv.Requests()[1]; r.IfNoneMatch != apis.Header.Get("ETag") {
+		t.Errorf("logged If-None-Match %q", r.IfNoneMatch)
+	}
+	// The router's bookkeeping header never reaches the client.
+	resp, _ := get(t, base+"/apis")
+	for k := range resp.Header {
+		if k == "X-Discoverytest-Backend" {
+			t.Errorf("internal header leaked")
+		}
+	}
+}
+
+// TestConcurrentMutationsAndReads runs under -race in CI: readers of every
+// endpoint while backends change.
+func TestConcurrentMutationsAndReads(t *testing.T) {
+	srv, base := start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation(), discoverytest.WithCRDs(20, 4))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for _, path := range []string{"/apis", "/api", "/apis/g001.stress.example.com/v1", "/openapi/v3"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = readAll(base+path, acceptAll)
+			}
+		}()
+	}
+	for i := range 20 {
+		crd := discoverytest.CRD{Group: "churn.example.com", Versions: []string{"v1"}, Kind: "Churn"}
+		if err := srv.Backends()[i%2].AddCRD(crd); err != nil {
+			t.Error(err)
+		}
+		if err := srv.Backends()[i%2].RemoveCRD(crd.Group, "churns"); err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
