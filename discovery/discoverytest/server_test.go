@@ -49,9 +49,9 @@ func TestGenerations(t *testing.T) {
 		want map[string]string // Accept -> Content-Type answered ("" for 406)
 	}{
 		{discoverytest.GenerationV2, "v1.36.3", map[string]string{
-			acceptAll:         acceptV2PB,
-			acceptV2JSON:      acceptV2JSON,
-			acceptV2Beta1JSON: "",
+			acceptAll:                            acceptV2PB,
+			acceptV2JSON:                         acceptV2JSON,
+			acceptV2Beta1JSON:                    "",
 			acceptV2Beta1JSON + "," + legacyJSON: legacyJSON,
 		}},
 		{discoverytest.GenerationV2AndV2Beta1, "v1.31.14", map[string]string{
