@@ -1,0 +1,38 @@
+// Package discoverytest is a fake Kubernetes API server for discovery and
+// OpenAPI v3, to test clients the way net/http/httptest tests HTTP clients.
+//
+// It is built on the code a kube-apiserver runs, not on a re-implementation:
+// /api and /apis are served by k8s.io/apiserver's aggregated discovery
+// handlers (NewResourceManager, WrapAggregatedDiscoveryToHandler, and
+// NewPeerAggregatedDiscoveryHandler for KEP-4020 peer aggregation), legacy
+// discovery by its discovery.NewAPIGroupHandler and NewAPIVersionHandler, and
+// /openapi/v3 by k8s.io/kube-openapi's handler3. Content negotiation, ETags
+// and 304s, Vary, protobuf, gzip, ?hash= cache busting, Cache-Control:
+// public, immutable and the 301 on a stale hash therefore behave as on a real
+// cluster. By default the content is the discovery of a real kube-apiserver
+// v1.36.3, and the default server's aggregated documents match that server's
+// byte for byte, ETags included.
+//
+// What a test can choose:
+//   - content: WithCRDs adds synthetic CRDs; WithoutBuiltins starts from the
+//     core group alone; every kind gets a synthetic OpenAPI v3 schema with
+//     x-kubernetes-group-version-kind.
+//   - server generation (WithGeneration): legacy only (< 1.26), v2beta1
+//     (1.26–1.29), v2 and v2beta1 (1.30–1.32), v2 (1.33 and later).
+//   - changes at run time: Server.AddCRD, RemoveCRD, SetGroupVersion,
+//     RemoveGroupVersion, RemoveGroup, SetStale (an unreachable aggregated
+//     API server) and ChangeSchema (a new OpenAPI ?hash=).
+//   - HA: WithBackends puts several API servers behind one URL, round-robin
+//     or sticky per connection; Server.Backends changes one of them.
+//   - peer-aggregated discovery: WithPeerAggregation.
+//   - faults per path (Server.InjectFault): latency, status codes with
+//     Retry-After, a reset or truncated body, a wrong Content-Type, an
+//     oversized body.
+//   - observation: Server.Requests logs every request (method, path, Accept,
+//     If-None-Match, status, bytes, backend) and Server.Stats sums it.
+//
+// The real handlers log through klog; a program that wants quiet sets
+// klog's output (examples/fake-apiserver does).
+//
+// The server does not authenticate: every request is served as an admin's.
+package discoverytest

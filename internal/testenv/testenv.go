@@ -1,0 +1,46 @@
+// Package testenv finds what tests need from outside Go: kubectl, and the
+// shared fixtures beside the checkout. Where something is absent a test
+// skips with a clear message, so `go test ./...` passes on a fresh clone;
+// with KUBEATLAS_REQUIRE_EXTERNAL=1 (set by .ci/run) it fails instead.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// RequireVar turns skips for missing external tools into failures.
+const RequireVar = "KUBEATLAS_REQUIRE_EXTERNAL"
+
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(RequireVar) != "" {
+		t.Fatalf(format+" ("+RequireVar+" is set, so this is a failure)", args...)
+	}
+	t.Skipf(format+" (set "+RequireVar+"=1 to fail instead)", args...)
+}
+
+// Tool returns the path of an executable on the PATH, or skips.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, "%s is not on the PATH", name)
+	}
+	return p
+}
+
+// SharedFixtures returns ../shared/fixtures/k8s-v1.36.3 beside the
+// repository root, or skips.
+func SharedFixtures(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures", "k8s-v1.36.3")
+	if _, err := os.Stat(dir); err != nil {
+		missing(t, "shared fixtures not found at %s", dir)
+	}
+	return dir
+}
