@@ -2,11 +2,15 @@ package discoverytest
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Fault is a misbehaviour injected on requests to one path. Zero fields do
@@ -106,10 +110,14 @@ func (f *faults) wrap(next http.Handler) http.Handler {
 			if fault.RetryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(int(fault.RetryAfter/time.Second)))
 			}
+			// The Status a real server sends for the code, as JSON.
+			status := apierrors.NewGenericServerResponse(fault.Status, r.Method, schema.GroupResource{}, "", "injected fault",
+				int(fault.RetryAfter/time.Second), false).ErrStatus
+			status.APIVersion, status.Kind = "v1", "Status"
+			body, _ := json.Marshal(status)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(fault.Status)
-			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"injected fault","code":` +
-				strconv.Itoa(fault.Status) + `}`))
+			_, _ = w.Write(body)
 			return
 		}
 		if fault.ResetAfter <= 0 && fault.Truncate <= 0 && fault.ContentType == "" && fault.Oversize <= 0 {

@@ -1,0 +1,310 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of the options.
+const (
+	DefaultMaxAge           = 30 * time.Second
+	DefaultRefreshTimeout   = 30 * time.Second
+	DefaultLegacyParallel   = 8
+	DefaultMaxResponseBytes = 64 << 20
+)
+
+type options struct {
+	maxAge           time.Duration
+	refreshTimeout   time.Duration
+	legacyParallel   int
+	maxResponseBytes int64
+	legacyOnly       bool
+	jsonOnly         bool
+	noPeer           bool
+	logger           *slog.Logger
+	clock            clock.PassiveClock
+}
+
+// Option configures a Client.
+type Option func(*options) error
+
+// WithMaxAge sets how old a snapshot may be before Snapshot revalidates it
+// in the background. Default: DefaultMaxAge (30s).
+func WithMaxAge(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("discovery: negative max age %v", d)
+		}
+		o.maxAge = d
+		return nil
+	}
+}
+
+// WithRefreshTimeout bounds one refresh, which callers share. Default:
+// DefaultRefreshTimeout (30s).
+func WithRefreshTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("discovery: refresh timeout must be positive, got %v", d)
+		}
+		o.refreshTimeout = d
+		return nil
+	}
+}
+
+// WithLegacyParallelism bounds the concurrent per-group-version requests of
+// legacy discovery. Default: DefaultLegacyParallel (8).
+func WithLegacyParallelism(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("discovery: legacy parallelism must be at least 1, got %d", n)
+		}
+		o.legacyParallel = n
+		return nil
+	}
+}
+
+// WithMaxResponseBytes caps one response body. Default:
+// DefaultMaxResponseBytes (64 MiB).
+func WithMaxResponseBytes(n int64) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("discovery: max response bytes must be positive, got %d", n)
+		}
+		o.maxResponseBytes = n
+		return nil
+	}
+}
+
+// WithLegacyOnly never asks for aggregated discovery. Default: off.
+func WithLegacyOnly() Option { return func(o *options) error { o.legacyOnly = true; return nil } }
+
+// WithJSONOnly never asks for protobuf. Default: off (protobuf preferred).
+func WithJSONOnly() Option { return func(o *options) error { o.jsonOnly = true; return nil } }
+
+// WithNoPeer asks for the answering API server's own view instead of the
+// discovery merged across API servers (KEP-4020 profile=nopeer). Default: off.
+func WithNoPeer() Option { return func(o *options) error { o.noPeer = true; return nil } }
+
+// WithLogger sets where the client logs. Default: nowhere.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error { o.logger = l; return nil }
+}
+
+// WithClock sets the clock for snapshot times and max age. Default: the
+// real clock.
+func WithClock(c clock.PassiveClock) Option {
+	return func(o *options) error { o.clock = c; return nil }
+}
+
+// Client reads a cluster's discovery and keeps the latest Snapshot.
+// It is safe for concurrent use; readers never wait behind a refresh that
+// another caller started, unless there is no snapshot yet.
+type Client struct {
+	hc   *http.Client
+	base *url.URL
+	opts options
+	// config, when the client was built from one, backs the client-go
+	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2).
+	config *rest.Config
+
+	current atomic.Pointer[Snapshot]
+	flight  singleflight.Group
+	stats   counters
+
+	logMu      sync.Mutex
+	lastFailed map[string]string // group-version -> error text last logged
+}
+
+// New builds a client from a client-go config, so kubeconfig auth, TLS, exec
+// plugins, impersonation and proxies work unchanged.
+func New(cfg *rest.Config, opts ...Option) (*Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "kubeatlas"
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	c, err := newClient(hc, base, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.config = cfg
+	return c, nil
+}
+
+// NewForHTTPClient builds a client that sends requests through hc (nil means
+// http.DefaultClient) to the API server at baseURL.
+func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client, error) {
+	base, err := url.Parse(baseURL)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return nil, fmt.Errorf("discovery: base URL %q must be absolute (%v)", baseURL, err)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return newClient(hc, base, opts)
+}
+
+func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
+	o := options{
+		maxAge:           DefaultMaxAge,
+		refreshTimeout:   DefaultRefreshTimeout,
+		legacyParallel:   DefaultLegacyParallel,
+		maxResponseBytes: DefaultMaxResponseBytes,
+		logger:           slog.New(slog.DiscardHandler),
+		clock:            clock.RealClock{},
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.legacyOnly && o.noPeer {
+		return nil, errors.New("discovery: WithNoPeer applies to aggregated discovery, which WithLegacyOnly turns off")
+	}
+	b := *base
+	b.Path = strings.TrimSuffix(b.Path, "/")
+	return &Client{hc: hc, base: &b, opts: o, lastFailed: map[string]string{}}, nil
+}
+
+// Current returns the latest snapshot without doing anything, or nil before
+// the first successful read.
+func (c *Client) Current() *Snapshot { return c.current.Load() }
+
+// Snapshot returns the latest snapshot, reading discovery first if there is
+// none. When the snapshot is older than the max age it is returned at once
+// and revalidated in the background. The error is the snapshot's own
+// (Snapshot.Err) or, without a snapshot, why none could be read.
+func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
+	s := c.current.Load()
+	if s == nil {
+		return c.Refresh(ctx)
+	}
+	c.stats.cacheHits.Add(1)
+	if c.opts.clock.Since(s.validated) > c.opts.maxAge {
+		c.refreshInBackground()
+	}
+	return s, s.err
+}
+
+// Refresh revalidates discovery now: a conditional request per endpoint,
+// so an unchanged cluster costs two 304s and no decoding. Concurrent calls
+// share one refresh; each caller waits at most until its ctx ends. A failed
+// refresh keeps the previous snapshot current.
+func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
+	ch := c.flight.DoChan("refresh", func() (any, error) {
+		// The refresh serves every caller, so it does not end with the
+		// first caller's context; the refresh timeout bounds it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.refreshTimeout)
+		defer cancel()
+		return c.refresh(rctx)
+	})
+	select {
+	case res := <-ch:
+		s, _ := res.Val.(*Snapshot)
+		return s, res.Err
+	case <-ctx.Done():
+		return c.current.Load(), ctx.Err()
+	}
+}
+
+func (c *Client) refreshInBackground() {
+	c.flight.DoChan("refresh", func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.refreshTimeout)
+		defer cancel()
+		return c.refresh(ctx)
+	})
+}
+
+func (c *Client) refresh(ctx context.Context) (*Snapshot, error) {
+	start := time.Now()
+	prev := c.current.Load()
+	s, err := c.fetch(ctx, prev)
+	c.stats.refreshes.Add(1)
+	c.stats.refreshNanos.Add(int64(time.Since(start)))
+	if s == nil {
+		c.stats.refreshErrors.Add(1)
+		c.opts.logger.Warn("discovery refresh failed", "err", err)
+		return prev, err
+	}
+	c.current.Store(s)
+	c.logFailures(s)
+	return s, err
+}
+
+// logFailures logs a group-version when it starts or stops failing, not on
+// every refresh, so a long-dead aggregated API server does not flood logs.
+func (c *Client) logFailures(s *Snapshot) {
+	now := map[string]string{}
+	if pe, ok := s.err.(*PartialError); ok {
+		for _, gve := range pe.Errors {
+			now[gve.GroupVersion.String()] = gve.Err.Error()
+		}
+	}
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	for gv, msg := range now {
+		if c.lastFailed[gv] != msg {
+			c.opts.logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
+		}
+	}
+	for gv := range c.lastFailed {
+		if _, still := now[gv]; !still {
+			c.opts.logger.Info("discovery: group-version current again", "groupVersion", gv)
+		}
+	}
+	c.lastFailed = now
+}
+
+// get sends one GET and reads the body within the size limit.
+func (c *Client) get(ctx context.Context, path, accept, etag string) (*http.Response, []byte, error) {
+	u := *c.base
+	u.Path += path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", accept)
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
+	c.stats.requests.Add(1)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.maxResponseBytes+1))
+	c.stats.bytes.Add(int64(len(body)))
+	if err != nil {
+		return resp, nil, fmt.Errorf("discovery: GET %s: reading body: %w", path, err)
+	}
+	if int64(len(body)) > c.opts.maxResponseBytes {
+		return resp, nil, &ResponseError{Path: path, ContentType: resp.Header.Get("Content-Type"),
+			Err: fmt.Errorf("%w (%d bytes)", ErrTooLarge, c.opts.maxResponseBytes)}
+	}
+	if resp.StatusCode == http.StatusNotModified {
+		c.stats.notModified.Add(1)
+	}
+	return resp, body, nil
+}

@@ -1,0 +1,553 @@
+package discovery_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+func serve(t testing.TB, opts ...discoverytest.Option) (*discoverytest.Server, string) {
+	t.Helper()
+	srv, err := discoverytest.NewServer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return srv, ts.URL
+}
+
+func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
+	t.Helper()
+	c, err := discovery.NewForHTTPClient(nil, base, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// flatten renders a snapshot as sorted lines, one per resource and
+// subresource, for comparing snapshots read in different ways.
+func flatten(s *discovery.Snapshot) []string {
+	var out []string
+	for _, g := range s.Groups() {
+		for vi, v := range g.Versions {
+			for _, r := range v.Resources {
+				out = append(out, strings.Join([]string{g.Name, v.Version, r.Name, r.SingularName, r.Kind.String(),
+					boolStr(r.Namespaced), strings.Join(r.Verbs, ","), strings.Join(r.ShortNames, ","),
+					strings.Join(r.Categories, ","), boolStr(vi == 0)}, " "))
+				for _, sub := range r.Subresources {
+					out = append(out, strings.Join([]string{g.Name, v.Version, r.Name + "/" + sub.Name, sub.Kind.String(), strings.Join(sub.Verbs, ",")}, " "))
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func boolStr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func groupOrder(s *discovery.Snapshot) []string {
+	var out []string
+	for _, g := range s.Groups() {
+		for _, v := range g.Versions {
+			out = append(out, g.Name+"/"+v.Version)
+		}
+	}
+	return out
+}
+
+// TestSnapshotEveryGeneration: whatever the server speaks, the snapshot is
+// the same, read in as few requests as the format allows.
+func TestSnapshotEveryGeneration(t *testing.T) {
+	_, refBase := serve(t, discoverytest.WithCRDs(40, 5))
+	ref, err := newClient(t, refBase).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvs := len(groupOrder(ref))
+	for _, tc := range []struct {
+		gen      discoverytest.Generation
+		opts     []discovery.Option
+		source   string
+		requests int
+	}{
+		{discoverytest.GenerationV2, nil, "aggregated/v2+protobuf", 2},
+		{discoverytest.GenerationV2, []discovery.Option{discovery.WithJSONOnly()}, "aggregated/v2+json", 2},
+		{discoverytest.GenerationV2AndV2Beta1, nil, "aggregated/v2+protobuf", 2},
+		{discoverytest.GenerationV2Beta1, nil, "aggregated/v2beta1+json", 2},
+		{discoverytest.GenerationLegacy, nil, "legacy+json", 2 + gvs},
+		{discoverytest.GenerationV2, []discovery.Option{discovery.WithLegacyOnly()}, "legacy+json", 2 + gvs},
+	} {
+		t.Run(tc.gen.String()+"/"+tc.source, func(t *testing.T) {
+			srv, base := serve(t, discoverytest.WithGeneration(tc.gen), discoverytest.WithCRDs(40, 5))
+			c := newClient(t, base, tc.opts...)
+			s, err := c.Snapshot(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Source().String() != tc.source {
+				t.Errorf("source %s, want %s", s.Source(), tc.source)
+			}
+			if got := srv.Stats().Requests; got != tc.requests {
+				t.Errorf("%d requests, want %d", got, tc.requests)
+			}
+			if !slices.Equal(groupOrder(s), groupOrder(ref)) {
+				t.Errorf("group-version order differs:\n got %v\nwant %v", groupOrder(s), groupOrder(ref))
+			}
+			if got, want := flatten(s), flatten(ref); !slices.Equal(got, want) {
+				t.Errorf("resources differ from aggregated v2: %d lines vs %d", len(got), len(want))
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
+						break
+					}
+				}
+			}
+			if !s.Complete() || s.Err() != nil {
+				t.Errorf("complete=%v err=%v", s.Complete(), s.Err())
+			}
+		})
+	}
+}
+
+func TestSnapshotContent(t *testing.T) {
+	_, base := serve(t, discoverytest.WithCRDs(8, 2))
+	s, err := newClient(t, base).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps, ok := s.Group("apps")
+	if !ok || apps.PreferredVersion().Version != "v1" {
+		t.Fatalf("apps group %+v", apps)
+	}
+	v, ok := s.Version(schema.GroupVersion{Group: "apps", Version: "v1"})
+	if !ok {
+		t.Fatal("apps/v1 missing")
+	}
+	i := slices.IndexFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == "deployments" })
+	d := v.Resources[i]
+	if d.Kind != (schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) || !d.Namespaced ||
+		!slices.Equal(d.ShortNames, []string{"deploy"}) || !slices.Contains(d.Categories, "all") || d.SingularName != "deployment" {
+		t.Errorf("deployments %+v", d)
+	}
+	var scale *discovery.Subresource
+	for i := range d.Subresources {
+		if d.Subresources[i].Name == "scale" {
+			scale = &d.Subresources[i]
+		}
+	}
+	if scale == nil || scale.Kind != (schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}) {
+		t.Errorf("deployments/scale %+v", scale)
+	}
+	if s.Groups()[0].Name != "" || s.Groups()[1].Name != "apiregistration.k8s.io" {
+		t.Errorf("want the core group first, then the server's order; got %q, %q", s.Groups()[0].Name, s.Groups()[1].Name)
+	}
+	api, apis := s.ETags()
+	if api == "" || apis == "" {
+		t.Errorf("ETags %q %q", api, apis)
+	}
+	if _, ok := s.Group("nope"); ok {
+		t.Errorf("found a group that does not exist")
+	}
+}
+
+// TestConditionalRefresh: an unchanged cluster costs two 304s and hands back
+// the same parsed content; a change costs one 200 for the endpoint that
+// changed.
+func TestConditionalRefresh(t *testing.T) {
+	srv, base := serve(t, discoverytest.WithCRDs(20, 4))
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	c := newClient(t, base, discovery.WithClock(clk))
+	first, err := c.Refresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	clk.Step(time.Minute)
+	again, err := c.Refresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := srv.Stats()
+	if st.Requests != 2 || st.NotModified != 2 {
+		t.Errorf("unchanged refresh: %+v, want 2 requests, both 304", st)
+	}
+	for _, r := range srv.Requests() {
+		if r.IfNoneMatch == "" {
+			t.Errorf("%s sent without If-None-Match", r.Path)
+		}
+	}
+	if &again.Groups()[0] != &first.Groups()[0] || !again.Validated().After(first.Validated()) || again.Fetched() != first.Fetched() {
+		t.Errorf("a 304 refresh should share the parsed content and move only the validation time")
+	}
+
+	if err := srv.AddCRD(discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	changed, err := c.Refresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := changed.Group("late.example.com"); !ok {
+		t.Errorf("the new group is missing after refresh")
+	}
+	if st := srv.Stats(); st.Requests != 2 || st.NotModified != 1 {
+		t.Errorf("refresh after a CRD install: %+v, want /api 304 and /apis 200", st)
+	}
+	if c.Current() != changed {
+		t.Errorf("Current is not the refreshed snapshot")
+	}
+	cs := c.Stats()
+	if cs.Requests != 6 || cs.NotModified != 3 || cs.Refreshes != 3 {
+		t.Errorf("client stats %+v", cs)
+	}
+}
+
+// TestStaleKeepsLastKnown: a group-version whose aggregated API server died
+// stays in the snapshot with its last known resources, and the error names
+// it; when it recovers the snapshot is complete again.
+func TestStaleKeepsLastKnown(t *testing.T) {
+	srv, base := serve(t)
+	metrics := apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Resources: []apidiscoveryv2.APIResourceDiscovery{{
+		Resource: "pods", ResponseKind: &metav1.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetrics"},
+		Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"get", "list"},
+	}}}
+	if err := srv.SetGroupVersion("metrics.k8s.io", metrics); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	c := newClient(t, base, discovery.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if _, err := c.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The aggregated API server goes away before the server ever learnt
+	// its resources again: Stale with no resources.
+	dead := apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Freshness: apidiscoveryv2.DiscoveryFreshnessStale}
+	if err := srv.SetGroupVersion("metrics.k8s.io", dead); err != nil {
+		t.Fatal(err)
+	}
+	gv := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+	for range 3 {
+		s, err := c.Refresh(context.Background())
+		var gve *discovery.GroupVersionError
+		if !errors.As(err, &gve) || gve.GroupVersion != gv || !errors.Is(err, discovery.ErrStale) {
+			t.Fatalf("error %v: want a GroupVersionError for %s wrapping ErrStale", err, gv)
+		}
+		v, ok := s.Version(gv)
+		if !ok || v.Freshness != discovery.FreshnessStale || !v.LastKnown || len(v.Resources) != 1 || s.Complete() {
+			t.Fatalf("stale version %+v complete=%v: want Stale, last known resources kept", v, s.Complete())
+		}
+		if _, ok := s.Version(schema.GroupVersion{Group: "apps", Version: "v1"}); !ok {
+			t.Fatalf("the rest of the snapshot is missing")
+		}
+	}
+	if n := strings.Count(logs.String(), "not current"); n != 1 {
+		t.Errorf("logged the stale group %d times over three refreshes, want once:\n%s", n, logs.String())
+	}
+	if err := srv.SetGroupVersion("metrics.k8s.io", metrics); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Refresh(context.Background())
+	if err != nil || !s.Complete() {
+		t.Errorf("after recovery: %v, complete=%v", err, s.Complete())
+	}
+	if !strings.Contains(logs.String(), "current again") {
+		t.Errorf("recovery not logged")
+	}
+}
+
+// TestLegacyPartialFailure: on a legacy server a failing group-version is
+// kept, marked Failed, with its error mapped to an apimachinery status.
+func TestLegacyPartialFailure(t *testing.T) {
+	srv, base := serve(t, discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(10, 2))
+	srv.InjectFault("/apis/g001.stress.example.com/v1", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+	s, err := newClient(t, base).Snapshot(context.Background())
+	gv := schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1"}
+	var pe *discovery.PartialError
+	if !errors.As(err, &pe) || len(pe.Errors) != 1 || pe.Errors[0].GroupVersion != gv || !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("error %v: want a PartialError with one 503 for %s", err, gv)
+	}
+	v, ok := s.Version(gv)
+	if !ok || v.Freshness != discovery.FreshnessFailed {
+		t.Errorf("failed group-version %+v", v)
+	}
+	if v, ok := s.Version(schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}); !ok || len(v.Resources) == 0 {
+		t.Errorf("a sibling version is missing its resources")
+	}
+}
+
+// TestLegacyParallelismBound: legacy discovery uses at most the configured
+// number of concurrent requests, not one goroutine per group-version.
+func TestLegacyParallelismBound(t *testing.T) {
+	srv, err := discoverytest.NewServer(discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(30, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("/apis/*", discoverytest.Fault{Latency: 20 * time.Millisecond})
+	var inflight, peak atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	if _, err := newClient(t, ts.URL, discovery.WithLegacyParallelism(3)).Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// /api's own fetch runs beside /apis's workers.
+	if p := peak.Load(); p > 3+2 || p < 2 {
+		t.Errorf("peak concurrency %d, want between 2 and 5", p)
+	}
+}
+
+func TestBadResponses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gen   discoverytest.Generation
+		fault discoverytest.Fault
+		opts  []discovery.Option
+		check func(error) bool
+	}{
+		{"wrong content type", discoverytest.GenerationV2, discoverytest.Fault{ContentType: "text/html"}, nil,
+			func(err error) bool { var re *discovery.ResponseError; return errors.As(err, &re) }},
+		{"legacy body under an aggregated type", discoverytest.GenerationLegacy,
+			discoverytest.Fault{ContentType: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}, nil,
+			func(err error) bool { var re *discovery.ResponseError; return errors.As(err, &re) }},
+		{"truncated", discoverytest.GenerationV2, discoverytest.Fault{Truncate: 500}, nil,
+			func(err error) bool { return err != nil }},
+		{"reset", discoverytest.GenerationV2, discoverytest.Fault{ResetAfter: 500}, nil,
+			func(err error) bool { return err != nil }},
+		{"oversized", discoverytest.GenerationV2, discoverytest.Fault{Oversize: 1 << 20}, []discovery.Option{discovery.WithMaxResponseBytes(512 << 10)},
+			func(err error) bool { return errors.Is(err, discovery.ErrTooLarge) }},
+		{"500", discoverytest.GenerationV2, discoverytest.Fault{Status: 500}, nil, apierrors.IsInternalError},
+		{"404", discoverytest.GenerationV2, discoverytest.Fault{Status: 404}, nil, apierrors.IsNotFound},
+		{"429", discoverytest.GenerationV2, discoverytest.Fault{Status: 429, RetryAfter: 7 * time.Second}, nil, func(err error) bool {
+			d, ok := apierrors.SuggestsClientDelay(err)
+			return apierrors.IsTooManyRequests(err) && ok && d == 7
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, base := serve(t, discoverytest.WithGeneration(tc.gen))
+			c := newClient(t, base, tc.opts...)
+			good, err := c.Snapshot(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Change the cluster so the refresh gets a 200 (a 304 has no
+			// body to damage), then damage it.
+			if err := srv.AddCRD(discoverytest.CRD{Group: "x.example.com", Versions: []string{"v1"}, Kind: "X"}); err != nil {
+				t.Fatal(err)
+			}
+			srv.InjectFault("/apis", tc.fault)
+			s, err := c.Refresh(context.Background())
+			if !tc.check(err) {
+				t.Errorf("error %v (%T) is not the expected kind", err, err)
+			}
+			if s != good || c.Current() != good {
+				t.Errorf("a failed refresh must keep the previous snapshot")
+			}
+			fresh := newClient(t, base, tc.opts...)
+			if s, err := fresh.Snapshot(context.Background()); s != nil || err == nil {
+				t.Errorf("a first read that fails returned a snapshot %v / %v", s, err)
+			}
+		})
+	}
+}
+
+// TestServerDataEdgeCases: nil response kinds, duplicates and empty
+// entries from a server are tolerated, never a panic.
+func TestServerDataEdgeCases(t *testing.T) {
+	const doc = `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[
+	 {"metadata":{"name":"a.example.com"},"versions":[
+	   {"version":"v1","resources":[
+	     {"resource":"things","responseKind":null,"scope":"Namespaced","verbs":["get"]},
+	     {"resource":"widgets","responseKind":{"group":"","version":"","kind":"Widget"},"scope":"Cluster","verbs":["get"],
+	      "subresources":[{"subresource":"status","responseKind":null,"verbs":["get"]},{"subresource":""}]},
+	     {"resource":"widgets","responseKind":{"kind":"Dup"},"scope":"Cluster"},
+	     {"resource":"","responseKind":{"kind":"Nameless"}}]},
+	   {"version":"v1","resources":[]},
+	   {"version":"","resources":[]}]},
+	 {"metadata":{"name":"a.example.com"},"versions":[{"version":"v2"}]},
+	 {"metadata":{"name":"empty.example.com"},"versions":[]},
+	 {"metadata":{"name":"nil.example.com"}}]}`
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+		if r.URL.Path == "/api" {
+			_, _ = w.Write([]byte(`{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[]}`))
+			return
+		}
+		_, _ = w.Write([]byte(doc))
+	}))
+	defer ts.Close()
+	s, err := newClient(t, ts.URL).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := s.Group("a.example.com")
+	if !ok || len(a.Versions) != 1 || len(a.Versions[0].Resources) != 1 {
+		t.Fatalf("group a: %+v", a)
+	}
+	w := a.Versions[0].Resources[0]
+	if w.Kind.Kind != "Widget" || w.Kind.Group != "a.example.com" || len(w.Subresources) != 1 || w.Subresources[0].Kind.Kind != "" {
+		t.Errorf("widgets %+v", w)
+	}
+	if g, ok := s.Group("empty.example.com"); !ok || g.PreferredVersion() != nil {
+		t.Errorf("empty group %+v", g)
+	}
+}
+
+// TestRefreshCoalesces: callers that refresh at once share one refresh.
+func TestRefreshCoalesces(t *testing.T) {
+	srv, base := serve(t)
+	srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
+	c := newClient(t, base)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if _, err := c.Refresh(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if st := srv.Stats(); st.Requests != 2 {
+		t.Errorf("20 concurrent refreshes sent %d requests, want 2", st.Requests)
+	}
+}
+
+// TestCallerContext: a caller that gives up gets its context's error at
+// once, the shared refresh still completes for the others, and no context
+// error is ever kept as the client's state.
+func TestCallerContext(t *testing.T) {
+	srv, base := serve(t)
+	srv.InjectFault("/apis", discoverytest.Fault{Latency: 200 * time.Millisecond, Times: 1})
+	c := newClient(t, base)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if s, err := c.Refresh(ctx); !errors.Is(err, context.Canceled) || s != nil {
+		t.Errorf("cancelled caller: %v, %v", s, err)
+	}
+	s, err := c.Refresh(context.Background())
+	if err != nil || s == nil {
+		t.Fatalf("next caller: %v", err)
+	}
+}
+
+// TestSnapshotMaxAge: reads inside the max age cost nothing; past it, the
+// read returns at once and a background revalidation follows.
+func TestSnapshotMaxAge(t *testing.T) {
+	srv, base := serve(t)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	c := newClient(t, base, discovery.WithClock(clk), discovery.WithMaxAge(time.Minute))
+	ctx := context.Background()
+	first, _ := c.Snapshot(ctx)
+	for range 5 {
+		if s, _ := c.Snapshot(ctx); s != first {
+			t.Fatal("a read inside the max age returned another snapshot")
+		}
+	}
+	if n := srv.Stats().Requests; n != 2 {
+		t.Fatalf("%d requests for six reads inside the max age, want 2", n)
+	}
+	clk.Step(2 * time.Minute)
+	if s, _ := c.Snapshot(ctx); s != first {
+		t.Fatal("a read past the max age should return the current snapshot at once")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Stats().NotModified < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no background revalidation: %+v", srv.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for c.Current() == first && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if cur := c.Current(); !cur.Validated().Equal(clk.Now()) {
+		t.Errorf("revalidated snapshot validated at %v, want %v", cur.Validated(), clk.Now())
+	}
+	if cs := c.Stats(); cs.CacheHits != 6 {
+		t.Errorf("cache hits %d, want 6", cs.CacheHits)
+	}
+}
+
+func TestNoPeer(t *testing.T) {
+	srv, base := serve(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation())
+	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "peer.example.com", Versions: []string{"v1"}, Kind: "Peer"}); err != nil {
+		t.Fatal(err)
+	}
+	merged, _ := newClient(t, base).Snapshot(context.Background())
+	if _, ok := merged.Group("peer.example.com"); !ok {
+		t.Errorf("merged view lacks the peer's group")
+	}
+	srv.ResetRequests()
+	// Round-robin: this client's /apis goes to whichever backend is next.
+	local, _ := newClient(t, base, discovery.WithNoPeer()).Snapshot(context.Background())
+	var apisBackend string
+	for _, r := range srv.Requests() {
+		if r.Path == "/apis" {
+			apisBackend = r.Backend
+			if !strings.Contains(r.Accept, "profile=nopeer") {
+				t.Errorf("Accept %q lacks profile=nopeer", r.Accept)
+			}
+		}
+	}
+	_, has := local.Group("peer.example.com")
+	if has != (apisBackend == "apiserver-1") {
+		t.Errorf("nopeer view from %s: has the peer group=%v", apisBackend, has)
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for name, opts := range map[string][]discovery.Option{
+		"legacy and nopeer": {discovery.WithLegacyOnly(), discovery.WithNoPeer()},
+		"negative max age":  {discovery.WithMaxAge(-1)},
+		"zero timeout":      {discovery.WithRefreshTimeout(0)},
+		"zero parallelism":  {discovery.WithLegacyParallelism(0)},
+		"zero size":         {discovery.WithMaxResponseBytes(0)},
+	} {
+		if _, err := discovery.NewForHTTPClient(nil, "http://127.0.0.1:1", opts...); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := discovery.NewForHTTPClient(nil, "not a url"); err == nil {
+		t.Errorf("relative base URL accepted")
+	}
+}

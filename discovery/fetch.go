@@ -1,0 +1,261 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/internal/mediatype"
+)
+
+// accept is the one Accept header that negotiates the best format a server
+// has: protobuf v2, JSON v2, JSON v2beta1, then plain JSON, which an old
+// server answers with legacy discovery.
+func (c *Client) accept() string {
+	if c.opts.legacyOnly {
+		return mediatype.JSON
+	}
+	profile := ""
+	if c.opts.noPeer {
+		profile = "nopeer"
+	}
+	types := []string{
+		mediatype.Aggregated("v2", false, profile),
+		mediatype.Aggregated("v2beta1", false, ""),
+		mediatype.JSON,
+	}
+	if !c.opts.jsonOnly {
+		types = append([]string{mediatype.Aggregated("v2", true, profile)}, types...)
+	}
+	return strings.Join(types, ",")
+}
+
+// legacyAccept is for the per-group-version documents of legacy discovery.
+func (c *Client) legacyAccept() string {
+	if c.opts.jsonOnly {
+		return mediatype.JSON
+	}
+	return mediatype.Protobuf + "," + mediatype.JSON
+}
+
+// fetch reads /api and /apis in parallel, conditionally on prev's ETags.
+// It returns nil only when no snapshot could be built; a snapshot with
+// failed group-versions comes with its PartialError.
+func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	var core, named *part
+	var coreErr, namedErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var p *part
+		if prev != nil {
+			p = &prev.core
+		}
+		core, coreErr = c.fetchPart(ctx, "/api", p)
+	}()
+	var p *part
+	if prev != nil {
+		p = &prev.named
+	}
+	named, namedErr = c.fetchPart(ctx, "/apis", p)
+	wg.Wait()
+	if coreErr != nil {
+		return nil, coreErr
+	}
+	if namedErr != nil {
+		return nil, namedErr
+	}
+	now := c.opts.clock.Now()
+	if prev != nil && core == &prev.core && named == &prev.named {
+		// Two 304s: the parsed content is still right.
+		return &Snapshot{content: prev.content, validated: now}, prev.err
+	}
+	if prev != nil {
+		if core != &prev.core {
+			keepLastKnown(core, prev)
+		}
+		if named != &prev.named {
+			keepLastKnown(named, prev)
+		}
+	}
+	s := &Snapshot{content: newContent(*core, *named, now), validated: now}
+	return s, s.err
+}
+
+// fetchPart reads one endpoint. A 304 returns prev itself.
+func (c *Client) fetchPart(ctx context.Context, path string, prev *part) (*part, error) {
+	etag := ""
+	if prev != nil {
+		etag = prev.etag
+	}
+	resp, body, err := c.get(ctx, path, c.accept(), etag)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotModified && prev != nil && etag != "":
+		return prev, nil
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("discovery: GET %s: %w", path, statusError(resp, body))
+	}
+	contentType := resp.Header.Get("Content-Type")
+	mt, err := mediatype.ParseDiscovery(contentType)
+	if err != nil {
+		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
+	}
+	if !mt.Aggregated {
+		return c.fetchLegacy(ctx, path, body, mt)
+	}
+	list, err := decodeAggregated(body, mt)
+	if err != nil {
+		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
+	}
+	groups, failed := fromAggregated(list.Items)
+	format := FormatAggregatedV2
+	if mt.Version == "v2beta1" {
+		format = FormatAggregatedV2Beta1
+	}
+	return &part{groups: groups, etag: resp.Header.Get("ETag"), source: Source{Format: format, Protobuf: mt.Protobuf}, failed: failed}, nil
+}
+
+// fetchLegacy reads legacy discovery: the root document says which
+// group-versions exist, then each is read on its own, a bounded number at a
+// time. A group-version that fails stays listed, marked Failed.
+func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte, mt mediatype.Discovery) (*part, error) {
+	var groups []Group
+	if path == "/api" {
+		var versions metav1.APIVersions
+		if err := decodeLegacy(body, mt, "APIVersions", &versions); err != nil {
+			return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
+		}
+		g := Group{}
+		for _, v := range versions.Versions {
+			if v != "" && !hasVersion(g.Versions, v) {
+				g.Versions = append(g.Versions, Version{Version: v})
+			}
+		}
+		groups = []Group{g}
+	} else {
+		var list metav1.APIGroupList
+		if err := decodeLegacy(body, mt, "APIGroupList", &list); err != nil {
+			return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
+		}
+		seen := map[string]bool{}
+		for _, lg := range list.Groups {
+			if lg.Name == "" || seen[lg.Name] {
+				continue
+			}
+			seen[lg.Name] = true
+			g := Group{Name: lg.Name}
+			// The preferred version goes first, as aggregated discovery
+			// lists it.
+			for _, v := range append([]metav1.GroupVersionForDiscovery{lg.PreferredVersion}, lg.Versions...) {
+				if v.Version != "" && !hasVersion(g.Versions, v.Version) {
+					g.Versions = append(g.Versions, Version{Version: v.Version})
+				}
+			}
+			groups = append(groups, g)
+		}
+	}
+
+	type job struct{ g, v int }
+	var jobs []job
+	for gi := range groups {
+		for vi := range groups[gi].Versions {
+			jobs = append(jobs, job{gi, vi})
+		}
+	}
+	errs := make([]error, len(jobs))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(c.opts.legacyParallel, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				g := &groups[jobs[i].g]
+				v := &g.Versions[jobs[i].v]
+				v.Resources, errs[i] = c.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
+			}
+		}()
+	}
+	for i := range jobs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	out := &part{groups: groups, source: Source{Format: FormatLegacy}}
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		g := &groups[jobs[i].g]
+		v := &g.Versions[jobs[i].v]
+		v.Freshness = FreshnessFailed
+		out.failed = append(out.failed, &GroupVersionError{GroupVersion: schema.GroupVersion{Group: g.Name, Version: v.Version}, Err: err})
+	}
+	return out, nil
+}
+
+func (c *Client) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) ([]Resource, error) {
+	path := "/apis/" + gv.String()
+	if gv.Group == "" {
+		path = "/api/" + gv.Version
+	}
+	resp, body, err := c.get(ctx, path, c.legacyAccept(), "")
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, statusError(resp, body)
+	}
+	contentType := resp.Header.Get("Content-Type")
+	mt, err := mediatype.ParseDiscovery(contentType)
+	if err == nil && mt.Aggregated {
+		err = fmt.Errorf("an aggregated type answered a legacy request")
+	}
+	if err != nil {
+		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
+	}
+	var list metav1.APIResourceList
+	if err := decodeLegacy(body, mt, "APIResourceList", &list); err != nil {
+		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
+	}
+	if list.GroupVersion != gv.String() {
+		return nil, &ResponseError{Path: path, ContentType: contentType, Err: fmt.Errorf("document is for %q", list.GroupVersion)}
+	}
+	return fromLegacyResources(gv, list.APIResources), nil
+}
+
+// keepLastKnown gives a group-version that is not current the resources it
+// had in prev, when the server sent none.
+func keepLastKnown(p *part, prev *Snapshot) {
+	for _, gve := range p.failed {
+		gi := -1
+		for i := range p.groups {
+			if p.groups[i].Name == gve.GroupVersion.Group {
+				gi = i
+				break
+			}
+		}
+		if gi < 0 {
+			continue
+		}
+		for vi := range p.groups[gi].Versions {
+			v := &p.groups[gi].Versions[vi]
+			if v.Version != gve.GroupVersion.Version || len(v.Resources) > 0 {
+				continue
+			}
+			if old, ok := prev.Version(gve.GroupVersion); ok && len(old.Resources) > 0 {
+				v.Resources, v.LastKnown = old.Resources, true
+			}
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package discovery
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Format is the discovery format a server answered with.
+type Format int
+
+const (
+	// FormatAggregatedV2 is aggregated discovery apidiscovery.k8s.io/v2 (1.30+).
+	FormatAggregatedV2 Format = iota
+	// FormatAggregatedV2Beta1 is aggregated discovery v2beta1 (1.26–1.32).
+	FormatAggregatedV2Beta1
+	// FormatLegacy is one document per group-version (every server).
+	FormatLegacy
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatAggregatedV2:
+		return "aggregated/v2"
+	case FormatAggregatedV2Beta1:
+		return "aggregated/v2beta1"
+	case FormatLegacy:
+		return "legacy"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// Source says how a snapshot was read. When /api and /apis were answered
+// differently (a server mid-upgrade), it describes /apis.
+type Source struct {
+	Format   Format
+	Protobuf bool
+}
+
+func (s Source) String() string {
+	if s.Protobuf {
+		return s.Format.String() + "+protobuf"
+	}
+	return s.Format.String() + "+json"
+}
+
+// Freshness says whether a group-version's resources are current.
+type Freshness int
+
+const (
+	// FreshnessCurrent: the server listed the resources just now.
+	FreshnessCurrent Freshness = iota
+	// FreshnessStale: the server marked the group-version Stale (its
+	// aggregated API server could not be reached).
+	FreshnessStale
+	// FreshnessFailed: the group-version is listed but its resources could
+	// not be read (legacy discovery answered with an error).
+	FreshnessFailed
+)
+
+func (f Freshness) String() string {
+	switch f {
+	case FreshnessCurrent:
+		return "Current"
+	case FreshnessStale:
+		return "Stale"
+	case FreshnessFailed:
+		return "Failed"
+	}
+	return fmt.Sprintf("Freshness(%d)", int(f))
+}
+
+// Resource is one API resource of a group-version.
+type Resource struct {
+	Name         string // plural, as in the URL: "deployments"
+	SingularName string
+	Namespaced   bool
+	// Kind is what the resource's endpoints return, usually in the
+	// resource's own group-version.
+	Kind         schema.GroupVersionKind
+	Verbs        []string
+	ShortNames   []string
+	Categories   []string
+	Subresources []Subresource
+}
+
+// Subresource is a resource's subresource, such as "status" or "scale".
+type Subresource struct {
+	Name  string
+	Kind  schema.GroupVersionKind
+	Verbs []string
+}
+
+// Version is one version of a group.
+type Version struct {
+	Version   string
+	Freshness Freshness
+	// LastKnown is set when the server could not give this group-version's
+	// resources and the client kept those of an earlier snapshot.
+	LastKnown bool
+	Resources []Resource
+}
+
+// Group is an API group; its Versions are in the server's preference order.
+// The core group has the name "".
+type Group struct {
+	Name     string
+	Versions []Version
+}
+
+// PreferredVersion is the version the server prefers, or nil for a group
+// with no versions.
+func (g *Group) PreferredVersion() *Version {
+	if len(g.Versions) == 0 {
+		return nil
+	}
+	return &g.Versions[0]
+}
+
+// Snapshot is one observation of a cluster's API surface. It is immutable:
+// share it freely, and do not modify the slices it returns.
+type Snapshot struct {
+	*content
+	validated time.Time
+}
+
+// content is what two snapshots share when a revalidation found nothing
+// changed (two 304s): only the validation time differs.
+type content struct {
+	core, named part
+	groups      []Group // core first, then named groups, in server order
+	fetched     time.Time
+	err         error // *PartialError when some group-versions failed
+
+	indexOnce sync.Once
+	byGroup   map[string]int
+}
+
+// part is what one endpoint (/api or /apis) contributed.
+type part struct {
+	groups []Group
+	etag   string
+	source Source
+	failed []*GroupVersionError
+}
+
+func newContent(core, named part, fetched time.Time) *content {
+	c := &content{core: core, named: named, fetched: fetched}
+	c.groups = make([]Group, 0, len(core.groups)+len(named.groups))
+	c.groups = append(c.groups, core.groups...)
+	c.groups = append(c.groups, named.groups...)
+	if failed := append(append([]*GroupVersionError(nil), core.failed...), named.failed...); len(failed) > 0 {
+		c.err = &PartialError{Errors: failed}
+	}
+	return c
+}
+
+// Groups lists every group, the core group ("") first, in server order.
+func (s *Snapshot) Groups() []Group { return s.groups }
+
+// Group finds a group by name.
+func (s *Snapshot) Group(name string) (*Group, bool) {
+	s.indexOnce.Do(s.index)
+	i, ok := s.byGroup[name]
+	if !ok {
+		return nil, false
+	}
+	return &s.groups[i], true
+}
+
+// Version finds a group-version.
+func (s *Snapshot) Version(gv schema.GroupVersion) (*Version, bool) {
+	g, ok := s.Group(gv.Group)
+	if !ok {
+		return nil, false
+	}
+	for i := range g.Versions {
+		if g.Versions[i].Version == gv.Version {
+			return &g.Versions[i], true
+		}
+	}
+	return nil, false
+}
+
+func (c *content) index() {
+	c.byGroup = make(map[string]int, len(c.groups))
+	for i, g := range c.groups {
+		if _, dup := c.byGroup[g.Name]; !dup {
+			c.byGroup[g.Name] = i
+		}
+	}
+}
+
+// Source says how the snapshot was read.
+func (s *Snapshot) Source() Source { return s.named.source }
+
+// ETags are the entity tags of /api and /apis the snapshot came with; legacy
+// discovery has none.
+func (s *Snapshot) ETags() (api, apis string) { return s.core.etag, s.named.etag }
+
+// Fetched is when the snapshot's content was last downloaded.
+func (s *Snapshot) Fetched() time.Time { return s.fetched }
+
+// Validated is when the server last confirmed the content (by sending it, or
+// by answering 304 Not Modified).
+func (s *Snapshot) Validated() time.Time { return s.validated }
+
+// Complete is true when every group-version's resources are current.
+func (s *Snapshot) Complete() bool { return s.err == nil }
+
+// Err is nil for a complete snapshot, otherwise a *PartialError with one
+// *GroupVersionError per group-version that is not current.
+func (s *Snapshot) Err() error { return s.err }

@@ -1,0 +1,36 @@
+package discovery
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Stats counts what a Client did since it was built.
+type Stats struct {
+	Requests    int64 // HTTP requests sent
+	Bytes       int64 // response body bytes read
+	NotModified int64 // 304 answers
+	// CacheHits counts Snapshot calls answered from the current snapshot
+	// without waiting for the network.
+	CacheHits     int64
+	Refreshes     int64 // refreshes run (shared by their concurrent callers)
+	RefreshErrors int64 // refreshes that produced no snapshot
+	RefreshTime   time.Duration
+}
+
+type counters struct {
+	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos atomic.Int64
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	return Stats{
+		Requests:      c.stats.requests.Load(),
+		Bytes:         c.stats.bytes.Load(),
+		NotModified:   c.stats.notModified.Load(),
+		CacheHits:     c.stats.cacheHits.Load(),
+		Refreshes:     c.stats.refreshes.Load(),
+		RefreshErrors: c.stats.refreshErrors.Load(),
+		RefreshTime:   time.Duration(c.stats.refreshNanos.Load()),
+	}
+}
