@@ -420,7 +420,7 @@ func TestServerDataEdgeCases(t *testing.T) {
 		t.Fatalf("group a: %+v", a)
 	}
 	w := a.Versions[0].Resources[0]
-	if w.Kind.Kind != "Widget" || w.Kind.Group != "a.example.com" || len(w.Subresources) != 1 || w.Subresources[0].Kind.Kind != "" {
+	if w.Kind.Kind != "Widget" || w.Kind.Group != "a.example.com" || len(w.Subresources) != 0 {
 		t.Errorf("widgets %+v", w)
 	}
 	if g, ok := s.Group("empty.example.com"); !ok || g.PreferredVersion() != nil {

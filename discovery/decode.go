@@ -154,19 +154,22 @@ func fromAggregatedResources(gv schema.GroupVersion, in []apidiscoveryv2.APIReso
 			Verbs:        r.Verbs,
 			ShortNames:   r.ShortNames,
 			Categories:   r.Categories,
+			explicitKind: r.ResponseKind.Group != "" || r.ResponseKind.Version != "",
 		}
 		if len(r.Subresources) > 0 {
 			res.Subresources = make([]Subresource, 0, len(r.Subresources))
 			for j := range r.Subresources {
 				s := &r.Subresources[j]
-				if s.Subresource == "" {
+				// Like client-go, a subresource without a kind is dropped.
+				if s.Subresource == "" || s.ResponseKind == nil || s.ResponseKind.Kind == "" {
 					continue
 				}
-				sub := Subresource{Name: s.Subresource, Verbs: s.Verbs}
-				if s.ResponseKind != nil {
-					sub.Kind = kindIn(gv, s.ResponseKind)
-				}
-				res.Subresources = append(res.Subresources, sub)
+				res.Subresources = append(res.Subresources, Subresource{
+					Name:         s.Subresource,
+					Kind:         kindIn(gv, s.ResponseKind),
+					Verbs:        s.Verbs,
+					explicitKind: s.ResponseKind.Group != "" || s.ResponseKind.Version != "",
+				})
 			}
 		}
 		out = append(out, res)
@@ -202,12 +205,15 @@ func fromLegacyResources(gv schema.GroupVersion, in []metav1.APIResource) []Reso
 	for i := range in {
 		r := &in[i]
 		kind := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
-		if kind.Group == "" && kind.Version == "" {
+		explicit := kind.Group != "" || kind.Version != ""
+		if !explicit {
 			kind.Group, kind.Version = gv.Group, gv.Version
 		}
 		if parent, sub, ok := strings.Cut(r.Name, "/"); ok {
 			if p, found := index[parent]; found && sub != "" {
-				out[p].Subresources = append(out[p].Subresources, Subresource{Name: sub, Kind: kind, Verbs: r.Verbs})
+				out[p].Subresources = append(out[p].Subresources, Subresource{
+					Name: sub, Kind: kind, Verbs: r.Verbs, explicitKind: explicit, singularName: r.SingularName,
+				})
 			}
 			continue
 		}
@@ -223,6 +229,9 @@ func fromLegacyResources(gv schema.GroupVersion, in []metav1.APIResource) []Reso
 			Verbs:        r.Verbs,
 			ShortNames:   r.ShortNames,
 			Categories:   r.Categories,
+
+			StorageVersionHash: r.StorageVersionHash,
+			explicitKind:       explicit,
 		})
 	}
 	return out

@@ -84,6 +84,12 @@ type Resource struct {
 	ShortNames   []string
 	Categories   []string
 	Subresources []Subresource
+	// StorageVersionHash is only in legacy discovery.
+	StorageVersionHash string
+
+	// explicitKind records whether the server named the kind's group and
+	// version or left them empty, which the client-go adapter reproduces.
+	explicitKind bool
 }
 
 // Subresource is a resource's subresource, such as "status" or "scale".
@@ -91,6 +97,9 @@ type Subresource struct {
 	Name  string
 	Kind  schema.GroupVersionKind
 	Verbs []string
+
+	explicitKind bool
+	singularName string // as legacy discovery listed it
 }
 
 // Version is one version of a group.
@@ -136,6 +145,9 @@ type content struct {
 
 	indexOnce sync.Once
 	byGroup   map[string]int
+
+	clientGoOnce sync.Once
+	clientGoView *clientGoView
 }
 
 // part is what one endpoint (/api or /apis) contributed.

@@ -1,0 +1,287 @@
+package discovery
+
+import (
+	"context"
+	"sync/atomic"
+
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	cgdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
+	"k8s.io/client-go/rest"
+)
+
+// ClientGo adapts a Client to client-go's discovery interfaces, so that
+// restmapper.NewDeferredDiscoveryRESTMapper, dynamic informers,
+// controller-runtime and kubectl-style code accept kubeatlas unchanged.
+//
+// Reads come from the client's snapshot, converted to client-go's types once
+// per snapshot. Invalidate makes the next read revalidate, which costs two
+// 304s on an unchanged cluster instead of a full download. Where it differs
+// from client-go: a Stale group-version keeps its last known resources (and
+// is still reported failed), so kinds served by a briefly unreachable
+// aggregated API server keep their REST mappings. ServerVersion, the OpenAPI
+// documents and RESTClient are client-go's own, on the same connection.
+//
+// As with client-go's memory cache, returned objects are shared between
+// callers: do not modify them.
+type ClientGo struct {
+	c           *Client
+	delegate    *cgdiscovery.DiscoveryClient
+	invalidated atomic.Bool
+}
+
+var (
+	_ cgdiscovery.DiscoveryInterface                      = (*ClientGo)(nil)
+	_ cgdiscovery.DiscoveryInterfaceWithContext           = (*ClientGo)(nil)
+	_ cgdiscovery.CachedDiscoveryInterface                = (*ClientGo)(nil)
+	_ cgdiscovery.CachedDiscoveryInterfaceWithContext     = (*ClientGo)(nil)
+	_ cgdiscovery.AggregatedDiscoveryInterface            = (*ClientGo)(nil)
+	_ cgdiscovery.AggregatedDiscoveryInterfaceWithContext = (*ClientGo)(nil)
+)
+
+// NewClientGo wraps c for client-go.
+func NewClientGo(c *Client) (*ClientGo, error) {
+	cfg := c.config
+	if cfg == nil {
+		cfg = &rest.Config{Host: c.base.String()}
+	}
+	delegate, err := cgdiscovery.NewDiscoveryClientForConfigAndClient(cfg, c.hc)
+	if err != nil {
+		return nil, err
+	}
+	return &ClientGo{c: c, delegate: delegate}, nil
+}
+
+// clientGoView is a snapshot in client-go's types.
+type clientGoView struct {
+	groups    *metav1.APIGroupList
+	resources map[schema.GroupVersion]*metav1.APIResourceList
+	failed    map[schema.GroupVersion]error
+}
+
+func (a *ClientGo) view(ctx context.Context) (*clientGoView, error) {
+	var s *Snapshot
+	var err error
+	if a.invalidated.Swap(false) {
+		s, err = a.c.Refresh(ctx)
+	} else {
+		s, err = a.c.Snapshot(ctx)
+	}
+	if s == nil {
+		return nil, err
+	}
+	return s.clientGo(), nil
+}
+
+// clientGo converts once per content; snapshots that share content (after
+// 304s) share the conversion.
+func (c *content) clientGo() *clientGoView {
+	c.clientGoOnce.Do(func() { c.clientGoView = c.toClientGo() })
+	return c.clientGoView
+}
+
+func (c *content) toClientGo() *clientGoView {
+	v := &clientGoView{
+		groups:    &metav1.APIGroupList{Groups: make([]metav1.APIGroup, 0, len(c.groups))},
+		resources: map[schema.GroupVersion]*metav1.APIResourceList{},
+		failed:    map[schema.GroupVersion]error{},
+	}
+	if c.err != nil {
+		for _, gve := range c.err.(*PartialError).Errors {
+			v.failed[gve.GroupVersion] = gve
+		}
+	}
+	for gi := range c.groups {
+		g := &c.groups[gi]
+		aggregated := c.named.source.Format != FormatLegacy
+		if g.Name == "" {
+			aggregated = c.core.source.Format != FormatLegacy
+		}
+		group := metav1.APIGroup{Name: g.Name}
+		for vi := range g.Versions {
+			ver := &g.Versions[vi]
+			gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
+			d := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: ver.Version}
+			group.Versions = append(group.Versions, d)
+			// client-go prefers the first version that is not Stale.
+			if group.PreferredVersion.Version == "" && ver.Freshness != FreshnessStale {
+				group.PreferredVersion = d
+			}
+			if ver.Freshness == FreshnessFailed && len(ver.Resources) == 0 {
+				continue
+			}
+			v.resources[gv] = toAPIResourceList(gv, ver.Resources, aggregated)
+		}
+		if group.PreferredVersion.Version == "" && len(group.Versions) > 0 {
+			group.PreferredVersion = group.Versions[0]
+		}
+		v.groups.Groups = append(v.groups.Groups, group)
+	}
+	return v
+}
+
+// toAPIResourceList writes resources as client-go would have produced them
+// from the same server response: from aggregated discovery, subresources
+// take their parent's singular name; from legacy, what the server sent.
+func toAPIResourceList(gv schema.GroupVersion, rs []Resource, aggregated bool) *metav1.APIResourceList {
+	list := &metav1.APIResourceList{GroupVersion: gv.String()}
+	if !aggregated {
+		// client-go keeps the type of the legacy document it decoded; the
+		// server writes the core and extensions groups' without apiVersion.
+		list.Kind, list.APIVersion = "APIResourceList", "v1"
+		if gv.Group == "" || gv.Group == "extensions" {
+			list.APIVersion = ""
+		}
+	}
+	for i := range rs {
+		r := &rs[i]
+		res := metav1.APIResource{
+			Name:               r.Name,
+			SingularName:       r.SingularName,
+			Namespaced:         r.Namespaced,
+			Kind:               r.Kind.Kind,
+			Verbs:              r.Verbs,
+			ShortNames:         r.ShortNames,
+			Categories:         r.Categories,
+			StorageVersionHash: r.StorageVersionHash,
+		}
+		if r.explicitKind {
+			res.Group, res.Version = r.Kind.Group, r.Kind.Version
+		}
+		list.APIResources = append(list.APIResources, res)
+		for j := range r.Subresources {
+			s := &r.Subresources[j]
+			sub := metav1.APIResource{
+				Name:         r.Name + "/" + s.Name,
+				SingularName: s.singularName,
+				Namespaced:   r.Namespaced,
+				Kind:         s.Kind.Kind,
+				Verbs:        s.Verbs,
+			}
+			if aggregated {
+				sub.SingularName = r.SingularName
+			}
+			if s.explicitKind {
+				sub.Group, sub.Version = s.Kind.Group, s.Kind.Version
+			}
+			list.APIResources = append(list.APIResources, sub)
+		}
+	}
+	return list
+}
+
+// GroupsAndMaybeResourcesWithContext answers from the snapshot: every group,
+// every group-version's resources, and the group-versions that are not
+// current.
+func (a *ClientGo) GroupsAndMaybeResourcesWithContext(ctx context.Context) (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
+	v, err := a.view(ctx)
+	if v == nil {
+		return nil, nil, nil, err
+	}
+	return v.groups, v.resources, v.failed, nil
+}
+
+func (a *ClientGo) GroupsAndMaybeResources() (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
+	return a.GroupsAndMaybeResourcesWithContext(context.Background())
+}
+
+func (a *ClientGo) ServerGroupsWithContext(ctx context.Context) (*metav1.APIGroupList, error) {
+	v, err := a.view(ctx)
+	if v == nil {
+		return nil, err
+	}
+	return v.groups, nil
+}
+
+func (a *ClientGo) ServerGroups() (*metav1.APIGroupList, error) {
+	return a.ServerGroupsWithContext(context.Background())
+}
+
+func (a *ClientGo) ServerResourcesForGroupVersionWithContext(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error) {
+	gv, err := schema.ParseGroupVersion(groupVersion)
+	if err != nil {
+		return nil, err
+	}
+	v, err := a.view(ctx)
+	if v == nil {
+		return nil, err
+	}
+	if list, ok := v.resources[gv]; ok {
+		return list, nil
+	}
+	if err, ok := v.failed[gv]; ok {
+		return nil, err
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: "groupversion"}, gv.String())
+}
+
+func (a *ClientGo) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
+	return a.ServerResourcesForGroupVersionWithContext(context.Background(), groupVersion)
+}
+
+func (a *ClientGo) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	return cgdiscovery.ServerGroupsAndResourcesWithContext(ctx, a)
+}
+
+func (a *ClientGo) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	return a.ServerGroupsAndResourcesWithContext(context.Background())
+}
+
+func (a *ClientGo) ServerPreferredResourcesWithContext(ctx context.Context) ([]*metav1.APIResourceList, error) {
+	return cgdiscovery.ServerPreferredResourcesWithContext(ctx, a)
+}
+
+func (a *ClientGo) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
+	return a.ServerPreferredResourcesWithContext(context.Background())
+}
+
+func (a *ClientGo) ServerPreferredNamespacedResourcesWithContext(ctx context.Context) ([]*metav1.APIResourceList, error) {
+	return cgdiscovery.ServerPreferredNamespacedResourcesWithContext(ctx, a)
+}
+
+func (a *ClientGo) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+	return a.ServerPreferredNamespacedResourcesWithContext(context.Background())
+}
+
+// Fresh is false until the first read and after Invalidate, until the next
+// read has revalidated.
+func (a *ClientGo) Fresh() bool { return a.c.Current() != nil && !a.invalidated.Load() }
+
+func (a *ClientGo) FreshWithContext(context.Context) bool { return a.Fresh() }
+
+// Invalidate makes the next read revalidate with the server (conditionally).
+func (a *ClientGo) Invalidate() { a.invalidated.Store(true) }
+
+func (a *ClientGo) InvalidateWithContext(context.Context) { a.Invalidate() }
+
+func (a *ClientGo) RESTClient() rest.Interface { return a.delegate.RESTClient() }
+
+func (a *ClientGo) ServerVersion() (*version.Info, error) { return a.delegate.ServerVersion() }
+
+func (a *ClientGo) ServerVersionWithContext(ctx context.Context) (*version.Info, error) {
+	return a.delegate.ServerVersionWithContext(ctx)
+}
+
+func (a *ClientGo) OpenAPISchema() (*openapi_v2.Document, error) { return a.delegate.OpenAPISchema() }
+
+func (a *ClientGo) OpenAPISchemaWithContext(ctx context.Context) (*openapi_v2.Document, error) {
+	return a.delegate.OpenAPISchemaWithContext(ctx)
+}
+
+func (a *ClientGo) OpenAPIV3() openapi.Client { return a.delegate.OpenAPIV3() }
+
+func (a *ClientGo) OpenAPIV3WithContext(ctx context.Context) openapi.ClientWithContext {
+	return a.delegate.OpenAPIV3WithContext(ctx)
+}
+
+// WithLegacy is client-go's legacy-only discovery client on the same
+// connection.
+func (a *ClientGo) WithLegacy() cgdiscovery.DiscoveryInterface { return a.delegate.WithLegacy() }
+
+func (a *ClientGo) WithLegacyWithContext(ctx context.Context) cgdiscovery.DiscoveryInterfaceWithContext {
+	return a.delegate.WithLegacyWithContext(ctx)
+}
