@@ -2,8 +2,8 @@ package discovery_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -238,4 +238,3 @@ func firstDifference(got, want any) string {
 	}
 	return fmt.Sprintf("lengths %d and %d lines", len(gl), len(wl))
 }
-
