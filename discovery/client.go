@@ -294,7 +294,7 @@ func (c *Client) get(ctx context.Context, path, accept, etag string) (*http.Resp
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.maxResponseBytes+1))
+	body, err := readBody(resp, c.opts.maxResponseBytes+1)
 	c.stats.bytes.Add(int64(len(body)))
 	if err != nil {
 		return resp, nil, fmt.Errorf("discovery: GET %s: reading body: %w", path, err)
@@ -307,4 +307,19 @@ func (c *Client) get(ctx context.Context, path, accept, etag string) (*http.Resp
 		c.stats.notModified.Add(1)
 	}
 	return resp, body, nil
+}
+
+// readBody reads at most limit bytes, in one allocation when the length is
+// known (the snapshot keeps the body alive, so it should not be oversized).
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	r := io.LimitReader(resp.Body, limit)
+	if n := resp.ContentLength; n > 0 && n < limit {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		// A body longer than announced is an error, as net/http would say.
+		return buf, nil
+	}
+	return io.ReadAll(r)
 }

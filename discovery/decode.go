@@ -18,84 +18,63 @@ import (
 // runtime.Unknown carrying the type and the object's bytes.
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// unwrapProtobuf checks the envelope and that it holds the expected type.
-func unwrapProtobuf(body []byte, apiVersion, kind string) ([]byte, error) {
-	if !bytes.HasPrefix(body, protobufMagic) {
-		return nil, fmt.Errorf("body is not Kubernetes protobuf (no magic prefix)")
+// decodeAggregated decodes an APIGroupDiscoveryList of either version into
+// the snapshot's model. The v2beta1 and v2 types are field for field the
+// same, in JSON and protobuf, so one decoder serves both. A body of another
+// kind is an error, never an empty result.
+func decodeAggregated(body []byte, mt mediatype.Discovery) ([]Group, []*GroupVersionError, error) {
+	apiVersion := "apidiscovery.k8s.io/" + mt.Version
+	if mt.Protobuf {
+		return decodeAggregatedProtobuf(body, apiVersion)
 	}
-	var u runtime.Unknown
-	if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
-		return nil, fmt.Errorf("protobuf envelope: %w", err)
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
 	}
-	// Legacy discovery types are written unversioned by some endpoints
-	// (the core group's), with an empty apiVersion.
-	if (u.APIVersion != apiVersion && !(apiVersion == "v1" && u.APIVersion == "")) || u.Kind != kind {
-		return nil, fmt.Errorf("body holds %s %s, want %s %s", u.APIVersion, u.Kind, apiVersion, kind)
+	if list.APIVersion != apiVersion || list.Kind != "APIGroupDiscoveryList" {
+		return nil, nil, fmt.Errorf("body holds %q %q, want %s APIGroupDiscoveryList", list.APIVersion, list.Kind, apiVersion)
 	}
-	return u.Raw, nil
+	groups, failed := fromAggregated(list.Items)
+	return groups, failed, nil
 }
 
-// typeMeta is read first from a JSON body, so that a document of another
-// kind is an error instead of an empty result.
-type typeMeta struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+// legacyObject is one of the legacy discovery types (APIVersions,
+// APIGroupList, APIResourceList).
+type legacyObject interface {
+	runtime.Object
+	Unmarshal([]byte) error
 }
 
-func checkJSONType(body []byte, apiVersion, kind string) error {
-	var tm typeMeta
-	if err := json.Unmarshal(body, &tm); err != nil {
-		return fmt.Errorf("body is not JSON: %w", err)
+// decodeLegacy decodes a legacy discovery document as JSON or protobuf and
+// checks its kind. Some endpoints (the core group's) write it without an
+// apiVersion.
+func decodeLegacy(body []byte, mt mediatype.Discovery, kind string, into legacyObject) error {
+	gotVersion, gotKind := "", ""
+	if mt.Protobuf {
+		if !bytes.HasPrefix(body, protobufMagic) {
+			return fmt.Errorf("body is not Kubernetes protobuf (no magic prefix)")
+		}
+		var u runtime.Unknown
+		if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+			return fmt.Errorf("protobuf envelope: %w", err)
+		}
+		gotVersion, gotKind = u.APIVersion, u.Kind
+		if gotVersion == "v1" || gotVersion == "" {
+			if err := into.Unmarshal(u.Raw); err != nil {
+				return fmt.Errorf("decoding %s: %w", kind, err)
+			}
+		}
+	} else {
+		if err := json.Unmarshal(body, into); err != nil {
+			return fmt.Errorf("decoding %s: %w", kind, err)
+		}
+		gvk := into.GetObjectKind().GroupVersionKind()
+		gotVersion, gotKind = gvk.GroupVersion().String(), gvk.Kind
 	}
-	// Legacy /api and /apis are written without apiVersion by some servers.
-	if tm.Kind != kind || (tm.APIVersion != apiVersion && !(apiVersion == "v1" && tm.APIVersion == "")) {
-		return fmt.Errorf("body holds %q %q, want %s %s", tm.APIVersion, tm.Kind, apiVersion, kind)
+	if gotKind != kind || (gotVersion != "v1" && gotVersion != "") {
+		return fmt.Errorf("body holds %q %q, want v1 %s", gotVersion, gotKind, kind)
 	}
 	return nil
-}
-
-// decodeAggregated decodes an APIGroupDiscoveryList of either version. The
-// v2beta1 and v2 types are field for field the same, in JSON and protobuf,
-// so both decode into the v2 Go type.
-func decodeAggregated(body []byte, mt mediatype.Discovery) (*apidiscoveryv2.APIGroupDiscoveryList, error) {
-	apiVersion := "apidiscovery.k8s.io/" + mt.Version
-	const kind = "APIGroupDiscoveryList"
-	list := &apidiscoveryv2.APIGroupDiscoveryList{}
-	if mt.Protobuf {
-		raw, err := unwrapProtobuf(body, apiVersion, kind)
-		if err != nil {
-			return nil, err
-		}
-		if err := list.Unmarshal(raw); err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", kind, err)
-		}
-		return list, nil
-	}
-	if err := checkJSONType(body, apiVersion, kind); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(body, list); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", kind, err)
-	}
-	return list, nil
-}
-
-// decodeLegacy decodes one of the legacy discovery types (APIVersions,
-// APIGroupList, APIResourceList) as JSON or protobuf.
-func decodeLegacy(body []byte, mt mediatype.Discovery, kind string, into interface {
-	Unmarshal([]byte) error
-}) error {
-	if mt.Protobuf {
-		raw, err := unwrapProtobuf(body, "v1", kind)
-		if err != nil {
-			return err
-		}
-		return into.Unmarshal(raw)
-	}
-	if err := checkJSONType(body, "v1", kind); err != nil {
-		return err
-	}
-	return json.Unmarshal(body, into)
 }
 
 // fromAggregated converts the server's groups into the snapshot's model,
@@ -112,9 +91,10 @@ func fromAggregated(items []apidiscoveryv2.APIGroupDiscovery) ([]Group, []*Group
 		}
 		seenGroup[in.Name] = true
 		g := Group{Name: in.Name, Versions: make([]Version, 0, len(in.Versions))}
+		var seenVersion seenSet
 		for j := range in.Versions {
 			iv := &in.Versions[j]
-			if iv.Version == "" || hasVersion(g.Versions, iv.Version) {
+			if iv.Version == "" || !seenVersion.add(iv.Version) {
 				continue
 			}
 			gv := schema.GroupVersion{Group: in.Name, Version: iv.Version}
@@ -130,20 +110,48 @@ func fromAggregated(items []apidiscoveryv2.APIGroupDiscovery) ([]Group, []*Group
 	return groups, failed
 }
 
-func hasVersion(vs []Version, v string) bool {
-	for i := range vs {
-		if vs[i].Version == v {
-			return true
+// seenSet remembers names to drop duplicates. It scans while small, which
+// is the common case and allocates nothing, and switches to a map so that a
+// server listing thousands of names cannot make decoding quadratic.
+type seenSet struct {
+	n     int
+	small [16]string
+	m     map[string]struct{}
+}
+
+// add reports whether name is new.
+func (s *seenSet) add(name string) bool {
+	if s.m != nil {
+		if _, ok := s.m[name]; ok {
+			return false
+		}
+		s.m[name] = struct{}{}
+		return true
+	}
+	for _, x := range s.small[:s.n] {
+		if x == name {
+			return false
 		}
 	}
-	return false
+	if s.n < len(s.small) {
+		s.small[s.n] = name
+		s.n++
+		return true
+	}
+	s.m = make(map[string]struct{}, 4*len(s.small))
+	for _, x := range s.small {
+		s.m[x] = struct{}{}
+	}
+	s.m[name] = struct{}{}
+	return true
 }
 
 func fromAggregatedResources(gv schema.GroupVersion, in []apidiscoveryv2.APIResourceDiscovery) []Resource {
 	out := make([]Resource, 0, len(in))
+	var seen seenSet
 	for i := range in {
 		r := &in[i]
-		if r.ResponseKind == nil || r.ResponseKind.Kind == "" || r.Resource == "" || hasResource(out, r.Resource) {
+		if r.ResponseKind == nil || r.ResponseKind.Kind == "" || r.Resource == "" || !seen.add(r.Resource) {
 			continue
 		}
 		res := Resource{
@@ -175,16 +183,6 @@ func fromAggregatedResources(gv schema.GroupVersion, in []apidiscoveryv2.APIReso
 		out = append(out, res)
 	}
 	return out
-}
-
-func hasResource(rs []Resource, name string) bool {
-	// Duplicates are rare and lists short enough that a scan beats a map.
-	for i := range rs {
-		if rs[i].Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // kindIn resolves a response kind whose group and version may be left

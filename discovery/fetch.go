@@ -112,11 +112,10 @@ func (c *Client) fetchPart(ctx context.Context, path string, prev *part) (*part,
 	if !mt.Aggregated {
 		return c.fetchLegacy(ctx, path, body, mt)
 	}
-	list, err := decodeAggregated(body, mt)
+	groups, failed, err := decodeAggregated(body, mt)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
-	groups, failed := fromAggregated(list.Items)
 	format := FormatAggregatedV2
 	if mt.Version == "v2beta1" {
 		format = FormatAggregatedV2Beta1
@@ -135,8 +134,9 @@ func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 			return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
 		}
 		g := Group{}
+		var seen seenSet
 		for _, v := range versions.Versions {
-			if v != "" && !hasVersion(g.Versions, v) {
+			if v != "" && seen.add(v) {
 				g.Versions = append(g.Versions, Version{Version: v})
 			}
 		}
@@ -153,10 +153,11 @@ func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 			}
 			seen[lg.Name] = true
 			g := Group{Name: lg.Name}
+			var seenVersion seenSet
 			// The preferred version goes first, as aggregated discovery
 			// lists it.
 			for _, v := range append([]metav1.GroupVersionForDiscovery{lg.PreferredVersion}, lg.Versions...) {
-				if v.Version != "" && !hasVersion(g.Versions, v.Version) {
+				if v.Version != "" && seenVersion.add(v.Version) {
 					g.Versions = append(g.Versions, Version{Version: v.Version})
 				}
 			}

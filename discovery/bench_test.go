@@ -1,0 +1,186 @@
+package discovery_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+
+	cgdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+// Benchmarks run kubeatlas and client-go side by side against one fake
+// server per size. Each reports, besides ns/op, B/op and allocs/op, the
+// requests and response bytes one operation cost the server.
+//
+//	go test -run '^$' -bench . -benchmem ./discovery/
+
+var benchSizes = []int{0, 1000, 3000}
+
+type benchServer struct {
+	srv *discoverytest.Server
+	cfg *rest.Config
+}
+
+func newBenchServer(b *testing.B, crds int) benchServer {
+	b.Helper()
+	klog.LogToStderr(false) // the real handlers log every group they add
+	// Groups scale with CRDs as in the measurements (3000 CRDs,
+	// about 400 group-versions).
+	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(crds, max(1, crds/12)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	b.Cleanup(ts.Close)
+	return benchServer{srv: srv, cfg: &rest.Config{Host: ts.URL}}
+}
+
+// measure runs fn b.N times and reports the server's requests and bytes per op.
+func (s benchServer) measure(b *testing.B, fn func()) {
+	b.Helper()
+	s.srv.ResetRequests()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		fn()
+	}
+	b.StopTimer()
+	st := s.srv.Stats()
+	b.ReportMetric(float64(st.Requests)/float64(b.N), "req/op")
+	b.ReportMetric(float64(st.Bytes)/float64(b.N), "resp-B/op")
+	s.srv.ResetRequests()
+}
+
+func kubeatlasClient(b *testing.B, cfg *rest.Config, opts ...discovery.Option) *discovery.Client {
+	c, err := discovery.New(cfg, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// clientGoClient is client-go's discovery client with its client-side rate
+// limiter off: the setting most favourable to client-go, so that these
+// numbers measure work, not the limiter (with the default limiter, repeated
+// refreshes of one client queue behind it).
+func clientGoClient(b *testing.B, cfg *rest.Config) *cgdiscovery.DiscoveryClient {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = -1
+	d, err := cgdiscovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// BenchmarkCold: a new client to a ready view of every group, version and
+// resource.
+func BenchmarkCold(b *testing.B) {
+	for _, n := range benchSizes {
+		s := newBenchServer(b, n)
+		b.Run(fmt.Sprintf("crds=%d/kubeatlas-protobuf", n), func(b *testing.B) {
+			s.measure(b, func() {
+				if _, err := kubeatlasClient(b, s.cfg).Snapshot(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("crds=%d/kubeatlas-json", n), func(b *testing.B) {
+			s.measure(b, func() {
+				if _, err := kubeatlasClient(b, s.cfg, discovery.WithJSONOnly()).Snapshot(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("crds=%d/client-go", n), func(b *testing.B) {
+			s.measure(b, func() {
+				if _, _, err := clientGoClient(b, s.cfg).ServerGroupsAndResources(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkRefreshUnchanged: revalidating a warm client when nothing
+// changed. client-go's memory cache can only Invalidate and download again.
+func BenchmarkRefreshUnchanged(b *testing.B) {
+	for _, n := range benchSizes {
+		s := newBenchServer(b, n)
+		b.Run(fmt.Sprintf("crds=%d/kubeatlas", n), func(b *testing.B) {
+			c := kubeatlasClient(b, s.cfg)
+			if _, err := c.Snapshot(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			s.measure(b, func() {
+				if _, err := c.Refresh(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("crds=%d/client-go-memcache", n), func(b *testing.B) {
+			mc := memory.NewMemCacheClient(clientGoClient(b, s.cfg))
+			if _, _, err := mc.ServerGroupsAndResources(); err != nil {
+				b.Fatal(err)
+			}
+			s.measure(b, func() {
+				mc.Invalidate()
+				if _, _, err := mc.ServerGroupsAndResources(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkRetainedHeap: the heap a ready view keeps alive, reported as
+// retained-B (ns/op here is the cost of one cold read plus two GCs).
+func BenchmarkRetainedHeap(b *testing.B) {
+	for _, n := range benchSizes {
+		s := newBenchServer(b, n)
+		b.Run(fmt.Sprintf("crds=%d/kubeatlas", n), func(b *testing.B) {
+			retained(b, func() any {
+				snap, err := kubeatlasClient(b, s.cfg).Snapshot(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				return snap
+			})
+		})
+		b.Run(fmt.Sprintf("crds=%d/client-go-memcache", n), func(b *testing.B) {
+			retained(b, func() any {
+				mc := memory.NewMemCacheClient(clientGoClient(b, s.cfg))
+				if _, _, err := mc.ServerGroupsAndResources(); err != nil {
+					b.Fatal(err)
+				}
+				return mc
+			})
+		})
+	}
+}
+
+func retained(b *testing.B, build func() any) {
+	var total uint64
+	var ms runtime.MemStats
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		v := build()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc > before {
+			total += ms.HeapAlloc - before
+		}
+		runtime.KeepAlive(v)
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "retained-B")
+}
