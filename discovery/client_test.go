@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
@@ -549,5 +550,39 @@ func TestOptionErrors(t *testing.T) {
 	}
 	if _, err := discovery.NewForHTTPClient(nil, "not a url"); err == nil {
 		t.Errorf("relative base URL accepted")
+	}
+}
+
+// TestNewFromRESTConfig: a client built from a client-go config sends what
+// the config says (here a bearer token, impersonation and a user agent), and
+// honours a path prefix in the host URL.
+func TestNewFromRESTConfig(t *testing.T) {
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	ts := httptest.NewServer(http.StripPrefix("/prefix", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen["auth"], seen["as"], seen["ua"] = r.Header.Get("Authorization"), r.Header.Get("Impersonate-User"), r.Header.Get("User-Agent")
+		mu.Unlock()
+		srv.ServeHTTP(w, r)
+	})))
+	defer ts.Close()
+	c, err := discovery.New(&rest.Config{
+		Host:        ts.URL + "/prefix",
+		BearerToken: "s3cret",
+		Impersonate: rest.ImpersonationConfig{UserName: "alice"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Snapshot(context.Background())
+	if err != nil || len(s.Groups()) < 10 {
+		t.Fatalf("snapshot through the config: %v", err)
+	}
+	if seen["auth"] != "Bearer s3cret" || seen["as"] != "alice" || !strings.HasPrefix(seen["ua"], "kubeatlas") {
+		t.Errorf("headers sent: %v", seen)
 	}
 }

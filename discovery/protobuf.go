@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -13,8 +14,9 @@ import (
 // This file decodes aggregated discovery in protobuf straight into the
 // snapshot's model. It exists for speed and memory: the generated decoder
 // allocates every string of every resource (about 150,000 allocations for
-// 3,000 CRDs) and then the model copies them again. Here every name is a
-// substring of the body itself, and the few
+// 3,000 CRDs) and then the model copies them again. Here the strings a
+// snapshot keeps are copied into a few large arena blocks, a kind's group and
+// version reuse the group-version's own strings, and the few
 // distinct verb, short-name and category lists are shared between the
 // resources that have them. The snapshot is immutable, so sharing is safe.
 //
@@ -95,7 +97,7 @@ type listCache struct {
 	key   []byte
 }
 
-func (c *listCache) intern(scratch []string) []string {
+func (c *listCache) intern(scratch []string, a *arena) []string {
 	if len(scratch) == 0 {
 		return nil
 	}
@@ -121,9 +123,8 @@ func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, []*Group
 	if len(body) < len(protobufMagic) || string(body[:len(protobufMagic)]) != string(protobufMagic) {
 		return nil, nil, fmt.Errorf("body is not Kubernetes protobuf (no magic prefix)")
 	}
-	// The body viewed as a string; every string below is a substring, so
-	// the snapshot holds one buffer instead of one allocation per name.
-	// The client never writes to a body after reading it.
+	// The body viewed as a string, for reading only: what the snapshot
+	// keeps is copied out of it (see arena), so the body can be dropped.
 	pb := &protoBody{b: body, s: unsafe.String(unsafe.SliceData(body), len(body))}
 	var gotVersion, gotKind string
 	var raw protoReader
@@ -164,8 +165,44 @@ func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, []*Group
 type protoDecoder struct {
 	err   error
 	lists listCache
+	arena arena
 	// Scratch lists, reused for every resource before interning.
 	verbs, shortNames, categories []string
+}
+
+// arena copies strings into shared blocks, so that a snapshot holds neither
+// the response body (mostly protobuf framing) nor one allocation per name.
+type arena struct {
+	block []byte
+	size  int // of the next block
+}
+
+const arenaBlock = 64 << 10
+
+func (a *arena) keep(s string) string {
+	if s == "" {
+		return ""
+	}
+	if len(s) > arenaBlock/8 {
+		return strings.Clone(s)
+	}
+	if len(a.block)+len(s) > cap(a.block) {
+		// Strings already handed out keep the old block alive. Blocks
+		// start small, for small documents, and double up to arenaBlock.
+		a.size = min(max(2*a.size, 1<<10), arenaBlock)
+		a.block = make([]byte, 0, a.size)
+	}
+	start := len(a.block)
+	a.block = append(a.block, s...)
+	return unsafe.String(&a.block[start], len(s))
+}
+
+// keepAll copies a list's strings into the arena.
+func (a *arena) keepAll(l []string) []string {
+	for i := range l {
+		l[i] = a.keep(l[i])
+	}
+	return l
 }
 
 func (d *protoDecoder) fail(r *protoReader) bool {
@@ -208,7 +245,7 @@ func (d *protoDecoder) group(r protoReader) (Group, []*GroupVersionError) {
 			m := r.sub()
 			for m.next() {
 				if m.num == 1 {
-					g.Name = m.str()
+					g.Name = d.arena.keep(m.str())
 				}
 			}
 			d.fail(&m)
@@ -245,7 +282,7 @@ func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {
 	for r.next() {
 		switch r.num {
 		case 1:
-			v.Version = r.str()
+			v.Version = d.arena.keep(r.str())
 		case 2: // resources; decoded once the version is known
 			resources = append(resources, r.sub())
 		case 3:
@@ -273,20 +310,29 @@ func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {
 // kind reads a GroupVersionKind; explicit says whether group or version
 // were given, and an empty group and version mean gv's.
 func (d *protoDecoder) kind(r protoReader, gv schema.GroupVersion) (k schema.GroupVersionKind, explicit bool) {
+	var group, version, kind string
 	for r.next() {
 		switch r.num {
 		case 1:
-			k.Group = r.str()
+			group = r.str()
 		case 2:
-			k.Version = r.str()
+			version = r.str()
 		case 3:
-			k.Kind = r.str()
+			kind = r.str()
 		}
 	}
 	d.fail(&r)
-	explicit = k.Group != "" || k.Version != ""
+	explicit = group != "" || version != ""
 	if !explicit {
-		k.Group, k.Version = gv.Group, gv.Version
+		group, version = gv.Group, gv.Version
+	}
+	k.Kind = d.arena.keep(kind)
+	k.Group, k.Version = gv.Group, gv.Version
+	if group != gv.Group {
+		k.Group = d.arena.keep(group)
+	}
+	if version != gv.Version {
+		k.Version = d.arena.keep(version)
 	}
 	return k, explicit
 }
@@ -298,14 +344,14 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource
 	for r.next() {
 		switch r.num {
 		case 1:
-			res.Name = r.str()
+			res.Name = d.arena.keep(r.str())
 		case 2:
 			res.Kind, res.explicitKind = d.kind(r.sub(), gv)
 			hasKind = res.Kind.Kind != ""
 		case 3:
 			res.Namespaced = r.str() == "Namespaced"
 		case 4:
-			res.SingularName = r.str()
+			res.SingularName = d.arena.keep(r.str())
 		case 5:
 			verbs = append(verbs, r.str())
 		case 6:
@@ -322,9 +368,9 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource
 	if d.fail(&r) || !hasKind || res.Name == "" {
 		return res, false
 	}
-	res.Verbs = d.lists.intern(verbs)
-	res.ShortNames = d.lists.intern(shortNames)
-	res.Categories = d.lists.intern(categories)
+	res.Verbs = d.lists.intern(verbs, &d.arena)
+	res.ShortNames = d.lists.intern(shortNames, &d.arena)
+	res.Categories = d.lists.intern(categories, &d.arena)
 	return res, true
 }
 
@@ -335,7 +381,7 @@ func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subre
 	for r.next() {
 		switch r.num {
 		case 1:
-			s.Name = r.str()
+			s.Name = d.arena.keep(r.str())
 		case 2:
 			s.Kind, s.explicitKind = d.kind(r.sub(), gv)
 		case 4:
@@ -345,6 +391,6 @@ func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subre
 	if d.fail(&r) || s.Name == "" || s.Kind.Kind == "" {
 		return s, false
 	}
-	s.Verbs = d.lists.intern(verbs)
+	s.Verbs = d.lists.intern(verbs, &d.arena)
 	return s, true
 }

@@ -1,0 +1,33 @@
+// Package discovery tells a Kubernetes client what APIs a cluster serves,
+// in the fewest requests and bytes, and keeps that knowledge current for
+// almost nothing.
+//
+// A Client reads /api and /apis in parallel with one Accept header that
+// lists aggregated discovery (KEP-3352) in protobuf v2, JSON v2 and JSON
+// v2beta1, then plain JSON, so every server answers with the best format it
+// has: two requests on any server since 1.26, one request per
+// group-version (a bounded number at a time) on older ones. The answer is
+// an immutable Snapshot: groups in server order, versions with their
+// freshness, resources with kind, scope, verbs, short names, categories and
+// subresources.
+//
+// Refresh revalidates with If-None-Match: an unchanged cluster costs two
+// 304 responses and no decoding. Concurrent refreshes share one; Snapshot
+// never waits for a refresh once there is a snapshot, and revalidates in
+// the background when it is older than the max age (WithMaxAge).
+//
+// Partial failure is explicit. A group-version whose aggregated API server
+// is down (Stale) or whose legacy document failed stays in the snapshot,
+// marked, with its last known resources when there were any; the snapshot's
+// error is a *PartialError that unwraps to one *GroupVersionError each.
+// HTTP errors are apimachinery StatusErrors, so apierrors.IsNotFound and
+// friends work.
+//
+// ClientGo adapts a Client to client-go's DiscoveryInterface,
+// CachedDiscoveryInterface and AggregatedDiscoveryInterface, for code that
+// takes those (restmapper, dynamic informers, controller-runtime).
+//
+// Files: client.go (Client, options, refresh), fetch.go (negotiation and
+// legacy fallback), decode.go and protobuf.go (decoding), snapshot.go (the
+// model), errors.go, stats.go, clientgo.go (the adapter).
+package discovery
