@@ -121,9 +121,10 @@ type Client struct {
 	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2).
 	config *rest.Config
 
-	current atomic.Pointer[Snapshot]
-	flight  singleflight.Group
-	stats   counters
+	current     atomic.Pointer[Snapshot]
+	generations atomic.Uint64
+	flight      singleflight.Group
+	stats       counters
 
 	logMu      sync.Mutex
 	lastFailed map[string]string // group-version -> error text last logged

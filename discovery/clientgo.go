@@ -285,3 +285,12 @@ func (a *ClientGo) WithLegacy() cgdiscovery.DiscoveryInterface { return a.delega
 func (a *ClientGo) WithLegacyWithContext(ctx context.Context) cgdiscovery.DiscoveryInterfaceWithContext {
 	return a.delegate.WithLegacyWithContext(ctx)
 }
+
+// ClientGoView is the snapshot in client-go's types, exactly as ClientGo
+// answers GroupsAndMaybeResources for it: the groups in server order, each
+// group-version's resources, and the group-versions that are not current.
+// It is built once per snapshot content and shared: do not modify it.
+func (s *Snapshot) ClientGoView() (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error) {
+	v := s.clientGo()
+	return v.groups, v.resources, v.failed
+}

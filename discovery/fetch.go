@@ -85,6 +85,7 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		}
 	}
 	s := &Snapshot{content: newContent(*core, *named, now), validated: now}
+	s.generation = c.generations.Add(1)
 	return s, s.err
 }
 

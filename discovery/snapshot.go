@@ -138,6 +138,7 @@ type Snapshot struct {
 // content is what two snapshots share when a revalidation found nothing
 // changed (two 304s): only the validation time differs.
 type content struct {
+	generation  uint64
 	core, named part
 	groups      []Group // core first, then named groups, in server order
 	fetched     time.Time
@@ -204,6 +205,12 @@ func (c *content) index() {
 		}
 	}
 }
+
+// Generation numbers the snapshot's content within its client: two
+// snapshots of one client have the same generation exactly when a
+// revalidation found nothing changed. Structures derived from a snapshot
+// (a REST mapper's indexes) are rebuilt when it changes.
+func (s *Snapshot) Generation() uint64 { return s.generation }
 
 // Source says how the snapshot was read.
 func (s *Snapshot) Source() Source { return s.named.source }

@@ -1,0 +1,230 @@
+package restmapper
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	cgrestmapper "k8s.io/client-go/restmapper"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+)
+
+// Defaults of the options.
+const (
+	DefaultMissBackoff    = time.Second
+	DefaultMaxMissBackoff = time.Minute
+	// DefaultMaxMisses bounds the negative cache; past it, the oldest half
+	// of the entries is forgotten.
+	DefaultMaxMisses = 4096
+)
+
+type options struct {
+	missBackoff, maxMissBackoff time.Duration
+	clock                       clock.PassiveClock
+	warn                        func(string)
+}
+
+// Option configures a Mapper.
+type Option func(*options) error
+
+// WithMissBackoff sets how soon a key that found nothing may trigger
+// another discovery refresh: first after initial, then doubling up to max.
+// Defaults: DefaultMissBackoff (1s) and DefaultMaxMissBackoff (1m).
+func WithMissBackoff(initial, max time.Duration) Option {
+	return func(o *options) error {
+		if initial <= 0 || max < initial {
+			return fmt.Errorf("restmapper: miss backoff needs 0 < initial <= max, got %v and %v", initial, max)
+		}
+		o.missBackoff, o.maxMissBackoff = initial, max
+		return nil
+	}
+}
+
+// WithClock sets the clock of the negative cache. Default: the real clock.
+func WithClock(c clock.PassiveClock) Option {
+	return func(o *options) error { o.clock = c; return nil }
+}
+
+// WithWarningHandler receives a warning when a short name matches several
+// resources, as client-go's ShortcutExpander gives it. Default: none.
+func WithWarningHandler(f func(string)) Option {
+	return func(o *options) error { o.warn = f; return nil }
+}
+
+// Mapper is a meta.RESTMapper over a discovery.Client's snapshots, with
+// short names and categories expanded as client-go's ShortcutExpander and
+// category expander do. Answers are client-go's own
+// (restmapper.NewDiscoveryRESTMapper over the same discovery), computed once
+// per snapshot generation and input, so a repeated lookup is one map read
+// and allocates nothing.
+//
+// Returned values are shared between callers: do not modify a returned
+// slice or *meta.RESTMapping.
+//
+// A lookup that finds nothing refreshes discovery conditionally (two 304s
+// when nothing changed) and tries again, at most once per backoff period
+// per input, so a loop over a kind that does not exist costs almost nothing.
+// A snapshot revalidated in the background (discovery.WithMaxAge) replaces
+// the indexes for the next lookup; readers never wait for it.
+type Mapper struct {
+	client *discovery.Client
+	opts   options
+
+	state   atomic.Pointer[state]
+	buildMu sync.Mutex // serializes building a generation's state (in memory)
+
+	missMu sync.Mutex
+	misses map[missKey]missEntry
+}
+
+var (
+	_ meta.RESTMapper               = (*Mapper)(nil)
+	_ meta.ResettableRESTMapper     = (*Mapper)(nil)
+	_ cgrestmapper.CategoryExpander = (*Mapper)(nil)
+)
+
+// New builds a mapper over c. It reads discovery lazily, on the first
+// lookup.
+func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
+	o := options{missBackoff: DefaultMissBackoff, maxMissBackoff: DefaultMaxMissBackoff, clock: clock.RealClock{}}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	return &Mapper{client: c, opts: o, misses: map[missKey]missEntry{}}, nil
+}
+
+// current returns the state of the client's current snapshot, building it
+// when the generation changed.
+func (m *Mapper) current(ctx context.Context) (*state, error) {
+	snap, err := m.client.Snapshot(ctx)
+	if snap == nil {
+		return nil, err
+	}
+	if st := m.state.Load(); st != nil && st.generation == snap.Generation() {
+		return st, nil
+	}
+	m.buildMu.Lock()
+	defer m.buildMu.Unlock()
+	if st := m.state.Load(); st != nil && st.generation == snap.Generation() {
+		return st, nil
+	}
+	st := newState(snap, m.opts.warn)
+	m.state.Store(st)
+	return st, nil
+}
+
+// lookup answers one question, refreshing discovery on a miss when the
+// negative cache allows.
+func (m *Mapper) lookup(k memoKey, versions []string) *answer {
+	ctx := context.Background()
+	st, err := m.current(ctx)
+	if st == nil {
+		return &answer{err: err}
+	}
+	a := st.answer(k, versions)
+	if a.err == nil || !meta.IsNoMatchError(a.err) || !m.mayRefresh(k) {
+		return a
+	}
+	if _, err := m.client.Refresh(ctx); err != nil && m.client.Current() == nil {
+		return a
+	}
+	if st2, _ := m.current(ctx); st2 != nil && st2 != st {
+		return st2.answer(k, versions)
+	}
+	return a
+}
+
+type missKey = memoKey
+
+type missEntry struct {
+	next    time.Time
+	backoff time.Duration
+}
+
+// mayRefresh rate-limits refreshes per missing input, with exponential
+// backoff.
+func (m *Mapper) mayRefresh(k missKey) bool {
+	now := m.opts.clock.Now()
+	m.missMu.Lock()
+	defer m.missMu.Unlock()
+	e, seen := m.misses[k]
+	if seen && now.Before(e.next) {
+		return false
+	}
+	backoff := m.opts.missBackoff
+	if seen {
+		backoff = min(2*e.backoff, m.opts.maxMissBackoff)
+	}
+	if len(m.misses) >= DefaultMaxMisses {
+		i := 0
+		for old := range m.misses {
+			if i%2 == 0 {
+				delete(m.misses, old)
+			}
+			i++
+		}
+	}
+	m.misses[k] = missEntry{next: now.Add(backoff), backoff: backoff}
+	return true
+}
+
+func (m *Mapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	a := m.lookup(resourceKey(opKindFor, resource), nil)
+	return a.gvk, a.err
+}
+
+func (m *Mapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	a := m.lookup(resourceKey(opKindsFor, resource), nil)
+	return a.gvks, a.err
+}
+
+func (m *Mapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	a := m.lookup(resourceKey(opResourceFor, input), nil)
+	return a.gvr, a.err
+}
+
+func (m *Mapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	a := m.lookup(resourceKey(opResourcesFor, input), nil)
+	return a.gvrs, a.err
+}
+
+func (m *Mapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	a := m.lookup(kindKey(opRESTMapping, gk, versions), versions)
+	return a.mapping, a.err
+}
+
+func (m *Mapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	a := m.lookup(kindKey(opRESTMappings, gk, versions), versions)
+	return a.mappings, a.err
+}
+
+func (m *Mapper) ResourceSingularizer(resource string) (string, error) {
+	a := m.lookup(memoKey{op: opSingularizer, name: resource}, nil)
+	return a.singular, a.err
+}
+
+// Expand lists the resources of a category ("all"), as client-go's
+// discovery category expander does, in discovery order.
+func (m *Mapper) Expand(category string) ([]schema.GroupResource, bool) {
+	st, _ := m.current(context.Background())
+	if st == nil {
+		return nil, false
+	}
+	grs, ok := st.categories[category]
+	return grs, ok
+}
+
+// Reset revalidates discovery now (two 304s when nothing changed), so the
+// next lookup sees any change. Only the caller of Reset waits.
+func (m *Mapper) Reset() {
+	_, _ = m.client.Refresh(context.Background())
+	_, _ = m.current(context.Background())
+}
