@@ -101,14 +101,23 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 	return &Mapper{client: c, opts: o, misses: map[missKey]missEntry{}}, nil
 }
 
+// revalidateEvery is how many lookups share one look at the clock: the
+// client's Snapshot (which revalidates in the background past its max age)
+// is consulted on every revalidateEvery-th lookup, and on every miss.
+const revalidateEvery = 64
+
 // current returns the state of the client's current snapshot, building it
 // when the generation changed.
 func (m *Mapper) current(ctx context.Context) (*state, error) {
-	snap, err := m.client.Snapshot(ctx)
-	if snap == nil {
-		return nil, err
+	snap := m.client.Current()
+	st := m.state.Load()
+	if snap == nil || st == nil || st.lookups.Add(1)%revalidateEvery == 0 {
+		var err error
+		if snap, err = m.client.Snapshot(ctx); snap == nil {
+			return nil, err
+		}
 	}
-	if st := m.state.Load(); st != nil && st.generation == snap.Generation() {
+	if st != nil && st.generation == snap.Generation() {
 		return st, nil
 	}
 	m.buildMu.Lock()
@@ -116,7 +125,7 @@ func (m *Mapper) current(ctx context.Context) (*state, error) {
 	if st := m.state.Load(); st != nil && st.generation == snap.Generation() {
 		return st, nil
 	}
-	st := newState(snap, m.opts.warn)
+	st = newState(snap, m.opts.warn)
 	m.state.Store(st)
 	return st, nil
 }

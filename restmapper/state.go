@@ -2,9 +2,9 @@ package restmapper
 
 import (
 	"fmt"
-	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +61,9 @@ type answer struct {
 // state is everything derived from one snapshot generation.
 type state struct {
 	generation uint64
+	// lookups counts lookups, so that only every revalidateEvery-th one
+	// reads the clock to see whether discovery should be revalidated.
+	lookups    atomic.Uint32
 	groups     []*cgrestmapper.APIGroupResources
 	shortcuts  shortcutIndex
 	categories map[string][]schema.GroupResource
@@ -164,7 +167,6 @@ func (st *state) compute(k memoKey, versions []string) *answer {
 // memo is a concurrent map of answers in shards, so that readers on many
 // cores rarely share a lock word.
 type memo struct {
-	seed   maphash.Seed
 	shards [32]memoShard
 }
 
@@ -175,14 +177,19 @@ type memoShard struct {
 }
 
 func (m *memo) init() {
-	m.seed = maphash.MakeSeed()
 	for i := range m.shards {
 		m.shards[i].m = map[memoKey]*answer{}
 	}
 }
 
+// shard spreads keys by cheap features of the name; the map inside hashes
+// properly. (A real hash here cost as much as the lookup itself.)
 func (m *memo) shard(k memoKey) *memoShard {
-	return &m.shards[maphash.String(m.seed, k.name)%uint64(len(m.shards))]
+	h := uint(len(k.name)) + uint(k.op)*7
+	if n := len(k.name); n > 0 {
+		h += uint(k.name[0]) + uint(k.name[n-1])*3 + uint(k.name[n/2])*5
+	}
+	return &m.shards[h%uint(len(m.shards))]
 }
 
 func (m *memo) get(k memoKey) (*answer, bool) {

@@ -1,0 +1,186 @@
+package restmapper_test
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	cgdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	cgrestmapper "k8s.io/client-go/restmapper"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+)
+
+// Side by side with client-go at 3000 CRDs (250 groups, about 400
+// group-versions), against one in-process fake server:
+//
+//	go test -run '^$' -bench . -benchmem ./restmapper/
+
+type benchEnv struct {
+	srv  *discoverytest.Server
+	base string
+}
+
+func newBenchEnv(b *testing.B) benchEnv {
+	klog.LogToStderr(false)
+	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(3000, 250))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	b.Cleanup(ts.Close)
+	return benchEnv{srv: srv, base: ts.URL}
+}
+
+func (e benchEnv) kubeatlas(b *testing.B) *restmapper.Mapper {
+	c, err := discovery.NewForHTTPClient(nil, e.base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := restmapper.New(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// clientGo is client-go's deferred mapper in its shortcut expander over a
+// memory-cached discovery client, with the rate limiter off.
+func (e benchEnv) clientGo(b *testing.B) (meta.RESTMapper, meta.RESTMapper) {
+	dc, err := cgdiscovery.NewDiscoveryClientForConfig(&rest.Config{Host: e.base, QPS: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mc := memory.NewMemCacheClient(dc)
+	deferred := cgrestmapper.NewDeferredDiscoveryRESTMapper(mc)
+	return deferred, cgrestmapper.NewShortcutExpander(deferred, mc, nil)
+}
+
+var (
+	benchKind  = schema.GroupVersionResource{Group: "g017.stress.example.com", Resource: "widget1017s"}
+	benchGK    = schema.GroupKind{Group: "g017.stress.example.com", Kind: "Widget1017"}
+	benchShort = schema.GroupVersionResource{Resource: "w1017"}
+	benchMiss  = schema.GroupKind{Group: "nope.example.com", Kind: "DoesNotExist"}
+)
+
+// lookup is called in benchmark loops, so it does not call b.Helper (which
+// walks the stack and would cost more than a kubeatlas lookup).
+func lookup(b *testing.B, m meta.RESTMapper, gvr schema.GroupVersionResource, gk schema.GroupKind) {
+	if _, err := m.KindFor(gvr); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := m.RESTMapping(gk); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkLookup: KindFor plus RESTMapping of a CRD on a warm mapper.
+func BenchmarkLookup(b *testing.B) {
+	e := newBenchEnv(b)
+	b.Run("kubeatlas", func(b *testing.B) {
+		m := e.kubeatlas(b)
+		lookup(b, m, benchKind, benchGK)
+		b.ReportAllocs()
+		for b.Loop() {
+			lookup(b, m, benchKind, benchGK)
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		deferred, _ := e.clientGo(b)
+		lookup(b, deferred, benchKind, benchGK)
+		b.ReportAllocs()
+		for b.Loop() {
+			lookup(b, deferred, benchKind, benchGK)
+		}
+	})
+}
+
+// BenchmarkLookupParallel: the same on every core at once.
+func BenchmarkLookupParallel(b *testing.B) {
+	e := newBenchEnv(b)
+	m := e.kubeatlas(b)
+	lookup(b, m, benchKind, benchGK)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			lookup(b, m, benchKind, benchGK)
+		}
+	})
+}
+
+// BenchmarkShortcutLookup: KindFor of a short name, which client-go's
+// ShortcutExpander resolves by reading all of discovery on every call.
+func BenchmarkShortcutLookup(b *testing.B) {
+	e := newBenchEnv(b)
+	b.Run("kubeatlas", func(b *testing.B) {
+		m := e.kubeatlas(b)
+		lookup(b, m, benchShort, benchGK)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.KindFor(benchShort); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		_, expander := e.clientGo(b)
+		lookup(b, expander, benchShort, benchGK)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := expander.KindFor(benchShort); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkConstruction: a new mapper, from nothing to its first answer
+// (discovery included, as a new process pays it).
+func BenchmarkConstruction(b *testing.B) {
+	e := newBenchEnv(b)
+	b.Run("kubeatlas", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			lookup(b, e.kubeatlas(b), benchKind, benchGK)
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			deferred, _ := e.clientGo(b)
+			lookup(b, deferred, benchKind, benchGK)
+		}
+	})
+}
+
+// BenchmarkRepeatedMiss: `get doesnotexist` in a loop. client-go's deferred
+// mapper invalidates and re-reads discovery on every miss; kubeatlas
+// refreshes (two 304s) at most once per backoff period.
+func BenchmarkRepeatedMiss(b *testing.B) {
+	e := newBenchEnv(b)
+	miss := func(b *testing.B, m meta.RESTMapper) {
+		if _, err := m.RESTMapping(benchMiss); !meta.IsNoMatchError(err) {
+			b.Fatal(err)
+		}
+	}
+	run := func(b *testing.B, m meta.RESTMapper) {
+		miss(b, m)
+		e.srv.ResetRequests()
+		b.ReportAllocs()
+		for b.Loop() {
+			miss(b, m)
+		}
+		b.ReportMetric(float64(e.srv.Stats().Requests)/float64(b.N), "req/op")
+	}
+	b.Run("kubeatlas", func(b *testing.B) { run(b, e.kubeatlas(b)) })
+	b.Run("client-go", func(b *testing.B) {
+		deferred, _ := e.clientGo(b)
+		run(b, deferred)
+	})
+}
