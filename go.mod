@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/google/gnostic-models v0.7.0
+	github.com/gregjones/httpcache v0.0.0-20190611155906-901d90724c79
 	golang.org/x/sync v0.24.0
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
 	k8s.io/api v0.37.2

@@ -1,0 +1,353 @@
+package diskcache
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Defaults of the options.
+const (
+	DefaultMaxBytes   = 256 << 20
+	DefaultMaxEntries = 10000
+)
+
+type options struct {
+	maxBytes   int64
+	maxEntries int
+	logger     *slog.Logger
+	clock      clock.PassiveClock
+}
+
+// Option configures a Cache.
+type Option func(*options) error
+
+// WithMaxBytes bounds the total size of the entries. Default:
+// DefaultMaxBytes (256 MiB).
+func WithMaxBytes(n int64) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("diskcache: max bytes must be positive, got %d", n)
+		}
+		o.maxBytes = n
+		return nil
+	}
+}
+
+// WithMaxEntries bounds the number of entries. Default: DefaultMaxEntries.
+func WithMaxEntries(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("diskcache: max entries must be positive, got %d", n)
+		}
+		o.maxEntries = n
+		return nil
+	}
+}
+
+// WithLogger receives what a method without an error result could not do
+// (httpcache's Set and Delete). Default: nowhere; Stats counts them too.
+func WithLogger(l *slog.Logger) Option { return func(o *options) error { o.logger = l; return nil } }
+
+// WithClock sets the clock for recency. Default: the real clock.
+func WithClock(c clock.PassiveClock) Option {
+	return func(o *options) error { o.clock = c; return nil }
+}
+
+// Cache is a bounded store of byte values on disk, one directory per API
+// server. Values are written atomically (a temporary file renamed into
+// place) and verified when read (SHA-256), so a torn, truncated or foreign
+// file is a miss, and is removed. Several processes may share a directory:
+// compaction takes an advisory lock, and readers never see a partial entry.
+//
+// It implements github.com/gregjones/httpcache.Cache; NewTransport puts an
+// HTTP cache on it.
+type Cache struct {
+	dir  string
+	opts options
+
+	// mu guards the in-memory view of this process's entries: their sizes,
+	// and when this process last read or wrote them (recency is not written
+	// to disk on reads). It is never held across disk I/O.
+	mu      sync.Mutex
+	entries map[string]*entryInfo
+	total   int64
+	stats   Stats
+}
+
+type entryInfo struct {
+	size int64
+	used time.Time
+}
+
+// Stats counts what a Cache did.
+type Stats struct {
+	Hits, Misses, Writes, Corrupt, WriteErrors, Evictions int64
+}
+
+// Open opens (creating it if needed) the cache of the API server at
+// serverURL below root. The server's directory name is derived from the
+// URL, so that no server name can reach outside root.
+func Open(root, serverURL string, opts ...Option) (*Cache, error) {
+	o := options{maxBytes: DefaultMaxBytes, maxEntries: DefaultMaxEntries, logger: slog.New(slog.DiscardHandler), clock: clock.RealClock{}}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	dir := filepath.Join(root, ClusterDir(serverURL))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("diskcache: %w", err)
+	}
+	c := &Cache{dir: dir, opts: o, entries: map[string]*entryInfo{}}
+	if err := c.scan(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Dir is the cache's directory for its API server.
+func (c *Cache) Dir() string { return c.dir }
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// ClusterDir names a server's directory: its host made filename-safe, for
+// people, then a hash of the whole URL, for uniqueness.
+func ClusterDir(serverURL string) string {
+	host := serverURL
+	if u, err := url.Parse(serverURL); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	host = strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(host), "_"), "._-")
+	if len(host) > 64 {
+		host = host[:64]
+	}
+	sum := sha256.Sum256([]byte(serverURL))
+	return host + "-" + hex.EncodeToString(sum[:6])
+}
+
+// fileName is where a key's entry lives: two levels keep directories small.
+func (c *Cache) fileName(key string) (dir, name string) {
+	sum := sha256.Sum256([]byte(key))
+	h := hex.EncodeToString(sum[:16])
+	return filepath.Join(c.dir, h[:2]), h
+}
+
+// On-disk format: magic, SHA-256 of key and value, key length, value
+// length, key, value. The key is stored so that compaction can tell
+// superseded OpenAPI documents apart, and so that a hash collision or a
+// foreign file is detected.
+var magic = [8]byte{'k', 'a', 't', 'l', 'a', 's', 0, 1}
+
+const headerSize = 8 + sha256.Size + 4 + 8
+
+func encode(key string, value []byte) []byte {
+	buf := make([]byte, headerSize+len(key)+len(value))
+	copy(buf, magic[:])
+	h := sha256.New()
+	h.Write([]byte(key))
+	h.Write(value)
+	copy(buf[8:], h.Sum(nil))
+	binary.LittleEndian.PutUint32(buf[8+sha256.Size:], uint32(len(key)))
+	binary.LittleEndian.PutUint64(buf[8+sha256.Size+4:], uint64(len(value)))
+	copy(buf[headerSize:], key)
+	copy(buf[headerSize+len(key):], value)
+	return buf
+}
+
+var errCorrupt = errors.New("corrupt cache entry")
+
+// decode verifies an entry and returns its key and value.
+func decode(buf []byte) (key string, value []byte, err error) {
+	if len(buf) < headerSize || [8]byte(buf[:8]) != magic {
+		return "", nil, errCorrupt
+	}
+	kl := int64(binary.LittleEndian.Uint32(buf[8+sha256.Size:]))
+	vl := binary.LittleEndian.Uint64(buf[8+sha256.Size+4:])
+	if vl > uint64(len(buf)) || int64(len(buf)) != headerSize+kl+int64(vl) {
+		return "", nil, errCorrupt
+	}
+	h := sha256.New()
+	h.Write(buf[headerSize:])
+	if [sha256.Size]byte(h.Sum(nil)) != [sha256.Size]byte(buf[8:8+sha256.Size]) {
+		return "", nil, errCorrupt
+	}
+	return string(buf[headerSize : headerSize+kl]), buf[headerSize+kl:], nil
+}
+
+// Get returns the value stored for key.
+func (c *Cache) Get(key string) ([]byte, bool) {
+	dir, name := c.fileName(key)
+	path := filepath.Join(dir, name)
+	buf, err := os.ReadFile(path)
+	if err != nil {
+		c.count(func(s *Stats) { s.Misses++ })
+		return nil, false
+	}
+	k, value, err := decode(buf)
+	if err != nil || k != key {
+		// Torn, foreign, or (astronomically unlikely) another key: a miss,
+		// and the file goes so the next Set starts clean.
+		c.count(func(s *Stats) { s.Corrupt++; s.Misses++ })
+		c.opts.logger.Warn("diskcache: dropping unreadable entry", "path", path, "err", err)
+		_ = os.Remove(path)
+		c.forget(name)
+		return nil, false
+	}
+	c.touch(name, int64(len(buf)))
+	c.count(func(s *Stats) { s.Hits++ })
+	return value, true
+}
+
+// Put stores value for key, atomically, and compacts when over a bound.
+func (c *Cache) Put(key string, value []byte) error {
+	dir, name := c.fileName(key)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return c.writeFailed(err)
+	}
+	buf := encode(key, value)
+	// No fsync: a crash may lose the newest entries, never corrupt one
+	// (readers verify), and an fsync per entry is what made client-go's
+	// disk cache slow on macOS.
+	tmp, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
+	if err != nil {
+		return c.writeFailed(err)
+	}
+	_, werr := tmp.Write(buf)
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o600)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), filepath.Join(dir, name))
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+		return c.writeFailed(werr)
+	}
+	c.touch(name, int64(len(buf)))
+	c.count(func(s *Stats) { s.Writes++ })
+	if c.overBounds() {
+		return c.Compact()
+	}
+	return nil
+}
+
+func (c *Cache) writeFailed(err error) error {
+	c.count(func(s *Stats) { s.WriteErrors++ })
+	return fmt.Errorf("diskcache: write: %w", err)
+}
+
+// Set is httpcache's Put; an error is logged, as the interface cannot
+// return it, and counted in Stats.WriteErrors.
+func (c *Cache) Set(key string, value []byte) {
+	if err := c.Put(key, value); err != nil {
+		c.opts.logger.Warn("diskcache: could not store entry", "key", key, "err", err)
+	}
+}
+
+// Delete removes key's entry.
+func (c *Cache) Delete(key string) {
+	dir, name := c.fileName(key)
+	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.opts.logger.Warn("diskcache: could not delete entry", "key", key, "err", err)
+	}
+	c.forget(name)
+}
+
+// Stats returns the counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Usage is the size and number of this cache's entries, as this process
+// knows them.
+func (c *Cache) Usage() (bytes int64, entries int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total, len(c.entries)
+}
+
+func (c *Cache) count(f func(*Stats)) {
+	c.mu.Lock()
+	f(&c.stats)
+	c.mu.Unlock()
+}
+
+func (c *Cache) touch(name string, size int64) {
+	now := c.opts.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[name]; ok {
+		c.total += size - e.size
+		e.size, e.used = size, now
+		return
+	}
+	c.entries[name] = &entryInfo{size: size, used: now}
+	c.total += size
+}
+
+func (c *Cache) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[name]; ok {
+		c.total -= e.size
+		delete(c.entries, name)
+	}
+}
+
+func (c *Cache) overBounds() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total > c.opts.maxBytes || len(c.entries) > c.opts.maxEntries
+}
+
+// scan learns the entries already on disk, with their modification time as
+// their recency.
+func (c *Cache) scan() error {
+	found := map[string]*entryInfo{}
+	var total int64
+	err := filepath.WalkDir(c.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed by another process meanwhile
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		found[d.Name()] = &entryInfo{size: info.Size(), used: info.ModTime()}
+		total += info.Size()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("diskcache: scanning %s: %w", c.dir, err)
+	}
+	c.mu.Lock()
+	c.entries, c.total = found, total
+	c.mu.Unlock()
+	return nil
+}

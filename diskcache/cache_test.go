@@ -1,0 +1,391 @@
+package diskcache_test
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/diskcache/diskcachetest"
+)
+
+func open(t testing.TB, root string, opts ...diskcache.Option) *diskcache.Cache {
+	t.Helper()
+	c, err := diskcache.Open(root, "https://cluster.example.com:6443", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestAcceptanceSuite(t *testing.T) {
+	diskcachetest.Run(t, func(t *testing.T) diskcachetest.Store { return open(t, t.TempDir()) })
+}
+
+// entryFiles lists the entry files (not locks or temporary files).
+func entryFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestCorruptionIsAMiss: a torn, flipped, truncated, empty or foreign file
+// is a miss, is removed, and the next write works.
+func TestCorruptionIsAMiss(t *testing.T) {
+	for name, damage := range map[string]func([]byte) []byte{
+		"truncated":   func(b []byte) []byte { return b[:len(b)/2] },
+		"flipped bit": func(b []byte) []byte { b[len(b)-3] ^= 1; return b },
+		"empty":       func([]byte) []byte { return nil },
+		"foreign":     func([]byte) []byte { return []byte(`{"kind":"APIGroupList"}`) },
+		"longer":      func(b []byte) []byte { return append(b, "junk"...) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := open(t, t.TempDir())
+			c.Set("k", []byte("a value worth keeping"))
+			files := entryFiles(t, c.Dir())
+			if len(files) != 1 {
+				t.Fatalf("%d files", len(files))
+			}
+			b, _ := os.ReadFile(files[0])
+			if err := os.WriteFile(files[0], damage(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := c.Get("k"); ok {
+				t.Fatalf("damaged entry read as %q", v)
+			}
+			if _, err := os.Stat(files[0]); !os.IsNotExist(err) {
+				t.Errorf("damaged file not removed")
+			}
+			if c.Stats().Corrupt != 1 {
+				t.Errorf("stats %+v", c.Stats())
+			}
+			c.Set("k", []byte("again"))
+			if v, ok := c.Get("k"); !ok || string(v) != "again" {
+				t.Errorf("after rewrite: %q %v", v, ok)
+			}
+		})
+	}
+}
+
+// TestPermissions: entries 0600, directories 0700, whatever the umask.
+func TestPermissions(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	root := t.TempDir()
+	c := open(t, root)
+	c.Set("k", []byte("v"))
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return nil
+		}
+		info, _ := d.Info()
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s: %v, want %v", p, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+}
+
+// TestClusterDirStaysInside: no server name reaches outside the root.
+func TestClusterDirStaysInside(t *testing.T) {
+	for _, u := range []string{"https://../../etc", "https://a/b/../../..", "..", "/", "", "https://UPPER.example.com:443/prefix", "https://[::1]:6443", strings.Repeat("x", 500)} {
+		d := diskcache.ClusterDir(u)
+		if d == "" || strings.ContainsAny(d, `/\`) || strings.HasPrefix(d, ".") || filepath.Clean(d) != d || len(d) > 100 {
+			t.Errorf("ClusterDir(%q) = %q", u, d)
+		}
+	}
+	if diskcache.ClusterDir("https://a:1") == diskcache.ClusterDir("https://a:2") {
+		t.Errorf("two servers share a directory")
+	}
+}
+
+// TestCompactionBounds: the cache stays within its bounds, evicting the
+// least recently used first (recency from reads, kept in memory).
+func TestCompactionBounds(t *testing.T) {
+	c := open(t, t.TempDir(), diskcache.WithMaxEntries(20), diskcache.WithMaxBytes(1<<30))
+	for i := range 20 {
+		c.Set(fmt.Sprint("k", i), []byte("v"))
+	}
+	time.Sleep(10 * time.Millisecond) // distinct recency for k0
+	if _, ok := c.Get("k0"); !ok {
+		t.Fatal("k0 missing")
+	}
+	for i := 20; i < 60; i++ {
+		c.Set(fmt.Sprint("k", i), []byte("v"))
+		c.Get("k0") // in use all along
+		if _, n := c.Usage(); n > 20 {
+			t.Fatalf("%d entries over a bound of 20", n)
+		}
+	}
+	if _, ok := c.Get("k0"); !ok {
+		t.Errorf("the recently read entry was evicted")
+	}
+	if _, ok := c.Get("k1"); ok {
+		t.Errorf("an old unread entry survived")
+	}
+	if c.Stats().Evictions == 0 {
+		t.Errorf("no evictions counted")
+	}
+	sized := open(t, t.TempDir(), diskcache.WithMaxBytes(64<<10))
+	for i := range 100 {
+		sized.Set(fmt.Sprint("k", i), bytes.Repeat([]byte("x"), 4000))
+	}
+	if b, _ := sized.Usage(); b > 64<<10 {
+		t.Errorf("%d bytes over a bound of 64 KiB", b)
+	}
+}
+
+// TestCompactionDropsSupersededOpenAPI: after schema churn, one document per
+// group-version path and Accept is kept.
+func TestCompactionDropsSupersededOpenAPI(t *testing.T) {
+	c := open(t, t.TempDir())
+	for round := range 5 {
+		for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
+			for _, accept := range []string{"application/json", "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"} {
+				c.Set(diskcache.Key(fmt.Sprintf("https://h/openapi/v3/%s?hash=%04d", gv, round), accept), []byte("doc"))
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}
+	c.Set(diskcache.Key("https://h/apis", "application/json"), []byte("discovery"))
+	if err := c.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := c.Usage(); n != 5 {
+		t.Errorf("%d entries after compaction, want 4 live documents and discovery", n)
+	}
+	for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
+		if _, ok := c.Get(diskcache.Key("https://h/openapi/v3/"+gv+"?hash=0004", "application/json")); !ok {
+			t.Errorf("newest %s lost", gv)
+		}
+		if _, ok := c.Get(diskcache.Key("https://h/openapi/v3/"+gv+"?hash=0003", "application/json")); ok {
+			t.Errorf("superseded %s kept", gv)
+		}
+	}
+}
+
+// TestCompactionUnderLoad: readers and writers in this process while
+// another cache on the same directory compacts: no reader ever gets a
+// value that was not written.
+func TestCompactionUnderLoad(t *testing.T) {
+	root := t.TempDir()
+	a := open(t, root, diskcache.WithMaxEntries(30))
+	b := open(t, root, diskcache.WithMaxEntries(30))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprint("k", (i*7+w)%80)
+				a.Set(k, []byte(k+"-value"))
+				if v, ok := a.Get(fmt.Sprint("k", i%80)); ok && !strings.HasSuffix(string(v), "-value") {
+					t.Errorf("torn read %q", v)
+					return
+				}
+			}
+		}()
+	}
+	for range 30 {
+		if err := b.Compact(); err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// TestHelperWriter is not a test: it is a child process for the tests
+// below, writing entries until it is done or killed.
+func TestHelperWriter(t *testing.T) {
+	root := os.Getenv("DISKCACHE_HELPER_ROOT")
+	if root == "" {
+		t.Skip("helper process only")
+	}
+	id := os.Getenv("DISKCACHE_HELPER_ID")
+	c := open(t, root, diskcache.WithMaxEntries(200))
+	n, _ := strconv.Atoi(os.Getenv("DISKCACHE_HELPER_N"))
+	for i := 0; n == 0 || i < n; i++ {
+		k := fmt.Sprint("shared-", i%50)
+		c.Set(k, bytes.Repeat([]byte(k+"/"+id+";"), 500))
+		if v, ok := c.Get(fmt.Sprint("shared-", (i+25)%50)); ok && !validValue(v) {
+			t.Fatalf("torn read in writer %s", id)
+		}
+	}
+}
+
+func validValue(v []byte) bool {
+	parts := strings.Split(strings.TrimSuffix(string(v), ";"), ";")
+	for _, p := range parts {
+		if p != parts[0] {
+			return false
+		}
+	}
+	return len(parts) == 500
+}
+
+func helper(t *testing.T, root, id string, n int) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriter$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "DISKCACHE_HELPER_ROOT="+root, "DISKCACHE_HELPER_ID="+id, "DISKCACHE_HELPER_N="+strconv.Itoa(n))
+	return cmd
+}
+
+// TestManyProcesses: several OS processes write, read and compact one
+// directory at once; every entry left is whole.
+func TestManyProcesses(t *testing.T) {
+	root := t.TempDir()
+	var cmds []*exec.Cmd
+	for i := range 4 {
+		cmd := helper(t, root, strconv.Itoa(i), 400)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+	c := open(t, root)
+	for i := range 50 {
+		if v, ok := c.Get(fmt.Sprint("shared-", i)); ok && !validValue(v) {
+			t.Errorf("entry %d torn", i)
+		}
+	}
+	if c.Stats().Corrupt != 0 {
+		t.Errorf("corrupt entries after concurrent writers: %+v", c.Stats())
+	}
+}
+
+// TestKilledWriter: a process killed while writing leaves a usable cache.
+func TestKilledWriter(t *testing.T) {
+	root := t.TempDir()
+	for range 3 {
+		cmd := helper(t, root, "doomed", 0)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	c := open(t, root)
+	read := 0
+	for i := range 50 {
+		if v, ok := c.Get(fmt.Sprint("shared-", i)); ok {
+			read++
+			if !validValue(v) {
+				t.Errorf("entry %d torn", i)
+			}
+		}
+	}
+	if read == 0 {
+		t.Errorf("the killed writers left nothing readable")
+	}
+	if c.Stats().Corrupt != 0 {
+		t.Errorf("a killed writer left a corrupt entry in place: %+v", c.Stats())
+	}
+	c.Set("after", []byte("works"))
+	if v, ok := c.Get("after"); !ok || string(v) != "works" {
+		t.Errorf("cache unusable after killed writers")
+	}
+}
+
+// TestTransport: OpenAPI documents at ?hash= URLs are served from the cache
+// with no request; discovery is revalidated (304); JSON and protobuf of one
+// URL are kept apart; client-go's timeout parameter does not split keys.
+func TestTransport(t *testing.T) {
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c := open(t, t.TempDir())
+	hc := &http.Client{Transport: diskcache.NewTransport(nil, c)}
+	get := func(path, accept string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		req.Header.Set("Accept", accept)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body := new(bytes.Buffer)
+		body.ReadFrom(resp.Body)
+		if resp.StatusCode != 200 || body.Len() == 0 {
+			t.Fatalf("%s: %d, %d bytes", path, resp.StatusCode, body.Len())
+		}
+		return resp
+	}
+	_ = get("/openapi/v3", "application/json")
+	root := srvRoot(t, ts.URL)
+	apps := root["apis/apps/v1"]
+	get(apps, "application/json")
+	get(apps, "application/com.github.proto-openapi.spec.v3@v1.0+protobuf")
+	srv.ResetRequests()
+	if r := get(apps+"&timeout=32s", "application/json"); r.Header.Get("X-From-Cache") != "1" || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("immutable document not served from cache as JSON: %v", r.Header)
+	}
+	if r := get(apps, "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"); r.Header.Get("X-From-Cache") != "1" || !strings.Contains(r.Header.Get("Content-Type"), "protobuf") {
+		t.Errorf("protobuf document not served from cache as protobuf: %v", r.Header)
+	}
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("%d requests for cached immutable documents", n)
+	}
+	get("/apis", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+	srv.ResetRequests()
+	if r := get("/apis", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"); r.Header.Get("X-From-Cache") != "1" {
+		t.Errorf("discovery not revalidated from cache")
+	}
+	if st := srv.Stats(); st.Requests != 1 || st.NotModified != 1 {
+		t.Errorf("discovery revalidation: %+v, want one 304", st)
+	}
+}
+
+func srvRoot(t *testing.T, base string) map[string]string {
+	resp, err := http.Get(base + "/openapi/v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := new(bytes.Buffer)
+	buf.ReadFrom(resp.Body)
+	out := map[string]string{}
+	// {"paths":{"apis/apps/v1":{"serverRelativeURL":"/openapi/v3/apis/apps/v1?hash=..."}}}
+	for _, part := range strings.Split(buf.String(), `"serverRelativeURL":"`)[1:] {
+		u := part[:strings.Index(part, `"`)]
+		p := strings.TrimPrefix(u[:strings.Index(u, "?")], "/openapi/v3/")
+		out[p] = strings.ReplaceAll(u, `\u0026`, "&")
+	}
+	return out
+}

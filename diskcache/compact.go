@@ -1,0 +1,183 @@
+package diskcache
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// staleTemp is how old a temporary file must be before compaction treats it
+// as left behind by a writer that died.
+const staleTemp = 10 * time.Minute
+
+type diskEntry struct {
+	path string
+	name string
+	size int64
+	used time.Time
+	key  string
+}
+
+// Compact brings the cache within its bounds. First it removes OpenAPI
+// documents whose ?hash= was superseded by a newer document of the same
+// path (and Accept), then the least recently used entries, down to nine
+// tenths of each bound so that the next writes do not compact again at
+// once. One process compacts at a time (an advisory lock); if another is
+// compacting, Compact returns at once. Readers in any process are never
+// broken: an entry is removed whole or not at all.
+func (c *Cache) Compact() error {
+	unlock, ok, err := lockDir(filepath.Join(c.dir, ".lock"))
+	if err != nil {
+		return fmt.Errorf("diskcache: lock: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	defer unlock()
+
+	entries, err := c.listEntries()
+	if err != nil {
+		return err
+	}
+	var remove []diskEntry
+	entries, remove = supersededOpenAPI(entries)
+
+	c.mu.Lock()
+	maxBytes, maxEntries := c.opts.maxBytes*9/10, c.opts.maxEntries*9/10
+	c.mu.Unlock()
+	var total int64
+	for _, e := range entries {
+		total += e.size
+	}
+	slices.SortFunc(entries, func(a, b diskEntry) int { return a.used.Compare(b.used) })
+	for len(entries) > 0 && (total > maxBytes || len(entries) > maxEntries) {
+		remove = append(remove, entries[0])
+		total -= entries[0].size
+		entries = entries[1:]
+	}
+	for _, e := range remove {
+		if err := os.Remove(e.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.opts.logger.Warn("diskcache: could not evict entry", "path", e.path, "err", err)
+			continue
+		}
+		c.forget(e.name)
+		c.count(func(s *Stats) { s.Evictions++ })
+	}
+	// Re-learn sizes from disk: other processes write here too.
+	return c.scan()
+}
+
+// listEntries reads every entry's header (for its key) and its recency: the
+// later of its modification time and this process's last use. Temporary
+// files of writers that died are removed.
+func (c *Cache) listEntries() ([]diskEntry, error) {
+	c.mu.Lock()
+	used := make(map[string]time.Time, len(c.entries))
+	for name, e := range c.entries {
+		used[name] = e.used
+	}
+	c.mu.Unlock()
+	now := c.opts.clock.Now()
+	var out []diskEntry
+	err := filepath.WalkDir(c.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".tmp-") {
+			if now.Sub(info.ModTime()) > staleTemp {
+				_ = os.Remove(path)
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		e := diskEntry{path: path, name: d.Name(), size: info.Size(), used: info.ModTime()}
+		if u, ok := used[e.name]; ok && u.After(e.used) {
+			e.used = u
+		}
+		e.key = readKey(path)
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("diskcache: listing %s: %w", c.dir, err)
+	}
+	return out, nil
+}
+
+// readKey reads the key from an entry's header, or "" for an unreadable one.
+func readKey(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, headerSize)
+	if _, err := io.ReadFull(f, head); err != nil || [8]byte(head[:8]) != magic {
+		return ""
+	}
+	kl := binary.LittleEndian.Uint32(head[8+32:])
+	if kl > 1<<16 {
+		return ""
+	}
+	key := make([]byte, kl)
+	if _, err := io.ReadFull(f, key); err != nil {
+		return ""
+	}
+	return string(key)
+}
+
+// supersededOpenAPI splits off the OpenAPI v3 documents that a newer
+// document of the same path and Accept replaced: every schema change gives
+// a group-version a new ?hash= URL, and nothing ever asks for the old one.
+func supersededOpenAPI(entries []diskEntry) (keep, remove []diskEntry) {
+	newest := map[string]int{}
+	for i, e := range entries {
+		id, ok := openAPIIdentity(e.key)
+		if !ok {
+			continue
+		}
+		if j, seen := newest[id]; !seen || cmp.Compare(e.used.UnixNano(), entries[j].used.UnixNano()) > 0 {
+			newest[id] = i
+		}
+	}
+	for i, e := range entries {
+		if id, ok := openAPIIdentity(e.key); ok && newest[id] != i {
+			remove = append(remove, e)
+			continue
+		}
+		keep = append(keep, e)
+	}
+	return keep, remove
+}
+
+// openAPIIdentity is an OpenAPI document's path and Accept, from a key
+// written by this package's transport ("<URL>\n<Accept>").
+func openAPIIdentity(key string) (string, bool) {
+	rawURL, accept, _ := strings.Cut(key, "\n")
+	u, err := url.Parse(rawURL)
+	if err != nil || !strings.HasPrefix(u.Path, "/openapi/v3/") || u.Query().Get("hash") == "" {
+		return "", false
+	}
+	return u.Path + "\n" + accept, true
+}
