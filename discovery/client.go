@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sync/singleflight"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeatlas/kubeatlas/diskcache"
 )
 
 // Defaults of the options.
@@ -36,6 +38,7 @@ type options struct {
 	noPeer           bool
 	logger           *slog.Logger
 	clock            clock.PassiveClock
+	disk             *diskcache.Cache
 }
 
 // Option configures a Client.
@@ -128,6 +131,9 @@ type Client struct {
 
 	logMu      sync.Mutex
 	lastFailed map[string]string // group-version -> error text last logged
+
+	warmOnce    sync.Once
+	persistedAt atomic.Int64 // unix nanos of the last persisted validation
 }
 
 // New builds a client from a client-go config, so kubeconfig auth, TLS, exec
@@ -199,12 +205,20 @@ func (c *Client) Current() *Snapshot { return c.current.Load() }
 func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 	s := c.current.Load()
 	if s == nil {
-		return c.Refresh(ctx)
+		c.warmStart()
+		if s = c.current.Load(); s == nil {
+			return c.Refresh(ctx)
+		}
 	}
-	c.stats.cacheHits.Add(1)
 	if c.opts.clock.Since(s.validated) > c.opts.maxAge {
+		if s.fromDisk {
+			// A persisted snapshot may be hours old: revalidate before
+			// answering (two 304s when nothing changed).
+			return c.Refresh(ctx)
+		}
 		c.refreshInBackground()
 	}
+	c.stats.cacheHits.Add(1)
 	return s, s.err
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -74,7 +75,12 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	now := c.opts.clock.Now()
 	if prev != nil && core == &prev.core && named == &prev.named {
 		// Two 304s: the parsed content is still right.
-		return &Snapshot{content: prev.content, validated: now}, prev.err
+		s := &Snapshot{content: prev.content, validated: now}
+		// Record the validation on disk now and then, not on every refresh.
+		if now.Sub(time.Unix(0, c.persistedAt.Load())) > c.opts.maxAge/2 {
+			c.persist(s)
+		}
+		return s, prev.err
 	}
 	if prev != nil {
 		if core != &prev.core {
@@ -86,6 +92,7 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	}
 	s := &Snapshot{content: newContent(*core, *named, now), validated: now}
 	s.generation = c.generations.Add(1)
+	c.persist(s)
 	return s, s.err
 }
 
@@ -121,7 +128,11 @@ func (c *Client) fetchPart(ctx context.Context, path string, prev *part) (*part,
 	if mt.Version == "v2beta1" {
 		format = FormatAggregatedV2Beta1
 	}
-	return &part{groups: groups, etag: resp.Header.Get("ETag"), source: Source{Format: format, Protobuf: mt.Protobuf}, failed: failed}, nil
+	p := &part{groups: groups, etag: resp.Header.Get("ETag"), source: Source{Format: format, Protobuf: mt.Protobuf}, failed: failed}
+	if c.opts.disk != nil {
+		p.raw = &raw{body: body, contentType: contentType}
+	}
+	return p, nil
 }
 
 // fetchLegacy reads legacy discovery: the root document says which

@@ -139,6 +139,7 @@ type Snapshot struct {
 // changed (two 304s): only the validation time differs.
 type content struct {
 	generation  uint64
+	fromDisk    bool // read from a WithDiskCache entry, not the network
 	core, named part
 	groups      []Group // core first, then named groups, in server order
 	fetched     time.Time
@@ -157,6 +158,7 @@ type part struct {
 	etag   string
 	source Source
 	failed []*GroupVersionError
+	raw    *raw // the body as received, only when it is to be persisted
 }
 
 func newContent(core, named part, fetched time.Time) *content {

@@ -16,10 +16,11 @@ type Stats struct {
 	Refreshes     int64 // refreshes run (shared by their concurrent callers)
 	RefreshErrors int64 // refreshes that produced no snapshot
 	RefreshTime   time.Duration
+	DiskLoads     int64 // snapshots read from the disk cache (warm starts)
 }
 
 type counters struct {
-	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos atomic.Int64
+	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, diskLoads atomic.Int64
 }
 
 // Stats returns the client's counters.
@@ -32,5 +33,6 @@ func (c *Client) Stats() Stats {
 		Refreshes:     c.stats.refreshes.Load(),
 		RefreshErrors: c.stats.refreshErrors.Load(),
 		RefreshTime:   time.Duration(c.stats.refreshNanos.Load()),
+		DiskLoads:     c.stats.diskLoads.Load(),
 	}
 }

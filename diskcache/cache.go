@@ -86,6 +86,10 @@ type Cache struct {
 	entries map[string]*entryInfo
 	total   int64
 	stats   Stats
+	// openapi maps an OpenAPI document's path and Accept to the file of
+	// its newest ?hash= this process knows, so a new hash replaces the old
+	// file at once instead of at the next compaction.
+	openapi map[string]string
 }
 
 type entryInfo struct {
@@ -112,7 +116,7 @@ func Open(root, serverURL string, opts ...Option) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
-	c := &Cache{dir: dir, opts: o, entries: map[string]*entryInfo{}}
+	c := &Cache{dir: dir, opts: o, entries: map[string]*entryInfo{}, openapi: map[string]string{}}
 	if err := c.scan(); err != nil {
 		return nil, err
 	}
@@ -243,6 +247,18 @@ func (c *Cache) Put(key string, value []byte) error {
 	}
 	c.touch(name, int64(len(buf)))
 	c.count(func(s *Stats) { s.Writes++ })
+	if id, ok := openAPIIdentity(key); ok {
+		c.mu.Lock()
+		old := c.openapi[id]
+		c.openapi[id] = name
+		c.mu.Unlock()
+		if old != "" && old != name {
+			if err := os.Remove(filepath.Join(c.dir, old[:2], old)); err == nil {
+				c.forget(old)
+				c.count(func(s *Stats) { s.Evictions++ })
+			}
+		}
+	}
 	if c.overBounds() {
 		return c.Compact()
 	}

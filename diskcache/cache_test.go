@@ -170,11 +170,30 @@ func TestCompactionDropsSupersededOpenAPI(t *testing.T) {
 		}
 	}
 	c.Set(diskcache.Key("https://h/apis", "application/json"), []byte("discovery"))
-	if err := c.Compact(); err != nil {
+	// This process replaced each superseded document as it wrote the new one.
+	if _, n := c.Usage(); n != 5 {
+		t.Errorf("%d entries, want 4 live documents and discovery", n)
+	}
+	// Processes that never saw each other's hashes leave old documents
+	// behind; compaction removes them.
+	root := t.TempDir()
+	for round := range 3 {
+		p := open(t, root)
+		p.Set(diskcache.Key(fmt.Sprintf("https://h/openapi/v3/apis/apps/v1?hash=%04d", round), "application/json"), []byte("doc"))
+		time.Sleep(2 * time.Millisecond)
+	}
+	last := open(t, root)
+	if _, n := last.Usage(); n != 3 {
+		t.Fatalf("%d entries before compaction, want 3", n)
+	}
+	if err := last.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	if _, n := c.Usage(); n != 5 {
-		t.Errorf("%d entries after compaction, want 4 live documents and discovery", n)
+	if _, n := last.Usage(); n != 1 {
+		t.Errorf("%d entries after compaction, want the newest document only", n)
+	}
+	if _, ok := last.Get(diskcache.Key("https://h/openapi/v3/apis/apps/v1?hash=0002", "application/json")); !ok {
+		t.Errorf("the newest document was removed")
 	}
 	for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
 		if _, ok := c.Get(diskcache.Key("https://h/openapi/v3/"+gv+"?hash=0004", "application/json")); !ok {

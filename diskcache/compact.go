@@ -50,6 +50,13 @@ func (c *Cache) Compact() error {
 	}
 	var remove []diskEntry
 	entries, remove = supersededOpenAPI(entries)
+	c.mu.Lock()
+	for _, e := range entries {
+		if id, ok := openAPIIdentity(e.key); ok {
+			c.openapi[id] = e.name
+		}
+	}
+	c.mu.Unlock()
 
 	c.mu.Lock()
 	maxBytes, maxEntries := c.opts.maxBytes*9/10, c.opts.maxEntries*9/10

@@ -53,8 +53,27 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// and drops volatile parameters. A Transport is a small struct, so one
 	// per request is cheap.
 	view := keyedView{cache: t.cache, accept: req.Header.Get("Accept")}
-	ht := &httpcache.Transport{Transport: t.next, Cache: view, MarkCachedResponses: true}
+	ht := &httpcache.Transport{Transport: storePolicy{t.next}, Cache: view, MarkCachedResponses: true}
 	return ht.RoundTrip(req)
+}
+
+// storePolicy keeps out of the cache what cannot be revalidated exactly:
+// a response with neither an ETag nor a freshness lifetime (the OpenAPI
+// root, legacy discovery) would be revalidated with If-Modified-Since, whose
+// one-second resolution hands back a stale root (and with it stale ?hash=
+// URLs) after a change within the same second.
+type storePolicy struct{ next http.RoundTripper }
+
+func (s storePolicy) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(req)
+	if err != nil || resp.StatusCode == http.StatusNotModified {
+		return resp, err
+	}
+	cc := resp.Header.Get("Cache-Control")
+	if resp.Header.Get("ETag") == "" && !strings.Contains(cc, "immutable") && !strings.Contains(cc, "max-age") && resp.Header.Get("Expires") == "" {
+		resp.Header.Set("Cache-Control", "no-store")
+	}
+	return resp, nil
 }
 
 type keyedView struct {

@@ -60,14 +60,17 @@ type answer struct {
 
 // state is everything derived from one snapshot generation.
 type state struct {
+	snap       *discovery.Snapshot
+	native     nativeIndex
 	generation uint64
 	// lookups counts lookups, so that only every revalidateEvery-th one
 	// reads the clock to see whether discovery should be revalidated.
 	lookups    atomic.Uint32
-	groups     []*cgrestmapper.APIGroupResources
 	shortcuts  shortcutIndex
 	categories map[string][]schema.GroupResource
 
+	// client-go's mapper, and the APIGroupResources it is built from, only
+	// when a question needs it.
 	delegateOnce sync.Once
 	delegate     meta.RESTMapper
 
@@ -75,52 +78,59 @@ type state struct {
 }
 
 func newState(snap *discovery.Snapshot, warn func(string)) *state {
+	st := &state{
+		snap:       snap,
+		generation: snap.Generation(),
+		native:     newNativeIndex(snap),
+		shortcuts:  newShortcutIndex(snap, warn),
+		categories: map[string][]schema.GroupResource{},
+	}
+	seen := map[string]map[schema.GroupResource]bool{}
+	for _, g := range snap.Groups() {
+		for _, v := range g.Versions {
+			for _, r := range v.Resources {
+				for _, c := range r.Categories {
+					gr := schema.GroupResource{Group: g.Name, Resource: r.Name}
+					if seen[c] == nil {
+						seen[c] = map[schema.GroupResource]bool{}
+					}
+					// client-go lists a resource once per version that has
+					// the category; one entry per resource is what callers use.
+					if !seen[c][gr] {
+						seen[c][gr] = true
+						st.categories[c] = append(st.categories[c], gr)
+					}
+				}
+			}
+		}
+	}
+	st.shortcuts.native = &st.native
+	st.memo.init()
+	return st
+}
+
+// groupResources is what client-go's GetAPIGroupResources builds from the
+// same discovery.
+func groupResources(snap *discovery.Snapshot) []*cgrestmapper.APIGroupResources {
 	groupList, resources, _ := snap.ClientGoView()
-	st := &state{generation: snap.Generation(), categories: map[string][]schema.GroupResource{}}
-	// The same APIGroupResources client-go's GetAPIGroupResources builds
-	// from the same discovery.
-	var lists []*metav1.APIResourceList
+	out := make([]*cgrestmapper.APIGroupResources, 0, len(groupList.Groups))
 	for i := range groupList.Groups {
 		g := &groupList.Groups[i]
 		gr := &cgrestmapper.APIGroupResources{Group: *g, VersionedResources: map[string][]metav1.APIResource{}}
 		for _, v := range g.Versions {
 			if l, ok := resources[schema.GroupVersion{Group: g.Name, Version: v.Version}]; ok {
 				gr.VersionedResources[v.Version] = l.APIResources
-				lists = append(lists, l)
 			}
 		}
-		st.groups = append(st.groups, gr)
+		out = append(out, gr)
 	}
-	st.shortcuts = newShortcutIndex(lists, warn)
-	seen := map[string]map[schema.GroupResource]bool{}
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			for _, c := range r.Categories {
-				gr := schema.GroupResource{Group: gv.Group, Resource: r.Name}
-				if seen[c] == nil {
-					seen[c] = map[schema.GroupResource]bool{}
-				}
-				// client-go lists a resource once per version that has the
-				// category; one entry per resource is what callers use.
-				if !seen[c][gr] {
-					seen[c][gr] = true
-					st.categories[c] = append(st.categories[c], gr)
-				}
-			}
-		}
-	}
-	st.memo.init()
-	return st
+	return out
 }
 
 // mapper is client-go's discovery REST mapper over this generation, built on
 // the first question that is not yet answered.
 func (st *state) mapper() meta.RESTMapper {
-	st.delegateOnce.Do(func() { st.delegate = cgrestmapper.NewDiscoveryRESTMapper(st.groups) })
+	st.delegateOnce.Do(func() { st.delegate = cgrestmapper.NewDiscoveryRESTMapper(groupResources(st.snap)) })
 	return st.delegate
 }
 
@@ -140,20 +150,27 @@ func (st *state) answer(k memoKey, versions []string) *answer {
 }
 
 func (st *state) compute(k memoKey, versions []string) *answer {
-	d := st.mapper()
 	a := &answer{}
+	// Resource questions go through short-name expansion first, once.
 	in := schema.GroupVersionResource{Group: k.group, Version: k.version, Resource: k.name}
+	if k.op != opRESTMapping && k.op != opRESTMappings {
+		in = st.shortcuts.expand(in)
+	}
+	if st.computeNative(k, in, versions, a) {
+		return a
+	}
+	d := st.mapper()
 	switch k.op {
 	case opKindFor:
-		a.gvk, a.err = d.KindFor(st.shortcuts.expand(in))
+		a.gvk, a.err = d.KindFor(in)
 	case opKindsFor:
-		a.gvks, a.err = d.KindsFor(st.shortcuts.expand(in))
+		a.gvks, a.err = d.KindsFor(in)
 	case opResourceFor:
-		a.gvr, a.err = d.ResourceFor(st.shortcuts.expand(in))
+		a.gvr, a.err = d.ResourceFor(in)
 	case opResourcesFor:
-		a.gvrs, a.err = d.ResourcesFor(st.shortcuts.expand(in))
+		a.gvrs, a.err = d.ResourcesFor(in)
 	case opSingularizer:
-		a.singular, a.err = d.ResourceSingularizer(st.shortcuts.expand(schema.GroupVersionResource{Resource: k.name}).Resource)
+		a.singular, a.err = d.ResourceSingularizer(in.Resource)
 	case opRESTMapping:
 		a.mapping, a.err = d.RESTMapping(schema.GroupKind{Group: k.group, Kind: k.name}, versions...)
 	case opRESTMappings:
@@ -162,6 +179,26 @@ func (st *state) compute(k memoKey, versions []string) *answer {
 		a.err = fmt.Errorf("restmapper: unknown question %d", k.op)
 	}
 	return a
+}
+
+// computeNative answers from the native index when it can; in is already
+// expanded.
+func (st *state) computeNative(k memoKey, in schema.GroupVersionResource, versions []string, a *answer) bool {
+	switch k.op {
+	case opKindFor, opKindsFor, opResourceFor, opResourcesFor:
+		e, ok := st.native.resource(in)
+		if !ok {
+			return false
+		}
+		gvk, gvr := e.gv.WithKind(e.kind), e.gv.WithResource(e.plural)
+		a.gvk, a.gvks, a.gvr, a.gvrs = gvk, []schema.GroupVersionKind{gvk}, gvr, []schema.GroupVersionResource{gvr}
+		return true
+	case opRESTMapping:
+		m, ok := st.native.mapping(schema.GroupKind{Group: k.group, Kind: k.name}, versions)
+		a.mapping = m
+		return ok
+	}
+	return false
 }
 
 // memo is a concurrent map of answers in shards, so that readers on many
@@ -210,9 +247,11 @@ func (m *memo) put(k memoKey, a *answer) {
 // shortcutIndex expands short names exactly as client-go's ShortcutExpander
 // does, from an index instead of a scan of all of discovery per call.
 type shortcutIndex struct {
-	// names holds every resource name and singular name, per group and
-	// under "" for any group: a name in it is never expanded.
-	names map[string]map[string]bool
+	// native knows every resource name and singular name: a name there is
+	// never expanded. Subresource names ("deployments/status") are only in
+	// the snapshot, scanned in the rare case a question has a "/".
+	native *nativeIndex
+	snap   *discovery.Snapshot
 	// short maps a short name to its long forms in discovery order.
 	short map[string][]shortcut
 	warn  func(string)
@@ -223,27 +262,43 @@ type shortcut struct {
 	long       schema.GroupResource
 }
 
-func newShortcutIndex(lists []*metav1.APIResourceList, warn func(string)) shortcutIndex {
-	idx := shortcutIndex{names: map[string]map[string]bool{"": {}}, short: map[string][]shortcut{}, warn: warn}
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		if idx.names[gv.Group] == nil {
-			idx.names[gv.Group] = map[string]bool{}
-		}
-		for _, r := range l.APIResources {
-			for _, n := range []string{r.Name, r.SingularName} {
-				idx.names[gv.Group][n] = true
-				idx.names[""][n] = true
+func newShortcutIndex(snap *discovery.Snapshot, warn func(string)) shortcutIndex {
+	idx := shortcutIndex{snap: snap, short: map[string][]shortcut{}, warn: warn}
+	for _, g := range snap.Groups() {
+		for _, v := range g.Versions {
+			if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
+				continue
 			}
-			for _, s := range r.ShortNames {
-				idx.short[s] = append(idx.short[s], shortcut{shortGroup: gv.Group, long: schema.GroupResource{Group: gv.Group, Resource: r.Name}})
+			for _, r := range v.Resources {
+				for _, s := range r.ShortNames {
+					idx.short[s] = append(idx.short[s], shortcut{shortGroup: g.Name, long: schema.GroupResource{Group: g.Name, Resource: r.Name}})
+				}
 			}
 		}
 	}
 	return idx
+}
+
+// isName reports whether client-go's expander would leave name alone.
+func (x *shortcutIndex) isName(group, name string) bool {
+	if found, known := x.native.isName(group, name); known {
+		return found
+	}
+	for _, g := range x.snap.Groups() {
+		if group != "" && g.Name != group {
+			continue
+		}
+		for _, v := range g.Versions {
+			for _, r := range v.Resources {
+				for _, sub := range r.Subresources {
+					if r.Name+"/"+sub.Name == name {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // expand mirrors restmapper.shortcutExpander.expandResourceShortcut,
@@ -251,7 +306,7 @@ func newShortcutIndex(lists []*metav1.APIResourceList, warn func(string)) shortc
 // for, and with a group that matches no short name exactly, a group that
 // merely starts with it is accepted.
 func (x *shortcutIndex) expand(r schema.GroupVersionResource) schema.GroupVersionResource {
-	if x.names[r.Group][r.Resource] {
+	if x.isName(r.Group, r.Resource) {
 		return r
 	}
 	var found *shortcut

@@ -1,0 +1,48 @@
+package restmapper
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+// TestCommonQuestionsSkipClientGo: plain lookups are answered from the
+// native index, without building client-go's mapper; an ambiguous one
+// builds it. (That the answers are client-go's is the differential test's
+// job.)
+func TestCommonQuestionsSkipClientGo(t *testing.T) {
+	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(20, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c, _ := discovery.NewForHTTPClient(nil, ts.URL)
+	m, _ := New(c)
+	for _, gk := range []schema.GroupKind{{Group: "apps", Kind: "Deployment"}, {Group: "g001.stress.example.com", Kind: "Widget0001"}, {Kind: "Pod"}} {
+		if _, err := m.RESTMapping(gk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []schema.GroupVersionResource{{Resource: "deployments"}, {Resource: "deploy"}, {Resource: "widget0001s", Version: "v1beta1"}, {Resource: "pod"}} {
+		if _, err := m.KindFor(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := m.current(context.Background())
+	if st.delegate != nil {
+		t.Errorf("client-go's mapper was built for plain questions")
+	}
+	// widget0001s is served in v1 and v1beta1: client-go's priorities decide.
+	if _, err := m.KindFor(schema.GroupVersionResource{Resource: "widget0001s"}); err != nil {
+		t.Fatal(err)
+	}
+	if st.delegate == nil {
+		t.Errorf("an ambiguous question did not go to client-go's mapper")
+	}
+}
