@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/testenv"
+)
+
+func fakeCluster(t *testing.T, opts ...discoverytest.Option) (*discoverytest.Server, string) {
+	t.Helper()
+	srv, err := discoverytest.NewServer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return srv, ts.URL
+}
+
+// apiResources runs the command in process with its own cache directory.
+func apiResources(t *testing.T, cacheDir string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	t.Setenv("KUBECACHEDIR", cacheDir)
+	var out, errOut bytes.Buffer
+	if err := run(args, &out, &errOut); err != nil {
+		t.Fatalf("api-resources %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	bin := testenv.Tool(t, "kubectl")
+	cmd := exec.Command(bin, append([]string{"--cache-dir", t.TempDir()}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl %v: %v", args, err)
+	}
+	return string(out)
+}
+
+func sortedLines(s string) []string {
+	lines := strings.Fields(s)
+	slices.Sort(lines)
+	return lines
+}
+
+// TestSameAsKubectl: -o name, alone and with each filter, lists what
+// kubectl api-resources lists against the same server, in every server
+// generation.
+func TestSameAsKubectl(t *testing.T) {
+	testenv.Tool(t, "kubectl")
+	for _, gen := range []discoverytest.Generation{discoverytest.GenerationV2, discoverytest.GenerationV2Beta1, discoverytest.GenerationLegacy} {
+		_, base := fakeCluster(t, discoverytest.WithGeneration(gen), discoverytest.WithCRDs(40, 4))
+		for _, filter := range [][]string{nil, {"--api-group", "apps"}, {"--api-group", ""}, {"--namespaced=false"}, {"--verbs", "list,watch"}, {"--categories", "all"}, {"--verbs", "create"}} {
+			args := append([]string{"--server", base, "-o", "name"}, filter...)
+			got, _ := apiResources(t, t.TempDir(), args...)
+			want := kubectl(t, append([]string{"api-resources"}, args...)...)
+			if !slices.Equal(sortedLines(got), sortedLines(want)) {
+				t.Errorf("%s %v:\n got %v\nwant %v", gen, filter, sortedLines(got), sortedLines(want))
+			}
+			// kubectl sorts by group; so do we.
+			var groups []string
+			for _, line := range strings.Fields(got) {
+				_, g, _ := strings.Cut(line, ".")
+				groups = append(groups, g)
+			}
+			if !slices.IsSorted(groups) {
+				t.Errorf("%s %v: not sorted by group", gen, filter)
+			}
+		}
+	}
+}
+
+// TestWarmStartAndCached: the second run revalidates with two 304s from a
+// one-file warm start; --cached asks nothing.
+func TestWarmStartAndCached(t *testing.T) {
+	_, base := fakeCluster(t, discoverytest.WithCRDs(20, 2))
+	cache := t.TempDir()
+	_, first := apiResources(t, cache, "--server", base, "-o", "name", "--stats")
+	_, second := apiResources(t, cache, "--server", base, "-o", "name", "--stats", "--cached")
+	if !strings.Contains(first, "stats: 2 requests") {
+		t.Errorf("first run: %s", first)
+	}
+	if !strings.Contains(second, "stats: 0 requests") || !strings.Contains(second, "1 disk loads") {
+		t.Errorf("--cached run: %s", second)
+	}
+}
+
+func TestEmbeddedClusterWithoutKubeconfig(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	out, errOut := apiResources(t, t.TempDir())
+	if !strings.Contains(errOut, "embedded fake cluster") {
+		t.Errorf("stderr does not say the cluster is embedded: %q", errOut)
+	}
+	if !strings.HasPrefix(out, "NAME ") || !strings.Contains(out, "widget0199s") || !strings.Contains(out, "deployments") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	_, base := fakeCluster(t)
+	wide, _ := apiResources(t, t.TempDir(), "--server", base, "-o", "wide", "--api-group", "apps")
+	if !strings.Contains(wide, "VERBS") || !strings.Contains(wide, "[create delete deletecollection get list patch update watch]") {
+		t.Errorf("wide:\n%s", wide)
+	}
+	js, _ := apiResources(t, t.TempDir(), "--server", base, "-o", "json", "--sort-by", "kind")
+	var items []struct{ Name, Kind, APIVersion string }
+	if err := json.Unmarshal([]byte(js), &items); err != nil || len(items) < 50 {
+		t.Fatalf("json: %v (%d items)", err, len(items))
+	}
+	if !slices.IsSortedFunc(items, func(a, b struct{ Name, Kind, APIVersion string }) int { return strings.Compare(a.Kind, b.Kind) }) {
+		t.Errorf("--sort-by kind not sorted")
+	}
+	var errOut bytes.Buffer
+	if err := run([]string{"-o", "yaml"}, &bytes.Buffer{}, &errOut); err == nil {
+		t.Errorf("-o yaml accepted")
+	}
+}
