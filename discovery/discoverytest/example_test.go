@@ -29,8 +29,6 @@ func ExampleServer() {
 		if err != nil {
 			panic(err)
 		}
-		// Read to the end: a request is logged by the time its whole
-		// response has been sent.
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp

@@ -55,10 +55,13 @@ func (l *requestLog) reset() {
 // log, inside this process only; it is removed before the response leaves.
 const backendHeader = "X-Discoverytest-Backend"
 
+// wrap logs every request. The response is buffered and sent only after
+// its entry is logged, so a client that has seen any of a response finds the
+// request in the log (the log is what tests count requests with).
 func (l *requestLog) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		cw := &countingWriter{ResponseWriter: w}
+		rec := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
 		entry := Request{
 			Method:      r.Method,
 			Path:        r.URL.Path,
@@ -66,57 +69,29 @@ func (l *requestLog) wrap(next http.Handler) http.Handler {
 			Accept:      r.Header.Get("Accept"),
 			IfNoneMatch: r.Header.Get("If-None-Match"),
 		}
-		defer func() {
-			entry.Status, entry.Bytes, entry.Backend = cw.status(), cw.bytes, cw.backend
-			entry.Duration = time.Since(start)
-			if p := recover(); p != nil {
-				entry.Aborted = true
-				l.record(entry)
-				panic(p)
-			}
-			l.record(entry)
+		var aborted any
+		func() {
+			defer func() { aborted = recover() }()
+			next.ServeHTTP(rec, r)
 		}()
-		next.ServeHTTP(cw, r)
+		entry.Status, entry.Bytes, entry.Backend = rec.code, int64(rec.body.Len()), rec.header.Get(backendHeader)
+		entry.Aborted = aborted != nil
+		entry.Duration = time.Since(start)
+		l.record(entry)
+
+		rec.header.Del(backendHeader)
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.code)
+		_, _ = w.Write(rec.body.Bytes())
+		if aborted != nil {
+			// An injected reset or truncation: the partial body goes out,
+			// then the connection is dropped.
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			panic(aborted)
+		}
 	})
 }
-
-type countingWriter struct {
-	http.ResponseWriter
-	code    int
-	bytes   int64
-	backend string
-}
-
-func (c *countingWriter) status() int {
-	if c.code == 0 {
-		return http.StatusOK
-	}
-	return c.code
-}
-
-func (c *countingWriter) WriteHeader(code int) {
-	if c.code == 0 {
-		c.code = code
-		c.backend = c.Header().Get(backendHeader)
-		c.Header().Del(backendHeader)
-	}
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	if c.code == 0 {
-		c.WriteHeader(http.StatusOK)
-	}
-	n, err := c.ResponseWriter.Write(b)
-	c.bytes += int64(n)
-	return n, err
-}
-
-func (c *countingWriter) Flush() {
-	if f, ok := c.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

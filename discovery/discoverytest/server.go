@@ -217,9 +217,8 @@ func (s *Server) InjectFault(path string, f Fault) { s.faults.add(path, f) }
 func (s *Server) ClearFaults() { s.faults.clear() }
 
 // Requests returns every request answered since the server started or the
-// log was last reset, oldest first. A request is logged when its handler
-// finishes, before the last bytes of a streamed response reach the client:
-// a client that has read a response to its end finds it logged.
+// log was last reset, oldest first. A request is logged before any of its
+// response is sent, so a client that has a response finds it logged.
 func (s *Server) Requests() []Request { return s.log.snapshot() }
 
 // ResetRequests empties the request log.

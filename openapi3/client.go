@@ -1,0 +1,312 @@
+package openapi3
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+	"k8s.io/client-go/rest"
+	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/kubeatlas/kubeatlas/diskcache"
+)
+
+// Defaults of the options.
+const (
+	DefaultParallelism      = 8
+	DefaultMaxRedirects     = 3
+	DefaultMaxResponseBytes = 128 << 20
+)
+
+type options struct {
+	disk             *diskcache.Cache
+	parallelism      int
+	maxRedirects     int
+	maxResponseBytes int64
+}
+
+// Option configures a Client.
+type Option func(*options) error
+
+// WithDiskCache serves documents through an HTTP cache on c: a document at
+// an unchanged ?hash= URL costs no request at all. Default: no disk cache.
+func WithDiskCache(c *diskcache.Cache) Option {
+	return func(o *options) error { o.disk = c; return nil }
+}
+
+// WithParallelism bounds the concurrent requests of FetchAll. Default:
+// DefaultParallelism (8).
+func WithParallelism(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("openapi3: parallelism must be at least 1, got %d", n)
+		}
+		o.parallelism = n
+		return nil
+	}
+}
+
+// WithMaxRedirects bounds the 301s followed for a stale ?hash=. Default:
+// DefaultMaxRedirects (3).
+func WithMaxRedirects(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("openapi3: max redirects must not be negative, got %d", n)
+		}
+		o.maxRedirects = n
+		return nil
+	}
+}
+
+// WithMaxResponseBytes caps one document. Default: DefaultMaxResponseBytes.
+func WithMaxResponseBytes(n int64) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("openapi3: max response bytes must be positive, got %d", n)
+		}
+		o.maxResponseBytes = n
+		return nil
+	}
+}
+
+// Client reads a cluster's OpenAPI v3: the root once, then each
+// group-version's document through the URL the root gives it.
+type Client struct {
+	hc   *http.Client
+	base *url.URL
+	opts options
+
+	rootMu sync.Mutex // guards root; held only to read or swap it
+	root   map[string]string
+	flight singleflight.Group
+
+	docMu sync.Mutex // guards docs; never held across I/O
+	docs  map[string]*Document
+}
+
+// New builds a client from a client-go config.
+func New(cfg *rest.Config, opts ...Option) (*Client, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("openapi3: %w", err)
+	}
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("openapi3: %w", err)
+	}
+	return newClient(hc, base, opts)
+}
+
+// NewForHTTPClient builds a client that sends requests through hc (nil
+// means http.DefaultClient) to the API server at baseURL.
+func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client, error) {
+	base, err := url.Parse(baseURL)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return nil, fmt.Errorf("openapi3: base URL %q must be absolute (%v)", baseURL, err)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return newClient(hc, base, opts)
+}
+
+func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
+	o := options{parallelism: DefaultParallelism, maxRedirects: DefaultMaxRedirects, maxResponseBytes: DefaultMaxResponseBytes}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	// A copy of the caller's client: its transport under the disk cache,
+	// and a redirect policy of our own.
+	c := *hc
+	if o.disk != nil {
+		c.Transport = diskcache.NewTransport(hc.Transport, o.disk)
+	}
+	b := *base
+	b.Path = strings.TrimSuffix(b.Path, "/")
+	cl := &Client{base: &b, opts: o, docs: map[string]*Document{}}
+	c.CheckRedirect = cl.checkRedirect
+	cl.hc = &c
+	return cl, nil
+}
+
+// ErrRedirect is the cause of an error for a redirect that is not followed:
+// too many, or to another host (credentials never leave the server's host).
+var ErrRedirect = errors.New("openapi3: redirect not followed")
+
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > c.opts.maxRedirects {
+		return fmt.Errorf("%w: more than %d", ErrRedirect, c.opts.maxRedirects)
+	}
+	if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+		return fmt.Errorf("%w: to %s, another host", ErrRedirect, req.URL.Host)
+	}
+	return nil
+}
+
+// Paths lists the group-version paths of the root ("apis/apps/v1", "api/v1")
+// and their current URLs, reading the root once.
+func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
+	c.rootMu.Lock()
+	root := c.root
+	c.rootMu.Unlock()
+	if root != nil {
+		return root, nil
+	}
+	return c.RefreshRoot(ctx)
+}
+
+// RefreshRoot reads the root again; documents whose hash changed are then
+// fetched anew (and their old copies leave the disk cache).
+func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
+	v, err, _ := c.flight.Do("root", func() (any, error) {
+		body, _, err := c.get(ctx, "/openapi/v3", "application/json")
+		if err != nil {
+			return nil, err
+		}
+		var doc struct {
+			Paths map[string]struct {
+				ServerRelativeURL string `json:"serverRelativeURL"`
+			} `json:"paths"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
+		}
+		root := make(map[string]string, len(doc.Paths))
+		for p, v := range doc.Paths {
+			root[p] = v.ServerRelativeURL
+		}
+		c.rootMu.Lock()
+		c.root = root
+		c.rootMu.Unlock()
+		return root, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]string), nil
+}
+
+// get fetches one path relative to the server, within the size limit.
+func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, *http.Response, error) {
+	u, err := c.base.Parse(c.base.Path + pathAndQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("openapi3: %q: %w", pathAndQuery, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("openapi3: GET %s: %w", pathAndQuery, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.maxResponseBytes+1))
+	if err != nil {
+		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", pathAndQuery, err)
+	}
+	if int64(len(body)) > c.opts.maxResponseBytes {
+		return nil, resp, fmt.Errorf("openapi3: GET %s: response over %d bytes", pathAndQuery, c.opts.maxResponseBytes)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp, fmt.Errorf("openapi3: GET %s: %s: %s", pathAndQuery, resp.Status, strings.TrimSpace(string(body[:min(len(body), 256)])))
+	}
+	return body, resp, nil
+}
+
+// Document is one group-version's OpenAPI v3 document.
+type Document struct {
+	Path string // "apis/apps/v1"
+	URL  string // the server-relative URL it was read from, with its ?hash=
+	JSON []byte
+
+	once   sync.Once
+	parsed *spec3.OpenAPI
+	err    error
+}
+
+// OpenAPI parses the document (once).
+func (d *Document) OpenAPI() (*spec3.OpenAPI, error) {
+	d.once.Do(func() {
+		d.parsed = &spec3.OpenAPI{}
+		if err := json.Unmarshal(d.JSON, d.parsed); err != nil {
+			d.parsed, d.err = nil, fmt.Errorf("openapi3: %s: %w", d.Path, err)
+		}
+	})
+	return d.parsed, d.err
+}
+
+// Document returns one group-version's document, fetching it on first use
+// (and again when the root gives it a new hash). Errors, context errors
+// included, are never kept: the next call tries again.
+func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
+	root, err := c.Paths(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := root[path]
+	if !ok {
+		return nil, fmt.Errorf("openapi3: the server lists no OpenAPI document for %q", path)
+	}
+	c.docMu.Lock()
+	d := c.docs[path]
+	c.docMu.Unlock()
+	if d != nil && d.URL == u {
+		return d, nil
+	}
+	v, err, _ := c.flight.Do("doc "+u, func() (any, error) {
+		body, _, err := c.get(ctx, u, "application/json")
+		if err != nil {
+			return nil, err
+		}
+		return &Document{Path: path, URL: u, JSON: body}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	d = v.(*Document)
+	c.docMu.Lock()
+	c.docs[path] = d
+	c.docMu.Unlock()
+	return d, nil
+}
+
+// FetchAll reads every group-version's document, a bounded number at a
+// time, in the order of their paths.
+func (c *Client) FetchAll(ctx context.Context) ([]*Document, error) {
+	root, err := c.Paths(ctx)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(root))
+	for p := range root {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	docs := make([]*Document, len(paths))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.opts.parallelism)
+	for i, p := range paths {
+		g.Go(func() error {
+			d, err := c.Document(gctx, p)
+			docs[i] = d
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return docs, nil
+}

@@ -1,0 +1,284 @@
+package openapi3_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	cgopenapi3 "k8s.io/client-go/openapi3"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+)
+
+func serve(t testing.TB, opts ...discoverytest.Option) (*discoverytest.Server, string) {
+	t.Helper()
+	srv, err := discoverytest.NewServer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return srv, ts.URL
+}
+
+func newClient(t testing.TB, base string, opts ...openapi3.Option) *openapi3.Client {
+	t.Helper()
+	c, err := openapi3.NewForHTTPClient(nil, base, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestKindAndFieldLookup(t *testing.T) {
+	_, base := serve(t, discoverytest.WithCRDs(10, 2))
+	c := newClient(t, base)
+	ctx := context.Background()
+	s, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	if err != nil || s.Name != "io.k8s.api.apps.v1.Deployment" {
+		t.Fatalf("Deployment: %v %v", s, err)
+	}
+	containers, description, err := s.Field("spec", "template", "spec", "containers")
+	if err != nil || !containers.Type.Contains("array") || !strings.Contains(description, "List of containers") {
+		t.Fatalf("spec.template.spec.containers: %v %q %v", containers, description, err)
+	}
+	image, _, err := s.Field("spec", "template", "spec", "containers", "image")
+	if err != nil || !image.Type.Contains("string") {
+		t.Errorf("containers.image through array items: %v %v", image, err)
+	}
+	if _, _, err := s.Field("spec", "nope"); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Errorf("missing field: %v", err)
+	}
+	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "g001.stress.example.com", Version: "v1beta1", Kind: "Widget0001"}); err != nil {
+		t.Errorf("CRD kind: %v", err)
+	}
+	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Nope"}); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Errorf("missing kind: %v", err)
+	}
+}
+
+// TestSchemaChangeFetchesOneDocument: with the disk cache, a new process
+// reads the root and nothing else; after one schema change, the root and
+// that one document.
+func TestSchemaChangeFetchesOneDocument(t *testing.T) {
+	srv, base := serve(t, discoverytest.WithCRDs(20, 4))
+	root := t.TempDir()
+	client := func() *openapi3.Client {
+		dc, err := diskcache.Open(root, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newClient(t, base, openapi3.WithDiskCache(dc))
+	}
+	ctx := context.Background()
+	docs, err := client().FetchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Stats(); st.Requests != len(docs)+1 {
+		t.Errorf("cold: %d requests for %d documents", st.Requests, len(docs))
+	}
+	srv.ResetRequests()
+	if _, err := client().FetchAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Stats(); st.Requests != 1 {
+		t.Errorf("warm: %d requests, want the root only", st.Requests)
+	}
+	gv := schema.GroupVersion{Group: "g002.stress.example.com", Version: "v1"}
+	if err := srv.ChangeSchema(gv); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	if _, err := client().FetchAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[1].Path != "/openapi/v3/"+openapi3.PathFor(gv) {
+		t.Errorf("after one change: %+v, want the root and %s", reqs, gv)
+	}
+}
+
+// TestStaleHashRedirect: a document asked for with the hash of a root read
+// before a change gets a 301, which is followed to the current document.
+func TestStaleHashRedirect(t *testing.T) {
+	srv, base := serve(t)
+	c := newClient(t, base)
+	ctx := context.Background()
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gv := schema.GroupVersion{Group: "apps", Version: "v1"}
+	if err := srv.ChangeSchema(gv); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	d, err := c.Document(ctx, openapi3.PathFor(gv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Status != http.StatusMovedPermanently || reqs[1].Status != http.StatusOK {
+		t.Fatalf("requests %+v, want a 301 then the document", reqs)
+	}
+	if !strings.Contains(string(d.JSON), "schema revision 1") {
+		t.Errorf("the redirect did not lead to the changed document")
+	}
+}
+
+// TestRedirectElsewhereRefused: a 301 to another host is not followed, so
+// credentials never travel there; nor is an endless chain.
+func TestRedirectElsewhereRefused(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{}`)) }))
+	defer other.Close()
+	var self string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/openapi/v3":
+			w.Write([]byte(`{"paths":{"apis/x/v1":{"serverRelativeURL":"/openapi/v3/apis/x/v1?hash=A"},"apis/loop/v1":{"serverRelativeURL":"/openapi/v3/apis/loop/v1?hash=A"}}}`))
+		case "/openapi/v3/apis/x/v1":
+			http.Redirect(w, r, other.URL+"/stolen", http.StatusMovedPermanently)
+		default:
+			http.Redirect(w, r, self+r.URL.Path+"?hash=again", http.StatusMovedPermanently)
+		}
+	}))
+	defer ts.Close()
+	self = ts.URL
+	c := newClient(t, ts.URL)
+	if _, err := c.Document(context.Background(), "apis/x/v1"); !errors.Is(err, openapi3.ErrRedirect) {
+		t.Errorf("redirect to another host: %v", err)
+	}
+	if _, err := c.Document(context.Background(), "apis/loop/v1"); !errors.Is(err, openapi3.ErrRedirect) {
+		t.Errorf("endless redirects: %v", err)
+	}
+}
+
+// TestCorruptCacheRefetches: damaged cache files are misses, fetched anew.
+func TestCorruptCacheRefetches(t *testing.T) {
+	srv, base := serve(t)
+	root := t.TempDir()
+	dc, _ := diskcache.Open(root, base)
+	docs, err := newClient(t, base, openapi3.WithDiskCache(dc)).FetchAll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
+			os.WriteFile(p, []byte("torn"), 0o600)
+		}
+		return nil
+	})
+	srv.ResetRequests()
+	dc2, _ := diskcache.Open(root, base)
+	again, err := newClient(t, base, openapi3.WithDiskCache(dc2)).FetchAll(context.Background())
+	if err != nil || len(again) != len(docs) {
+		t.Fatalf("after corruption: %v", err)
+	}
+	if n := srv.Stats().Requests; n != len(docs)+1 {
+		t.Errorf("%d requests after corruption, want every document again", n)
+	}
+	if dc2.Stats().Corrupt == 0 {
+		t.Errorf("no corrupt entry noticed")
+	}
+}
+
+// TestAggregateValidates: one document, every $ref resolving, shared
+// schemas once, conflicting ones renamed.
+func TestAggregateValidates(t *testing.T) {
+	_, base := serve(t, discoverytest.WithCRDs(10, 2))
+	docs, err := newClient(t, base).FetchAll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A document that defines ObjectMeta differently, as a foreign
+	// aggregated API server might.
+	conflicting := []byte(`{"openapi":"3.0.0","info":{"title":"x","version":"1"},"paths":{"/apis/x.example.com/v1/things":{"get":{"responses":{"200":{"description":"OK","content":{"application/json":{"schema":{"$ref":"#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}}}}}}}},
+	 "components":{"schemas":{"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta":{"type":"object","description":"a different one"}}}}`)
+	docs = append(docs, &openapi3.Document{Path: "apis/x.example.com/v1", JSON: conflicting})
+	merged, err := openapi3.Aggregate(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(merged)
+	var generic any
+	json.Unmarshal(raw, &generic)
+	refs := 0
+	var walk func(any)
+	walk = func(n any) {
+		switch v := n.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				refs++
+				name := strings.TrimPrefix(ref, "#/components/schemas/")
+				if merged.Components.Schemas[name] == nil {
+					t.Errorf("dangling $ref %s", ref)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(generic)
+	total := 0
+	for _, d := range docs[:len(docs)-1] {
+		doc, _ := d.OpenAPI()
+		total += len(doc.Paths.Paths)
+	}
+	if refs < 100 || len(merged.Paths.Paths) != total+1 {
+		t.Errorf("%d refs, %d paths (want %d)", refs, len(merged.Paths.Paths), total+1)
+	}
+	if merged.Components.Schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta_apis_x_example_com_v1"] == nil {
+		t.Errorf("the conflicting schema was not renamed")
+	}
+	item := merged.Paths.Paths["/apis/x.example.com/v1/things"]
+	if ref := item.Get.Responses.StatusCodeResponses[200].Content["application/json"].Schema.Ref.String(); !strings.HasSuffix(ref, "_apis_x_example_com_v1") {
+		t.Errorf("the conflicting document's $ref was not rewritten: %s", ref)
+	}
+}
+
+// TestClientGoRoot: client-go's openapi3.Root runs on kubeatlas.
+func TestClientGoRoot(t *testing.T) {
+	_, base := serve(t)
+	root := cgopenapi3.NewRoot(newClient(t, base).ClientGo())
+	gvs, err := root.GroupVersions()
+	if err != nil || len(gvs) < 20 {
+		t.Fatalf("GroupVersions: %v %v", gvs, err)
+	}
+	doc, err := root.GVSpec(schema.GroupVersion{Group: "apps", Version: "v1"})
+	if err != nil || doc.Components.Schemas["io.k8s.api.apps.v1.Deployment"] == nil {
+		t.Fatalf("GVSpec: %v", err)
+	}
+	s, err := root.GVSpecAsMap(schema.GroupVersion{Group: "batch", Version: "v1"})
+	if err != nil || s["openapi"] != "3.0.0" {
+		t.Errorf("GVSpecAsMap: %v", err)
+	}
+}
+
+// TestContextErrorsAreNotKept: a cancelled fetch does not poison the next.
+func TestContextErrorsAreNotKept(t *testing.T) {
+	_, base := serve(t)
+	c := newClient(t, base)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
+		t.Errorf("after a cancelled call: %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package openapi3
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/openapi"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// PathFor is the root path of a group-version's document.
+func PathFor(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
+}
+
+// Schema is a schema found in a document, with the document it resolves
+// references in.
+type Schema struct {
+	Name   string // the components/schemas name, for a kind's schema
+	Schema *spec.Schema
+	doc    *spec3.OpenAPI
+}
+
+// ErrNotFound is the cause of an error for a kind or field that no
+// document describes.
+var ErrNotFound = fmt.Errorf("openapi3: not found")
+
+// Kind finds the schema that carries gvk in its x-kubernetes-group-version-kind.
+func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind) (*Schema, error) {
+	d, err := c.Document(ctx, PathFor(gvk.GroupVersion()))
+	if err != nil {
+		return nil, err
+	}
+	doc, err := d.OpenAPI()
+	if err != nil {
+		return nil, err
+	}
+	if doc.Components == nil {
+		return nil, fmt.Errorf("%w: %s (document %s has no components)", ErrNotFound, gvk, d.Path)
+	}
+	for name, s := range doc.Components.Schemas {
+		if hasGVK(s, gvk) {
+			return &Schema{Name: name, Schema: s, doc: doc}, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no schema for %s in %s", ErrNotFound, gvk, d.Path)
+}
+
+func hasGVK(s *spec.Schema, gvk schema.GroupVersionKind) bool {
+	list, _ := s.Extensions["x-kubernetes-group-version-kind"].([]any)
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		if m["group"] == gvk.Group && m["version"] == gvk.Version && m["kind"] == gvk.Kind {
+			return true
+		}
+	}
+	return false
+}
+
+// maxRefDepth bounds reference chains, against cycles in server data.
+const maxRefDepth = 32
+
+// resolve follows $ref and the single-element allOf Kubernetes wraps
+// references in (to give them a description), returning the schema the
+// reference names and the description the wrapper gave.
+func (s *Schema) resolve(in *spec.Schema) (*spec.Schema, string, error) {
+	description := in.Description
+	for range maxRefDepth {
+		switch {
+		case in.Ref.String() != "":
+			name := strings.TrimPrefix(in.Ref.String(), "#/components/schemas/")
+			var next *spec.Schema
+			ok := false
+			if s.doc.Components != nil {
+				next, ok = s.doc.Components.Schemas[name]
+			}
+			if !ok {
+				return nil, "", fmt.Errorf("%w: reference %s", ErrNotFound, in.Ref.String())
+			}
+			in = next
+		case len(in.AllOf) == 1 && len(in.Properties) == 0:
+			in = &in.AllOf[0]
+		default:
+			if description == "" {
+				description = in.Description
+			}
+			return in, description, nil
+		}
+	}
+	return nil, "", fmt.Errorf("openapi3: references deeper than %d", maxRefDepth)
+}
+
+// Field is the schema at a field path below a kind ("spec.template.spec.
+// containers"), through references, allOf wrappers and array items.
+func (s *Schema) Field(path ...string) (*spec.Schema, string, error) {
+	cur, description, err := s.resolve(s.Schema)
+	if err != nil {
+		return nil, "", err
+	}
+	for i, name := range path {
+		// A list's fields are its items' fields.
+		for cur.Items != nil && cur.Items.Schema != nil {
+			if cur, _, err = s.resolve(cur.Items.Schema); err != nil {
+				return nil, "", err
+			}
+		}
+		prop, ok := cur.Properties[name]
+		if !ok {
+			return nil, "", fmt.Errorf("%w: field %q in %s", ErrNotFound, strings.Join(path[:i+1], "."), s.Name)
+		}
+		if cur, description, err = s.resolve(&prop); err != nil {
+			return nil, "", err
+		}
+	}
+	return cur, description, nil
+}
+
+// ClientGo adapts the client to client-go's openapi.Client, so that
+// openapi3.NewRoot and kubectl-style code run on kubeatlas.
+func (c *Client) ClientGo() openapi.Client { return clientGo{c} }
+
+type clientGo struct{ c *Client }
+
+func (a clientGo) Paths() (map[string]openapi.GroupVersion, error) {
+	root, err := a.c.Paths(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]openapi.GroupVersion, len(root))
+	for p, u := range root {
+		out[p] = groupVersion{c: a.c, path: p, url: u}
+	}
+	return out, nil
+}
+
+type groupVersion struct {
+	c         *Client
+	path, url string
+}
+
+func (g groupVersion) ServerRelativeURL() string { return g.url }
+
+// Schema returns the document in the content type asked for (JSON, or
+// protobuf as "application/com.github.proto-openapi.spec.v3@v1.0+protobuf").
+func (g groupVersion) Schema(contentType string) ([]byte, error) {
+	if contentType == "application/json" {
+		d, err := g.c.Document(context.Background(), g.path)
+		if err != nil {
+			return nil, err
+		}
+		return d.JSON, nil
+	}
+	body, _, err := g.c.get(context.Background(), g.url, contentType)
+	return body, err
+}
