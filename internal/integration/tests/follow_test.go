@@ -1,0 +1,207 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/testenv"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+const group = "things.kubeatlas.test"
+
+func crd(scope string, versions ...string) *unstructured.Unstructured {
+	var vs []any
+	for i, v := range versions {
+		vs = append(vs, map[string]any{
+			"name": v, "served": true, "storage": i == 0,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{
+				"type": "object",
+				"properties": map[string]any{"spec": map[string]any{
+					"type": "object", "description": "The thing's wishes.",
+					"properties": map[string]any{"size": map[string]any{"type": "integer", "description": "How big, in " + v + "."}},
+				}},
+			}},
+		})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "things." + group},
+		"spec": map[string]any{
+			"group": group, "scope": scope,
+			"names":    map[string]any{"plural": "things", "singular": "thing", "kind": "Thing", "shortNames": []any{"th"}, "categories": []any{"all"}},
+			"versions": vs,
+		},
+	}}
+}
+
+// TestFollowsCRDs: discovery, the REST mapper and OpenAPI v3 follow a CRD
+// through install, a new preferred version, deletion and re-creation with
+// another scope, on a real API server, without new clients.
+func TestFollowsCRDs(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := dyn.Resource(crdGVR)
+	dc, err := discovery.New(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := restmapper.New(dc, restmapper.WithMissBackoff(100*time.Millisecond, 100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := openapi3.New(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gk := schema.GroupKind{Group: group, Kind: "Thing"}
+	mappingIs := func(version string, scope meta.RESTScopeName) func() (bool, string) {
+		return func() (bool, string) {
+			mp, err := m.RESTMapping(gk)
+			if err != nil {
+				return false, err.Error()
+			}
+			return mp.GroupVersionKind.Version == version && mp.Scope.Name() == scope, fmt.Sprintf("%+v", mp)
+		}
+	}
+
+	if _, err := crds.Create(ctx, crd("Namespaced", "v1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "discovery lists the new CRD", 30*time.Second, func() (bool, string) {
+		s, _ := dc.Refresh(ctx)
+		v, ok := s.Version(schema.GroupVersion{Group: group, Version: "v1"})
+		return ok && len(v.Resources) == 1 && v.Resources[0].Name == "things", "not yet"
+	})
+	eventually(t, "the mapper maps it", 30*time.Second, mappingIs("v1", meta.RESTScopeNameNamespace))
+	if gvr, err := m.ResourceFor(schema.GroupVersionResource{Resource: "th"}); err != nil || gvr.Group != group {
+		t.Errorf("short name: %v %v", gvr, err)
+	}
+	eventually(t, "OpenAPI v3 describes it", 30*time.Second, func() (bool, string) {
+		if _, err := oc.RefreshRoot(ctx); err != nil {
+			return false, err.Error()
+		}
+		s, err := oc.Kind(ctx, schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Thing"})
+		if err != nil {
+			return false, err.Error()
+		}
+		f, description, err := s.Field("spec", "size")
+		return err == nil && f.Type.Contains("integer") && strings.Contains(description, "in v1"), fmt.Sprint(err)
+	})
+
+	// A new version that sorts first becomes the preferred one.
+	cur, err := crds.Get(ctx, "things."+group, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := crd("Namespaced", "v1", "v2")
+	next.SetResourceVersion(cur.GetResourceVersion())
+	if _, err := crds.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the mapper prefers v2", 30*time.Second, func() (bool, string) {
+		m.Reset()
+		return mappingIs("v2", meta.RESTScopeNameNamespace)()
+	})
+
+	if err := crds.Delete(ctx, "things."+group, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the mapper forgets the deleted CRD", 60*time.Second, func() (bool, string) {
+		m.Reset()
+		_, err := m.RESTMapping(gk)
+		return meta.IsNoMatchError(err), fmt.Sprint(err)
+	})
+	eventually(t, "the CRD object is gone", 60*time.Second, func() (bool, string) {
+		_, err := crds.Get(ctx, "things."+group, metav1.GetOptions{})
+		return err != nil, "still there"
+	})
+	if _, err := crds.Create(ctx, crd("Cluster", "v1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the mapper sees the new scope", 30*time.Second, mappingIs("v1", meta.RESTScopeNameRoot))
+}
+
+// TestWarmStartRevalidates: a new client on a warm disk cache reads one
+// file and revalidates with two 304s against the real server.
+func TestWarmStartRevalidates(t *testing.T) {
+	c := startCluster(t)
+	root := t.TempDir()
+	open := func(maxAge time.Duration) *discovery.Client {
+		disk, err := diskcache.Open(root, c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc, err := discovery.New(c.config, discovery.WithDiskCache(disk), discovery.WithMaxAge(maxAge))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dc
+	}
+	first := open(time.Hour)
+	want, err := first.Snapshot(context.Background())
+	if err != nil || want.Source().Format != discovery.FormatAggregatedV2 || !want.Source().Protobuf {
+		t.Fatalf("first read: %v from %v", err, want.Source())
+	}
+	second := open(0)
+	got, err := second.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := second.Stats()
+	if st.DiskLoads != 1 || st.Requests != 2 || st.NotModified != 2 || len(got.Groups()) != len(want.Groups()) {
+		t.Errorf("warm start: %+v", st)
+	}
+}
+
+// TestAPIResourcesMatchesKubectl: the example CLI lists what kubectl lists
+// against the real server.
+func TestAPIResourcesMatchesKubectl(t *testing.T) {
+	kubectl := testenv.Tool(t, "kubectl")
+	c := startCluster(t)
+	bin := filepath.Join(t.TempDir(), "api-resources")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kubeatlas/kubeatlas/examples/api-resources").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	args := []string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify", "-o", "name"}
+	ours := exec.Command(bin, args...)
+	ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
+	got, err := ours.Output()
+	if err != nil {
+		t.Fatalf("api-resources: %v", err)
+	}
+	theirs := exec.Command(kubectl, append([]string{"api-resources", "--cache-dir", t.TempDir()}, args...)...)
+	theirs.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir())
+	want, err := theirs.Output()
+	if err != nil {
+		t.Fatalf("kubectl: %v", err)
+	}
+	g, w := strings.Fields(string(got)), strings.Fields(string(want))
+	slices.Sort(g)
+	slices.Sort(w)
+	if !slices.Equal(g, w) || len(g) < 50 {
+		t.Errorf("api-resources -o name lists %d names, kubectl %d:\n got %v\nwant %v", len(g), len(w), g, w)
+	}
+}
