@@ -174,5 +174,3 @@ func eventually(t *testing.T, what string, within time.Duration, cond func() (bo
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
-
