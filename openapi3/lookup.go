@@ -96,6 +96,13 @@ func (s *Schema) resolve(in *spec.Schema) (*spec.Schema, string, error) {
 	return nil, "", fmt.Errorf("openapi3: references deeper than %d", maxRefDepth)
 }
 
+// Resolve follows a schema's reference (and allOf wrapper) within the
+// kind's document.
+func (s *Schema) Resolve(in *spec.Schema) (*spec.Schema, error) {
+	out, _, err := s.resolve(in)
+	return out, err
+}
+
 // Field is the schema at a field path below a kind ("spec.template.spec.
 // containers"), through references, allOf wrappers and array items.
 func (s *Schema) Field(path ...string) (*spec.Schema, string, error) {

@@ -19,9 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,13 +29,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgdiscovery "k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/cli"
 )
 
 func main() {
@@ -48,24 +43,18 @@ func main() {
 }
 
 type options struct {
-	kubeconfig, context, server, token string
-	insecure                           bool
-	output, apiGroup, sortBy           string
-	namespaced                         *bool
-	verbs, categories                  []string
-	cached, stats, noHeaders           bool
+	conn                     cli.Connection
+	output, apiGroup, sortBy string
+	namespaced               *bool
+	verbs, categories        []string
+	cached, stats, noHeaders bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("api-resources", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	fs.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	fs.StringVar(&o.server, "server", "", "the address of the Kubernetes API server")
-	fs.StringVar(&o.server, "s", "", "shorthand for --server")
-	fs.StringVar(&o.token, "token", "", "bearer token for authentication to the API server")
-	fs.BoolVar(&o.insecure, "insecure-skip-tls-verify", false, "do not verify the server's certificate")
+	o.conn.Register(fs)
 	fs.StringVar(&o.output, "output", "", "output format: wide, name or json")
 	fs.StringVar(&o.output, "o", "", "shorthand for --output")
 	fs.StringVar(&o.apiGroup, "api-group", "", "limit to resources in this API group (\"\" is the core group, when given)")
@@ -120,35 +109,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// restConfig loads the kubeconfig as kubectl does. With no kubeconfig and
-// no --server, it returns nil: the caller starts the embedded cluster.
-func restConfig(o *options) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.kubeconfig != "" {
-		rules.ExplicitPath = o.kubeconfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
-	overrides.ClusterInfo.Server = o.server
-	overrides.ClusterInfo.InsecureSkipTLSVerify = o.insecure
-	overrides.AuthInfo.Token = o.token
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
-	if clientcmd.IsEmptyConfig(err) && o.server == "" {
-		return nil, nil
-	}
-	return cfg, err
-}
-
-func cacheRoot() (string, error) {
-	if dir := os.Getenv("KUBECACHEDIR"); dir != "" {
-		return dir, nil
-	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "kubeatlas"), nil
-}
-
 type row struct {
 	group, groupVersion string
 	r                   metav1.APIResource
@@ -160,24 +120,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	klog.SetOutput(io.Discard) // the embedded server's handlers log through klog
-	klog.LogToStderr(false)
-	cfg, err := restConfig(o)
+	cfg, stop, err := o.conn.Config(stderr)
 	if err != nil {
 		return err
 	}
-	if cfg == nil {
-		srv, err := discoverytest.NewServer(discoverytest.WithCRDs(200, 20))
-		if err != nil {
-			return err
-		}
-		ts := httptest.NewServer(srv)
-		defer ts.Close()
-		fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", ts.URL)
-		cfg = &rest.Config{Host: ts.URL}
-	}
+	defer stop()
 
-	root, err := cacheRoot()
+	root, err := cli.CacheRoot()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,263 @@
+// Command explain is kubectl explain on kubeatlas: the documentation of a
+// kind or of a field path, from the cluster's OpenAPI v3.
+//
+//	go run ./examples/explain deployments.spec.template.spec.containers
+//	go run ./examples/explain --recursive deploy.spec
+//
+// The resource is resolved like kubectl resolves it (plural, singular,
+// short name, resource.group); documents are read through a persistent
+// cache ($KUBECACHEDIR, else the user cache directory), so a second run asks
+// the server for the OpenAPI root and nothing else.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/cli"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	var conn cli.Connection
+	var recursive bool
+	var apiVersion string
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	conn.Register(fs)
+	fs.BoolVar(&recursive, "recursive", false, "print the names of all fields below, recursively")
+	fs.StringVar(&apiVersion, "api-version", "", "the group/version to explain (default: the preferred one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("usage: explain [flags] RESOURCE[.FIELD.PATH]")
+	}
+	resource, path, _ := strings.Cut(fs.Arg(0), ".")
+	var fields []string
+	if path != "" {
+		fields = strings.Split(path, ".")
+	}
+
+	cfg, stop, err := conn.Config(stderr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	root, err := cli.CacheRoot()
+	if err != nil {
+		return err
+	}
+	disk, err := diskcache.Open(root, cfg.Host)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.New(cfg, discovery.WithDiskCache(disk))
+	if err != nil {
+		return err
+	}
+	mapper, err := restmapper.New(dc)
+	if err != nil {
+		return err
+	}
+	oc, err := openapi3.New(cfg, openapi3.WithDiskCache(disk))
+	if err != nil {
+		return err
+	}
+
+	gvk, fields, err := resolve(mapper, resource, fields, apiVersion)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kind, err := oc.Kind(ctx, gvk)
+	if err != nil {
+		return err
+	}
+	field, description, err := kind.Field(fields...)
+	if err != nil {
+		return err
+	}
+	if gvk.Group != "" {
+		fmt.Fprintf(stdout, "GROUP:      %s\n", gvk.Group)
+	}
+	fmt.Fprintf(stdout, "KIND:       %s\nVERSION:    %s\n\n", gvk.Kind, gvk.Version)
+	if len(fields) > 0 {
+		raw, err := rawField(kind, fields)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "FIELD: %s <%s>\n\n", fields[len(fields)-1], typeName(kind, raw))
+	}
+	// A list is explained by its items: their description and fields.
+	for field.Items != nil && field.Items.Schema != nil {
+		if field, err = kind.Resolve(field.Items.Schema); err != nil {
+			return err
+		}
+		if field.Description != "" && field.Description != description {
+			description += "\n" + field.Description
+		}
+	}
+	fmt.Fprintf(stdout, "DESCRIPTION:\n%s\n\n", indent(description, "    "))
+	if len(field.Properties) == 0 {
+		return nil
+	}
+	fmt.Fprintln(stdout, "FIELDS:")
+	printFields(stdout, kind, field, "  ", recursive, 0)
+	return nil
+}
+
+// resolve maps the resource (and with it the first path element, when the
+// resource was written "resource.group") to a kind, as kubectl does.
+func resolve(m *restmapper.Mapper, resource string, fields []string, apiVersion string) (schema.GroupVersionKind, []string, error) {
+	gvr := schema.GroupVersionResource{Resource: resource}
+	if apiVersion != "" {
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil {
+			return schema.GroupVersionKind{}, nil, err
+		}
+		gvr.Group, gvr.Version = gv.Group, gv.Version
+	}
+	gvk, err := m.KindFor(gvr)
+	if err != nil {
+		return schema.GroupVersionKind{}, nil, fmt.Errorf("the server doesn't have a resource type %q: %w", resource, err)
+	}
+	return gvk, fields, nil
+}
+
+// rawField is the field's schema before its reference is followed, which
+// names its type ("[]Container", "DeploymentSpec").
+func rawField(kind *openapi3.Schema, fields []string) (*spec.Schema, error) {
+	parent, _, err := kind.Field(fields[:len(fields)-1]...)
+	if err != nil {
+		return nil, err
+	}
+	// A list's fields are its items'.
+	for parent.Items != nil && parent.Items.Schema != nil {
+		if parent, err = kind.Resolve(parent.Items.Schema); err != nil {
+			return nil, err
+		}
+	}
+	p, ok := parent.Properties[fields[len(fields)-1]]
+	if !ok {
+		return nil, fmt.Errorf("field %q not found", strings.Join(fields, "."))
+	}
+	return &p, nil
+}
+
+// typeName writes a schema's type the way kubectl explain does: a
+// reference by its short name, unless it names a plain type (Time is a
+// string).
+func typeName(kind *openapi3.Schema, s *spec.Schema) string {
+	if ref := refName(s); ref != "" {
+		if target, err := kind.Resolve(s); err == nil && len(target.Type) > 0 && !target.Type.Contains("object") && !target.Type.Contains("array") {
+			return target.Type[0]
+		}
+		return ref
+	}
+	switch {
+	case s.Type.Contains("array") && s.Items != nil && s.Items.Schema != nil:
+		return "[]" + typeName(kind, s.Items.Schema)
+	case s.Type.Contains("object") && s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
+		return "map[string]" + typeName(kind, s.AdditionalProperties.Schema)
+	case len(s.Type) > 0:
+		return s.Type[0]
+	}
+	return "Object"
+}
+
+func refName(s *spec.Schema) string {
+	ref := s.Ref.String()
+	if ref == "" && len(s.AllOf) == 1 {
+		ref = s.AllOf[0].Ref.String()
+	}
+	if ref == "" {
+		return ""
+	}
+	return ref[strings.LastIndex(ref, ".")+1:]
+}
+
+const maxDepth = 15
+
+func printFields(w io.Writer, kind *openapi3.Schema, s *spec.Schema, prefix string, recursive bool, depth int) {
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := s.Properties[name]
+		required := ""
+		if slices.Contains(s.Required, name) {
+			required = " -required-"
+		}
+		fmt.Fprintf(w, "%s%s\t<%s>%s\n", prefix, name, typeName(kind, &p), required)
+		if !recursive {
+			fmt.Fprintf(w, "%s\n\n", indent(p.Description+refDescription(kind, &p), prefix+"  "))
+			continue
+		}
+		if depth >= maxDepth {
+			continue
+		}
+		child, err := kind.Resolve(&p)
+		for err == nil && child.Items != nil && child.Items.Schema != nil {
+			child, err = kind.Resolve(child.Items.Schema)
+		}
+		if err == nil && len(child.Properties) > 0 {
+			printFields(w, kind, child, prefix+"  ", true, depth+1)
+		}
+	}
+}
+
+// refDescription is the referenced schema's own description, which kubectl
+// prints after the field's.
+func refDescription(kind *openapi3.Schema, p *spec.Schema) string {
+	if refName(p) == "" || p.Description == "" {
+		return ""
+	}
+	child, err := kind.Resolve(p)
+	if err != nil || child.Description == "" {
+		return ""
+	}
+	return "\n" + child.Description
+}
+
+// indent wraps text at 80 columns under a prefix.
+func indent(text, prefix string) string {
+	var out []string
+	for _, para := range strings.Split(strings.TrimSpace(text), "\n") {
+		line := prefix
+		for _, word := range strings.Fields(para) {
+			if len(line)+len(word)+1 > 80 && strings.TrimSpace(line) != "" {
+				out = append(out, line)
+				line = prefix
+			}
+			if strings.TrimSpace(line) != "" {
+				line += " "
+			}
+			line += word
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/testenv"
+)
+
+// structure keeps the lines that say what a kind and its fields are:
+// GROUP, KIND, VERSION, FIELD, and each field's name and type.
+var structural = regexp.MustCompile(`^(GROUP|KIND|VERSION|FIELD):|^\s+\S+\t<`)
+
+func structure(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if structural.MatchString(l) {
+			lines = append(lines, strings.TrimRight(l, " "))
+		}
+	}
+	return lines
+}
+
+// TestSameAsKubectl: for kinds, field paths, a CRD and --recursive, the
+// kind, version, field types and field names are kubectl explain's.
+func TestSameAsKubectl(t *testing.T) {
+	kubectl := testenv.Tool(t, "kubectl")
+	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(10, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	for _, args := range [][]string{
+		{"deployments"},
+		{"deployments.spec.template.spec.containers"},
+		{"deploy.spec.template.spec.containers.image"},
+		{"widget0001s.spec"},
+		{"--recursive", "deployments.spec"},
+		{"pods"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(append([]string{"--server", ts.URL}, args...), &out, &errOut); err != nil {
+			t.Fatalf("explain %v: %v\n%s", args, err, errOut.String())
+		}
+		cmd := exec.Command(kubectl, append([]string{"explain", "--server", ts.URL, "--cache-dir", t.TempDir()}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+		want, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kubectl explain %v: %v", args, err)
+		}
+		got, wantLines := structure(out.String()), structure(string(want))
+		if !slices.Equal(got, wantLines) || len(got) < 4 {
+			t.Errorf("explain %v:\n got %q\nwant %q", args, got, wantLines)
+		}
+	}
+}
+
+// TestWarmCacheAsksOnlyTheRoot: a second explain reads the document from
+// the disk cache.
+func TestWarmCacheAsksOnlyTheRoot(t *testing.T) {
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	args := []string{"--server", ts.URL, "deployments.spec"}
+	if err := run(args, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	if err := run(args, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range srv.Requests() {
+		if strings.HasPrefix(r.Path, "/openapi/v3/") {
+			t.Errorf("a warm run fetched %s", r.Path)
+		}
+	}
+	if err := run([]string{"--server", ts.URL, "nosuchthings"}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+		t.Errorf("an unknown resource explained")
+	}
+}
