@@ -36,10 +36,11 @@ type storedPart struct {
 
 const persistVersion = 1
 
-// persistKey names the entry: the server is the cache's own directory, and
-// the Accept header decides what the documents hold (profile, protobuf).
+// persistKey names the entry. A diskcache.Cache belongs to one server (its
+// directory is named after it), so the key need not name the server; the
+// Accept header decides what the documents hold (profile, protobuf).
 func (c *Client) persistKey() string {
-	return "kubeatlas/discovery/v1\n" + c.base.String() + "\n" + c.accept()
+	return "kubeatlas/discovery/v1\n" + c.accept()
 }
 
 // raw is a part's body as received, kept only while persistence needs it.

@@ -120,7 +120,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, stop, err := o.conn.Config(stderr)
+	cfg, stop, embedded, err := o.conn.Config(stderr)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	disk, err := diskcache.Open(root, cfg.Host, diskcache.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	disk, err := diskcache.Open(root, cli.CacheName(cfg, embedded), diskcache.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fields = strings.Split(path, ".")
 	}
 
-	cfg, stop, err := conn.Config(stderr)
+	cfg, stop, embedded, err := conn.Config(stderr)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	disk, err := diskcache.Open(root, cfg.Host)
+	disk, err := diskcache.Open(root, cli.CacheName(cfg, embedded))
 	if err != nil {
 		return err
 	}

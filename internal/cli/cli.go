@@ -34,11 +34,24 @@ func (c *Connection) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Insecure, "insecure-skip-tls-verify", false, "do not verify the server's certificate")
 }
 
+// EmbeddedCacheName is the cache name of the embedded cluster, whose port
+// changes from run to run while its content does not.
+const EmbeddedCacheName = "embedded-fake-cluster"
+
+// CacheName names the cluster's cache: its server URL, or
+// EmbeddedCacheName for the embedded cluster.
+func CacheName(cfg *rest.Config, embedded bool) string {
+	if embedded {
+		return EmbeddedCacheName
+	}
+	return cfg.Host
+}
+
 // Config loads the kubeconfig as kubectl does. With no kubeconfig and no
 // --server it starts the embedded fake cluster (the discovery of a real
 // v1.36.3 server plus 200 CRDs), says so on stderr, and returns a stop
-// function for it.
-func (c *Connection) Config(stderr io.Writer) (*rest.Config, func(), error) {
+// function for it (embedded then reports true).
+func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), embedded bool, err error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.Kubeconfig != "" {
 		rules.ExplicitPath = c.Kubeconfig
@@ -47,19 +60,19 @@ func (c *Connection) Config(stderr io.Writer) (*rest.Config, func(), error) {
 	overrides.ClusterInfo.Server = c.Server
 	overrides.ClusterInfo.InsecureSkipTLSVerify = c.Insecure
 	overrides.AuthInfo.Token = c.Token
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if !clientcmd.IsEmptyConfig(err) || c.Server != "" {
-		return cfg, func() {}, err
+		return cfg, func() {}, false, err
 	}
 	klog.SetOutput(io.Discard) // the embedded server's handlers log through klog
 	klog.LogToStderr(false)
 	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(200, 20))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	ts := httptest.NewServer(srv)
 	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", ts.URL)
-	return &rest.Config{Host: ts.URL}, ts.Close, nil
+	return &rest.Config{Host: ts.URL}, ts.Close, true, nil
 }
 
 // CacheRoot is $KUBECACHEDIR, else kubeatlas's directory in the user cache
