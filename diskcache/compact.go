@@ -143,7 +143,7 @@ func readKey(path string) string {
 	if _, err := io.ReadFull(f, head); err != nil || [8]byte(head[:8]) != magic {
 		return ""
 	}
-	kl := binary.LittleEndian.Uint32(head[8+32:])
+	kl := binary.LittleEndian.Uint32(head[8+sumSize:])
 	if kl > 1<<16 {
 		return ""
 	}

@@ -227,7 +227,7 @@ func (m *Mapper) Expand(category string) ([]schema.GroupResource, bool) {
 	if st == nil {
 		return nil, false
 	}
-	grs, ok := st.categories[category]
+	grs, ok := st.categoryIndex()[category]
 	return grs, ok
 }
 

@@ -2,6 +2,7 @@ package restmapper
 
 import (
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,53 +36,41 @@ type groupKind struct{ group, kind string }
 type nativeIndex struct {
 	usable  bool
 	entries []nativeEntry
-	// byName maps a plural or singular name to its first entry, byKind a
-	// group's kind; nextName and nextKind chain further entries in
-	// discovery order. (Chains, not slices: a slice per key was most of a
-	// warm start's allocations.)
-	byName             map[string]int32
-	byKind             map[groupKind]int32
-	nextName, nextKind []int32 // -1 ends a chain
-	nameEntry          []int32 // the entry of each name slot
+	// singulars holds each entry's singular name (guessed if need be).
+	singulars []string
 	// preferred is each group's preferred version as client-go sees it.
 	preferred map[string]string
 	// dupKind marks kinds registered twice in one group-version: client-go
 	// keeps only the last, so those go to its mapper.
 	dupKind map[schema.GroupVersionKind]bool
+
+	// The name and kind indexes are built on first use: a process that only
+	// asks for REST mappings never needs the names. byName maps a plural or
+	// singular name to its first slot, byKind a group's kind to its first
+	// entry; nextName and nextKind chain the rest in discovery order.
+	// (Chains, not slices: a slice per key was most of a warm start's
+	// allocations.)
+	namesOnce, kindsOnce sync.Once
+	byName               map[string]int32
+	nextName, nameEntry  []int32 // per name slot; -1 ends a chain
+	byKind               map[groupKind]int32
+	nextKind             []int32 // per entry; -1 ends a chain
 }
 
-func newNativeIndex(snap *discovery.Snapshot) nativeIndex {
+func newNativeIndex(snap *discovery.Snapshot) *nativeIndex {
 	n := 0
 	for _, g := range snap.Groups() {
 		for _, v := range g.Versions {
 			n += len(v.Resources)
 		}
 	}
-	x := nativeIndex{
+	x := &nativeIndex{
 		usable:    true,
 		entries:   make([]nativeEntry, 0, n),
-		byName:    make(map[string]int32, 2*n),
-		byKind:    make(map[groupKind]int32, n),
-		nextName:  make([]int32, 0, 2*n),
-		nextKind:  make([]int32, 0, n),
+		singulars: make([]string, 0, n),
 		preferred: make(map[string]string, len(snap.Groups())),
 	}
-	// Chains grow at their tail; tails are remembered while building.
-	nameTail := make(map[string]int32, 2*n)
-	kindTail := make(map[groupKind]int32, n)
 	kindsInVersion := map[string]bool{}
-	link := func(name string, id int32) {
-		slot := int32(len(x.nextName))
-		x.nextName = append(x.nextName, -1)
-		// nextName is indexed by slot; slot n holds entry id in entrySlot.
-		if tail, ok := nameTail[name]; ok {
-			x.nextName[tail] = slot
-		} else {
-			x.byName[name] = slot
-		}
-		nameTail[name] = slot
-		x.nameEntry = append(x.nameEntry, id)
-	}
 	for _, g := range snap.Groups() {
 		// client-go prefers the first version that is not Stale.
 		for _, v := range g.Versions {
@@ -118,29 +107,57 @@ func newNativeIndex(snap *discovery.Snapshot) nativeIndex {
 				if r.Namespaced {
 					scope = meta.RESTScopeNamespace
 				}
-				id := int32(len(x.entries))
 				x.entries = append(x.entries, nativeEntry{gv: gv, plural: r.Name, kind: r.Kind.Kind, scope: scope, guessedSingular: r.SingularName == ""})
-				link(r.Name, id)
-				if singular != r.Name {
-					link(singular, id)
-				}
-				x.nextKind = append(x.nextKind, -1)
-				key := groupKind{g.Name, r.Kind.Kind}
-				if tail, ok := kindTail[key]; ok {
-					x.nextKind[tail] = id
-				} else {
-					x.byKind[key] = id
-				}
-				kindTail[key] = id
+				x.singulars = append(x.singulars, singular)
 			}
 		}
 	}
 	return x
 }
 
+// buildNames and buildKinds link entries backwards, each new head pointing
+// at the previous one, which leaves every chain in discovery order.
+func (x *nativeIndex) buildNames() {
+	n := len(x.entries)
+	x.byName = make(map[string]int32, 2*n)
+	x.nextName = make([]int32, 0, 2*n)
+	x.nameEntry = make([]int32, 0, 2*n)
+	push := func(name string, id int32) {
+		next, ok := x.byName[name]
+		if !ok {
+			next = -1
+		}
+		x.byName[name] = int32(len(x.nextName))
+		x.nextName = append(x.nextName, next)
+		x.nameEntry = append(x.nameEntry, id)
+	}
+	for i := n - 1; i >= 0; i-- {
+		if x.singulars[i] != x.entries[i].plural {
+			push(x.singulars[i], int32(i))
+		}
+		push(x.entries[i].plural, int32(i))
+	}
+}
+
+func (x *nativeIndex) buildKinds() {
+	n := len(x.entries)
+	x.byKind = make(map[groupKind]int32, n)
+	x.nextKind = make([]int32, n)
+	for i := n - 1; i >= 0; i-- {
+		key := groupKind{x.entries[i].gv.Group, x.entries[i].kind}
+		next, ok := x.byKind[key]
+		if !ok {
+			next = -1
+		}
+		x.nextKind[i] = next
+		x.byKind[key] = int32(i)
+	}
+}
+
 // names calls fn for each entry a name names, in discovery order, until fn
 // returns false.
 func (x *nativeIndex) names(name string, fn func(*nativeEntry) bool) {
+	x.namesOnce.Do(x.buildNames)
 	slot, ok := x.byName[name]
 	for ok && slot >= 0 {
 		if !fn(&x.entries[x.nameEntry[slot]]) {
@@ -152,6 +169,7 @@ func (x *nativeIndex) names(name string, fn func(*nativeEntry) bool) {
 
 // kinds calls fn for each entry of a group's kind, in discovery order.
 func (x *nativeIndex) kinds(gk groupKind, fn func(*nativeEntry)) {
+	x.kindsOnce.Do(x.buildKinds)
 	id, ok := x.byKind[gk]
 	for ok && id >= 0 {
 		fn(&x.entries[id])

@@ -61,13 +61,18 @@ type answer struct {
 // state is everything derived from one snapshot generation.
 type state struct {
 	snap       *discovery.Snapshot
-	native     nativeIndex
+	native     *nativeIndex
 	generation uint64
+	warn       func(string)
 	// lookups counts lookups, so that only every revalidateEvery-th one
 	// reads the clock to see whether discovery should be revalidated.
-	lookups    atomic.Uint32
-	shortcuts  shortcutIndex
-	categories map[string][]schema.GroupResource
+	lookups atomic.Uint32
+
+	// Built on first use: a process that only maps kinds needs neither.
+	shortcutsOnce  sync.Once
+	shortcuts      shortcutIndex
+	categoriesOnce sync.Once
+	categories     map[string][]schema.GroupResource
 
 	// client-go's mapper, and the APIGroupResources it is built from, only
 	// when a question needs it.
@@ -78,35 +83,44 @@ type state struct {
 }
 
 func newState(snap *discovery.Snapshot, warn func(string)) *state {
-	st := &state{
-		snap:       snap,
-		generation: snap.Generation(),
-		native:     newNativeIndex(snap),
-		shortcuts:  newShortcutIndex(snap, warn),
-		categories: map[string][]schema.GroupResource{},
-	}
-	seen := map[string]map[schema.GroupResource]bool{}
-	for _, g := range snap.Groups() {
-		for _, v := range g.Versions {
-			for _, r := range v.Resources {
-				for _, c := range r.Categories {
-					gr := schema.GroupResource{Group: g.Name, Resource: r.Name}
-					if seen[c] == nil {
-						seen[c] = map[schema.GroupResource]bool{}
-					}
-					// client-go lists a resource once per version that has
-					// the category; one entry per resource is what callers use.
-					if !seen[c][gr] {
-						seen[c][gr] = true
-						st.categories[c] = append(st.categories[c], gr)
+	st := &state{snap: snap, generation: snap.Generation(), native: newNativeIndex(snap), warn: warn}
+	st.memo.init()
+	return st
+}
+
+func (st *state) shortcutIndex() *shortcutIndex {
+	st.shortcutsOnce.Do(func() {
+		st.shortcuts = newShortcutIndex(st.snap, st.warn)
+		st.shortcuts.native = st.native
+	})
+	return &st.shortcuts
+}
+
+// categoryIndex lists each category's resources, once per resource, in
+// discovery order. (client-go lists a resource once per version that has
+// the category, in map order.)
+func (st *state) categoryIndex() map[string][]schema.GroupResource {
+	st.categoriesOnce.Do(func() {
+		st.categories = map[string][]schema.GroupResource{}
+		seen := map[string]map[schema.GroupResource]bool{}
+		for _, g := range st.snap.Groups() {
+			for _, v := range g.Versions {
+				for _, r := range v.Resources {
+					for _, c := range r.Categories {
+						gr := schema.GroupResource{Group: g.Name, Resource: r.Name}
+						if seen[c] == nil {
+							seen[c] = map[schema.GroupResource]bool{}
+						}
+						if !seen[c][gr] {
+							seen[c][gr] = true
+							st.categories[c] = append(st.categories[c], gr)
+						}
 					}
 				}
 			}
 		}
-	}
-	st.shortcuts.native = &st.native
-	st.memo.init()
-	return st
+	})
+	return st.categories
 }
 
 // groupResources is what client-go's GetAPIGroupResources builds from the
@@ -154,7 +168,7 @@ func (st *state) compute(k memoKey, versions []string) *answer {
 	// Resource questions go through short-name expansion first, once.
 	in := schema.GroupVersionResource{Group: k.group, Version: k.version, Resource: k.name}
 	if k.op != opRESTMapping && k.op != opRESTMappings {
-		in = st.shortcuts.expand(in)
+		in = st.shortcutIndex().expand(in)
 	}
 	if st.computeNative(k, in, versions, a) {
 		return a
