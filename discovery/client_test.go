@@ -25,17 +25,6 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 )
 
-func serve(t testing.TB, opts ...discoverytest.Option) (*discoverytest.Server, string) {
-	t.Helper()
-	srv, err := discoverytest.NewServer(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	return srv, ts.URL
-}
-
 func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
 	t.Helper()
 	c, err := discovery.NewForHTTPClient(nil, base, opts...)
@@ -85,7 +74,7 @@ func groupOrder(s *discovery.Snapshot) []string {
 // TestSnapshotEveryGeneration: whatever the server speaks, the snapshot is
 // the same, read in as few requests as the format allows.
 func TestSnapshotEveryGeneration(t *testing.T) {
-	_, refBase := serve(t, discoverytest.WithCRDs(40, 5))
+	_, refBase := discoverytest.Start(t, discoverytest.WithCRDs(40, 5))
 	ref, err := newClient(t, refBase).Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +94,7 @@ func TestSnapshotEveryGeneration(t *testing.T) {
 		{discoverytest.GenerationV2, []discovery.Option{discovery.WithLegacyOnly()}, "legacy+json", 2 + gvs},
 	} {
 		t.Run(tc.gen.String()+"/"+tc.source, func(t *testing.T) {
-			srv, base := serve(t, discoverytest.WithGeneration(tc.gen), discoverytest.WithCRDs(40, 5))
+			srv, base := discoverytest.Start(t, discoverytest.WithGeneration(tc.gen), discoverytest.WithCRDs(40, 5))
 			c := newClient(t, base, tc.opts...)
 			s, err := c.Snapshot(context.Background())
 			if err != nil {
@@ -137,7 +126,7 @@ func TestSnapshotEveryGeneration(t *testing.T) {
 }
 
 func TestSnapshotContent(t *testing.T) {
-	_, base := serve(t, discoverytest.WithCRDs(8, 2))
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(8, 2))
 	s, err := newClient(t, base).Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +170,7 @@ func TestSnapshotContent(t *testing.T) {
 // the same parsed content; a change costs one 200 for the endpoint that
 // changed.
 func TestConditionalRefresh(t *testing.T) {
-	srv, base := serve(t, discoverytest.WithCRDs(20, 4))
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	c := newClient(t, base, discovery.WithClock(clk))
 	first, err := c.Refresh(context.Background())
@@ -234,7 +223,7 @@ func TestConditionalRefresh(t *testing.T) {
 // stays in the snapshot with its last known resources, and the error names
 // it; when it recovers the snapshot is complete again.
 func TestStaleKeepsLastKnown(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	metrics := apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Resources: []apidiscoveryv2.APIResourceDiscovery{{
 		Resource: "pods", ResponseKind: &metav1.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetrics"},
 		Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"get", "list"},
@@ -286,7 +275,7 @@ func TestStaleKeepsLastKnown(t *testing.T) {
 // TestLegacyPartialFailure: on a legacy server a failing group-version is
 // kept, marked Failed, with its error mapped to an apimachinery status.
 func TestLegacyPartialFailure(t *testing.T) {
-	srv, base := serve(t, discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(10, 2))
+	srv, base := discoverytest.Start(t, discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(10, 2))
 	srv.InjectFault("/apis/g001.stress.example.com/v1", discoverytest.Fault{Status: http.StatusServiceUnavailable})
 	s, err := newClient(t, base).Snapshot(context.Background())
 	gv := schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1"}
@@ -360,7 +349,7 @@ func TestBadResponses(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, base := serve(t, discoverytest.WithGeneration(tc.gen))
+			srv, base := discoverytest.Start(t, discoverytest.WithGeneration(tc.gen))
 			c := newClient(t, base, tc.opts...)
 			good, err := c.Snapshot(context.Background())
 			if err != nil {
@@ -431,7 +420,7 @@ func TestServerDataEdgeCases(t *testing.T) {
 
 // TestRefreshCoalesces: callers that refresh at once share one refresh.
 func TestRefreshCoalesces(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
 	c := newClient(t, base)
 	var wg sync.WaitGroup
@@ -457,7 +446,7 @@ func TestRefreshCoalesces(t *testing.T) {
 // once, the shared refresh still completes for the others, and no context
 // error is ever kept as the client's state.
 func TestCallerContext(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	srv.InjectFault("/apis", discoverytest.Fault{Latency: 200 * time.Millisecond, Times: 1})
 	c := newClient(t, base)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -474,7 +463,7 @@ func TestCallerContext(t *testing.T) {
 // TestSnapshotMaxAge: reads inside the max age cost nothing; past it, the
 // read returns at once and a background revalidation follows.
 func TestSnapshotMaxAge(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	c := newClient(t, base, discovery.WithClock(clk), discovery.WithMaxAge(time.Minute))
 	ctx := context.Background()
@@ -510,7 +499,7 @@ func TestSnapshotMaxAge(t *testing.T) {
 }
 
 func TestNoPeer(t *testing.T) {
-	srv, base := serve(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation())
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation())
 	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "peer.example.com", Versions: []string{"v1"}, Kind: "Peer"}); err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func TestClientGoDifferential(t *testing.T) {
 		discoverytest.GenerationV2Beta1, discoverytest.GenerationLegacy,
 	} {
 		t.Run(gen.String(), func(t *testing.T) {
-			_, base := serve(t, discoverytest.WithGeneration(gen), discoverytest.WithCRDs(60, 6))
+			_, base := discoverytest.Start(t, discoverytest.WithGeneration(gen), discoverytest.WithCRDs(60, 6))
 			want := ask(t, clientGo(t, base))
 			if gen == discoverytest.GenerationV2Beta1 {
 				// The difference: client-go v0.37 no longer asks for v2beta1,
@@ -116,7 +116,7 @@ func TestClientGoDifferential(t *testing.T) {
 				// writes some fields differently from its aggregated one.
 				// kubeatlas reads v2beta1 in two requests and answers what
 				// client-go answers for the same cluster served as v2.
-				_, v2 := serve(t, discoverytest.WithCRDs(60, 6))
+				_, v2 := discoverytest.Start(t, discoverytest.WithCRDs(60, 6))
 				want = ask(t, clientGo(t, v2))
 			}
 			for _, opts := range [][]discovery.Option{nil, {discovery.WithJSONOnly()}} {
@@ -134,7 +134,7 @@ func TestClientGoDifferential(t *testing.T) {
 // while both report it failed. Removing it from the adapter's answers leaves
 // client-go's.
 func TestClientGoDifferentialStale(t *testing.T) {
-	srv, base := serve(t, discoverytest.WithCRDs(20, 4))
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	gv := schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}
 	if err := srv.SetStale(gv, true); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestClientGoDifferentialStale(t *testing.T) {
 // TestClientGoInvalidate: Invalidate then a read costs two 304s on an
 // unchanged cluster, where client-go's memory cache downloads everything.
 func TestClientGoInvalidate(t *testing.T) {
-	srv, base := serve(t, discoverytest.WithCRDs(20, 4))
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	a := adapter(t, base)
 	if a.Fresh() {
 		t.Errorf("fresh before the first read")
@@ -207,7 +207,7 @@ func TestClientGoInvalidate(t *testing.T) {
 // adapter finds a CRD installed after start, at the cost of a conditional
 // refresh.
 func TestDeferredRESTMapperPicksUpNewCRD(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	a := adapter(t, base)
 	m := restmapper.NewDeferredDiscoveryRESTMapper(a)
 	gk := schema.GroupKind{Group: "late.example.com", Kind: "Late"}

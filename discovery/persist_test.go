@@ -19,7 +19,7 @@ import (
 // file: no request while the snapshot is younger than the max age, two
 // 304s after, and a full read when the file is damaged.
 func TestWarmStart(t *testing.T) {
-	srv, base := serve(t, discoverytest.WithCRDs(30, 5))
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
 	root := t.TempDir()
 	clk := clocktesting.NewFakeClock(time.Now())
 	newDisk := func() *diskcache.Cache {

@@ -26,7 +26,7 @@ import (
 //	go test -run '^$' -bench . -benchmem -benchtime 3x ./openapi3/
 func BenchmarkAllDocuments(b *testing.B) {
 	klog.LogToStderr(false)
-	srv, base := serve(b, discoverytest.WithCRDs(3000, 250))
+	srv, base := discoverytest.Start(b, discoverytest.WithCRDs(3000, 250))
 	cfg := &rest.Config{Host: base, QPS: -1}
 	kubeatlas := func(b *testing.B, dc *diskcache.Cache) {
 		var opts []openapi3.Option

@@ -20,17 +20,6 @@ import (
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
-func serve(t testing.TB, opts ...discoverytest.Option) (*discoverytest.Server, string) {
-	t.Helper()
-	srv, err := discoverytest.NewServer(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	return srv, ts.URL
-}
-
 func newClient(t testing.TB, base string, opts ...openapi3.Option) *openapi3.Client {
 	t.Helper()
 	c, err := openapi3.NewForHTTPClient(nil, base, opts...)
@@ -41,7 +30,7 @@ func newClient(t testing.TB, base string, opts ...openapi3.Option) *openapi3.Cli
 }
 
 func TestKindAndFieldLookup(t *testing.T) {
-	_, base := serve(t, discoverytest.WithCRDs(10, 2))
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
 	c := newClient(t, base)
 	ctx := context.Background()
 	s, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
@@ -71,7 +60,7 @@ func TestKindAndFieldLookup(t *testing.T) {
 // reads the root and nothing else; after one schema change, the root and
 // that one document.
 func TestSchemaChangeFetchesOneDocument(t *testing.T) {
-	srv, base := serve(t, discoverytest.WithCRDs(20, 4))
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	root := t.TempDir()
 	client := func() *openapi3.Client {
 		dc, err := diskcache.Open(root, base)
@@ -112,7 +101,7 @@ func TestSchemaChangeFetchesOneDocument(t *testing.T) {
 // TestStaleHashRedirect: a document asked for with the hash of a root read
 // before a change gets a 301, which is followed to the current document.
 func TestStaleHashRedirect(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	c := newClient(t, base)
 	ctx := context.Background()
 	if _, err := c.Paths(ctx); err != nil {
@@ -165,7 +154,7 @@ func TestRedirectElsewhereRefused(t *testing.T) {
 
 // TestCorruptCacheRefetches: damaged cache files are misses, fetched anew.
 func TestCorruptCacheRefetches(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	root := t.TempDir()
 	dc, _ := diskcache.Open(root, base)
 	docs, err := newClient(t, base, openapi3.WithDiskCache(dc)).FetchAll(context.Background())
@@ -195,7 +184,7 @@ func TestCorruptCacheRefetches(t *testing.T) {
 // TestAggregateValidates: one document, every $ref resolving, shared
 // schemas once, conflicting ones renamed.
 func TestAggregateValidates(t *testing.T) {
-	_, base := serve(t, discoverytest.WithCRDs(10, 2))
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
 	docs, err := newClient(t, base).FetchAll(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +242,7 @@ func TestAggregateValidates(t *testing.T) {
 
 // TestClientGoRoot: client-go's openapi3.Root runs on kubeatlas.
 func TestClientGoRoot(t *testing.T) {
-	_, base := serve(t)
+	_, base := discoverytest.Start(t)
 	root := cgopenapi3.NewRoot(newClient(t, base).ClientGo())
 	gvs, err := root.GroupVersions()
 	if err != nil || len(gvs) < 20 {
@@ -271,7 +260,7 @@ func TestClientGoRoot(t *testing.T) {
 
 // TestContextErrorsAreNotKept: a cancelled fetch does not poison the next.
 func TestContextErrorsAreNotKept(t *testing.T) {
-	_, base := serve(t)
+	_, base := discoverytest.Start(t)
 	c := newClient(t, base)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -3,7 +3,6 @@ package restmapper_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -23,17 +22,6 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
-
-func serve(t testing.TB, opts ...discoverytest.Option) (*discoverytest.Server, string) {
-	t.Helper()
-	srv, err := discoverytest.NewServer(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	return srv, ts.URL
-}
 
 func newMapper(t testing.TB, base string, opts ...restmapper.Option) (*restmapper.Mapper, *discovery.Client) {
 	t.Helper()
@@ -145,7 +133,7 @@ func TestSameAnswersAsClientGo(t *testing.T) {
 		"legacy+crds": {discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(20, 4)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, base := serve(t, opts...)
+			_, base := discoverytest.Start(t, opts...)
 			m, c := newMapper(t, base)
 			ref, refCategories := clientGoMapper(t, base)
 			rs, ks := questions(t, c)
@@ -204,7 +192,7 @@ func sortedGR(in []schema.GroupResource) []schema.GroupResource {
 // short name at random (map order), kubeatlas picks the first in discovery
 // order, every time, and warns as client-go does.
 func TestAmbiguousShortName(t *testing.T) {
-	_, base := serve(t)
+	_, base := discoverytest.Start(t)
 	var warnings []string
 	m, _ := newMapper(t, base, restmapper.WithWarningHandler(func(w string) { warnings = append(warnings, w) }))
 	for range 3 {
@@ -225,7 +213,7 @@ func TestAmbiguousShortName(t *testing.T) {
 // refreshes discovery at most once per backoff period, and each refresh is
 // two 304s.
 func TestMissesAreCheap(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	m, _ := newMapper(t, base, restmapper.WithClock(clk), restmapper.WithMissBackoff(time.Second, 8*time.Second))
 	gk := schema.GroupKind{Group: "nope.example.com", Kind: "Nope"}
@@ -261,7 +249,7 @@ func TestMissesAreCheap(t *testing.T) {
 // TestFollowsCRDChanges: installed, re-scoped, re-versioned and deleted CRDs
 // are picked up without a new mapper.
 func TestFollowsCRDChanges(t *testing.T) {
-	srv, base := serve(t)
+	srv, base := discoverytest.Start(t)
 	m, _ := newMapper(t, base)
 	gk := schema.GroupKind{Group: "late.example.com", Kind: "Late"}
 	if _, err := m.RESTMapping(gk); !meta.IsNoMatchError(err) {
@@ -303,7 +291,7 @@ func TestFollowsCRDChanges(t *testing.T) {
 
 // TestConcurrentLookups runs under -race: lookups while discovery changes.
 func TestConcurrentLookups(t *testing.T) {
-	srv, base := serve(t, discoverytest.WithCRDs(30, 5))
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
 	m, _ := newMapper(t, base, restmapper.WithMissBackoff(time.Millisecond, time.Millisecond))
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -342,7 +330,7 @@ func TestConcurrentLookups(t *testing.T) {
 
 // TestHitsAllocateNothing: a repeated lookup is a map read.
 func TestHitsAllocateNothing(t *testing.T) {
-	_, base := serve(t, discoverytest.WithCRDs(20, 4))
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	m, _ := newMapper(t, base)
 	gvr := schema.GroupVersionResource{Resource: "deploy"}
 	gk := schema.GroupKind{Group: "apps", Kind: "Deployment"}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestFaultStatus(t *testing.T) {
-	srv, base := start(t)
+	srv, base := discoverytest.Start(t)
 	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: 3 * time.Second, Times: 2})
 	for i := range 3 {
 		resp, _ := get(t, base+"/apis", "Accept", acceptV2JSON)
@@ -43,7 +43,7 @@ func TestFaultStatus(t *testing.T) {
 }
 
 func TestFaultLatency(t *testing.T) {
-	srv, base := start(t)
+	srv, base := discoverytest.Start(t)
 	srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -57,7 +57,7 @@ func TestFaultLatency(t *testing.T) {
 }
 
 func TestFaultDamagedBodies(t *testing.T) {
-	srv, base := start(t)
+	srv, base := discoverytest.Start(t)
 	_, whole := get(t, base+"/apis", "Accept", acceptV2JSON)
 
 	srv.InjectFault("/apis", discoverytest.Fault{ResetAfter: 100, Times: 1})
@@ -104,7 +104,7 @@ func readAll(url, accept string) error {
 // TestRequestLog: the log is what a test asserts "exactly 2 requests, both
 // 304" with.
 func TestRequestLog(t *testing.T) {
-	srv, base := start(t)
+	srv, base := discoverytest.Start(t)
 	api, _ := get(t, base+"/api", "Accept", acceptV2JSON)
 	apis, body := get(t, base+"/apis", "Accept", acceptV2JSON)
 	first := srv.Requests()
@@ -134,7 +134,7 @@ func TestRequestLog(t *testing.T) {
 // TestConcurrentMutationsAndReads runs under -race in CI: readers of every
 // endpoint while backends change.
 func TestConcurrentMutationsAndReads(t *testing.T) {
-	srv, base := start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation(), discoverytest.WithCRDs(20, 4))
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation(), discoverytest.WithCRDs(20, 4))
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for _, path := range []string{"/apis", "/api", "/apis/g001.stress.example.com/v1", "/openapi/v3"} {

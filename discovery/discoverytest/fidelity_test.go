@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 )
 
 // The fixture was captured from a real kube-apiserver v1.36.3; these tests
@@ -84,7 +86,7 @@ func compareHeaders(t *testing.T, what string, want recorded, got *http.Response
 // TestFidelityAggregatedDocuments: the default server's aggregated discovery
 // is the real server's to the byte, with the same ETag, in JSON and protobuf.
 func TestFidelityAggregatedDocuments(t *testing.T) {
-	_, base := start(t)
+	_, base := discoverytest.Start(t)
 	for _, tc := range []struct{ file, path, accept string }{
 		{"aggregated/api.v2.json", "/api", acceptV2JSON},
 		{"aggregated/apis.v2.json", "/apis", acceptV2JSON},
@@ -138,7 +140,7 @@ func readIndex(t *testing.T) []indexRow {
 // TestFidelityLegacyDocuments: every legacy discovery document the real
 // server served is served with the same status, headers and content.
 func TestFidelityLegacyDocuments(t *testing.T) {
-	_, base := start(t)
+	_, base := discoverytest.Start(t)
 	n := 0
 	for _, row := range readIndex(t) {
 		if !strings.HasPrefix(row.file, "legacy/") {
@@ -197,7 +199,7 @@ func dropKey(doc any, key string) {
 // server (conditional requests, Accept variants, profiles, gzip, HEAD,
 // trailing slashes, OpenAPI hashes and redirects) and compares the answers.
 func TestFidelityProbes(t *testing.T) {
-	_, base := start(t)
+	_, base := discoverytest.Start(t)
 	etagOf := func(path, accept string) string {
 		resp, _ := get(t, base+path, "Accept", accept)
 		return resp.Header.Get("ETag")
@@ -295,7 +297,7 @@ func openAPIRoot(t *testing.T, base string) map[string]string {
 // TestFidelityOpenAPIRoot: the fake lists the same OpenAPI v3 paths as the
 // real server, and each answers as the real server's did.
 func TestFidelityOpenAPIRoot(t *testing.T) {
-	_, base := start(t)
+	_, base := discoverytest.Start(t)
 	resp, _ := get(t, base+"/openapi/v3")
 	compareHeaders(t, "/openapi/v3", readRecorded(t, "openapi/v3.json"), resp)
 	root := openAPIRoot(t, base)

@@ -14,7 +14,7 @@ var extra = discoverytest.CRD{Group: "only-one.example.com", Versions: []string{
 // TestHARoundRobin: backends with different content behind one URL answer
 // in turn, so a client sees discovery flip between them.
 func TestHARoundRobin(t *testing.T) {
-	srv, base := start(t, discoverytest.WithBackends(3, discoverytest.RoundRobin))
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(3, discoverytest.RoundRobin))
 	if err := srv.Backends()[1].AddCRD(extra); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestHARoundRobin(t *testing.T) {
 // TestHASticky: one client connection stays on one backend; the request log
 // tells which.
 func TestHASticky(t *testing.T) {
-	srv, base := start(t, discoverytest.WithBackends(4, discoverytest.Sticky))
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(4, discoverytest.Sticky))
 	for _, b := range srv.Backends() {
 		if err := b.AddCRD(discoverytest.CRD{Group: b.ID() + ".example.com", Versions: []string{"v1"}, Kind: "Mine"}); err != nil {
 			t.Fatal(err)
@@ -70,7 +70,7 @@ func TestHASticky(t *testing.T) {
 // TestPeerAggregated: with KEP-4020 peer aggregation every backend serves the
 // merged discovery, and profile=nopeer asks for its own view.
 func TestPeerAggregated(t *testing.T) {
-	srv, base := start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation())
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation())
 	if err := srv.Backends()[1].AddCRD(extra); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestPeerAggregated(t *testing.T) {
 // TestNoPeerOnSingleServer: as the fixture probes show, a single server
 // answers profile=nopeer with the same document and ETag.
 func TestNoPeerOnSingleServer(t *testing.T) {
-	_, base := start(t)
+	_, base := discoverytest.Start(t)
 	a, _ := get(t, base+"/apis", "Accept", acceptV2JSON)
 	b, _ := get(t, base+"/apis", "Accept", acceptV2JSON+";profile=nopeer")
 	if a.Header.Get("ETag") != b.Header.Get("ETag") {

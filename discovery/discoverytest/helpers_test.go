@@ -3,10 +3,7 @@ package discoverytest_test
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
-
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 )
 
 const (
@@ -18,18 +15,6 @@ const (
 	// preference order, then plain JSON for legacy servers.
 	acceptAll = acceptV2PB + "," + acceptV2JSON + "," + acceptV2Beta1JSON + ",application/json"
 )
-
-// start serves a new fake server on loopback for the test's lifetime.
-func start(t testing.TB, opts ...discoverytest.Option) (*discoverytest.Server, string) {
-	t.Helper()
-	srv, err := discoverytest.NewServer(opts...)
-	if err != nil {
-		t.Fatalf("NewServer: %v", err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	return srv, ts.URL
-}
 
 // get sends a GET with the given header name/value pairs and reads the body.
 func get(t testing.TB, url string, header ...string) (*http.Response, []byte) {

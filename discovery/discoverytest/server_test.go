@@ -73,7 +73,7 @@ func TestGenerations(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.gen.String(), func(t *testing.T) {
-			_, base := start(t, discoverytest.WithGeneration(tc.gen), discoverytest.WithCRDs(10, 2))
+			_, base := discoverytest.Start(t, discoverytest.WithGeneration(tc.gen), discoverytest.WithCRDs(10, 2))
 			for accept, wantType := range tc.want {
 				for _, path := range []string{"/api", "/apis"} {
 					resp, body := get(t, base+path, "Accept", accept)
@@ -107,7 +107,7 @@ func TestGenerations(t *testing.T) {
 // TestV2Beta1ConditionalRequests: the older generations' v2beta1 layer keeps
 // the real handler's ETag semantics.
 func TestV2Beta1ConditionalRequests(t *testing.T) {
-	srv, base := start(t, discoverytest.WithGeneration(discoverytest.GenerationV2AndV2Beta1))
+	srv, base := discoverytest.Start(t, discoverytest.WithGeneration(discoverytest.GenerationV2AndV2Beta1))
 	resp, _ := get(t, base+"/apis", "Accept", acceptV2Beta1JSON)
 	etag := resp.Header.Get("ETag")
 	v2, _ := get(t, base+"/apis", "Accept", acceptV2JSON)
@@ -127,7 +127,7 @@ func TestV2Beta1ConditionalRequests(t *testing.T) {
 }
 
 func TestMutations(t *testing.T) {
-	srv, base := start(t, discoverytest.WithCRDs(20, 4))
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	crd := discoverytest.CRD{
 		Group: "fresh.example.com", Versions: []string{"v2", "v1"}, Kind: "Gadget",
 		Namespaced: true, ShortNames: []string{"gd"}, Categories: []string{"all"}, Status: true, Scale: true,
@@ -272,7 +272,7 @@ func TestMutations(t *testing.T) {
 }
 
 func TestSetGroupVersionCore(t *testing.T) {
-	srv, base := start(t, discoverytest.WithoutBuiltins())
+	srv, base := discoverytest.Start(t, discoverytest.WithoutBuiltins())
 	v := apidiscoveryv2.APIVersionDiscovery{Version: "v1", Resources: []apidiscoveryv2.APIResourceDiscovery{{
 		Resource: "pods", ResponseKind: &metav1.GroupVersionKind{Kind: "Pod"}, Scope: apidiscoveryv2.ScopeNamespace,
 		SingularResource: "pod", Verbs: []string{"get", "list"},

@@ -32,7 +32,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/diskcache"
-	"github.com/kubeatlas/kubeatlas/internal/cli"
+	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 )
 
 func main() {

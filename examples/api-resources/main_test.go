@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -13,17 +12,6 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
-
-func fakeCluster(t *testing.T, opts ...discoverytest.Option) (*discoverytest.Server, string) {
-	t.Helper()
-	srv, err := discoverytest.NewServer(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	return srv, ts.URL
-}
 
 // apiResources runs the command in process with its own cache directory.
 func apiResources(t *testing.T, cacheDir string, args ...string) (stdout, stderr string) {
@@ -60,7 +48,7 @@ func sortedLines(s string) []string {
 func TestSameAsKubectl(t *testing.T) {
 	testenv.Tool(t, "kubectl")
 	for _, gen := range []discoverytest.Generation{discoverytest.GenerationV2, discoverytest.GenerationV2Beta1, discoverytest.GenerationLegacy} {
-		_, base := fakeCluster(t, discoverytest.WithGeneration(gen), discoverytest.WithCRDs(40, 4))
+		_, base := discoverytest.Start(t, discoverytest.WithGeneration(gen), discoverytest.WithCRDs(40, 4))
 		for _, filter := range [][]string{nil, {"--api-group", "apps"}, {"--api-group", ""}, {"--namespaced=false"}, {"--verbs", "list,watch"}, {"--categories", "all"}, {"--verbs", "create"}} {
 			args := append([]string{"--server", base, "-o", "name"}, filter...)
 			got, _ := apiResources(t, t.TempDir(), args...)
@@ -84,7 +72,7 @@ func TestSameAsKubectl(t *testing.T) {
 // TestWarmStartAndCached: the second run revalidates with two 304s from a
 // one-file warm start; --cached asks nothing.
 func TestWarmStartAndCached(t *testing.T) {
-	_, base := fakeCluster(t, discoverytest.WithCRDs(20, 2))
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 2))
 	cache := t.TempDir()
 	_, first := apiResources(t, cache, "--server", base, "-o", "name", "--stats")
 	_, second := apiResources(t, cache, "--server", base, "-o", "name", "--stats", "--cached")
@@ -109,7 +97,7 @@ func TestEmbeddedClusterWithoutKubeconfig(t *testing.T) {
 }
 
 func TestOutputs(t *testing.T) {
-	_, base := fakeCluster(t)
+	_, base := discoverytest.Start(t)
 	wide, _ := apiResources(t, t.TempDir(), "--server", base, "-o", "wide", "--api-group", "apps")
 	if !strings.Contains(wide, "VERBS") || !strings.Contains(wide, "[create delete deletecollection get list patch update watch]") {
 		t.Errorf("wide:\n%s", wide)

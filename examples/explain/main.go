@@ -25,7 +25,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/diskcache"
-	"github.com/kubeatlas/kubeatlas/internal/cli"
+	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
