@@ -9,6 +9,7 @@ import (
 	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/disk"
 	"k8s.io/client-go/openapi"
+	cgopenapi3 "k8s.io/client-go/openapi3"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -116,5 +117,69 @@ func BenchmarkAllDocuments(b *testing.B) {
 			clientGo(b, cachedClientGo(b, warmCG))
 		}
 		report(b)
+	})
+}
+
+// BenchmarkAllDocumentsParsed: the same, with every document parsed into
+// spec3 (kubeatlas's Document.OpenAPI, client-go's openapi3.Root.GVSpec).
+// Parsing dominates both.
+func BenchmarkAllDocumentsParsed(b *testing.B) {
+	klog.LogToStderr(false)
+	srv, base := discoverytest.Start(b, discoverytest.WithCRDs(3000, 250))
+	cfg := &rest.Config{Host: base, QPS: -1}
+	warmKA, warmCG := b.TempDir(), b.TempDir()
+	kubeatlas := func(b *testing.B, root string) {
+		dc, err := diskcache.Open(root, base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs, err := newClient(b, base, openapi3.WithDiskCache(dc)).FetchAll(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, d := range docs {
+			if _, err := d.OpenAPI(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	clientGo := func(b *testing.B, dir string) {
+		cdc, err := disk.NewCachedDiscoveryClientForConfig(cfg, filepath.Join(dir, "discovery"), filepath.Join(dir, "http"), 6*time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		root := cgopenapi3.NewRoot(cdc.OpenAPIV3())
+		gvs, err := root.GroupVersions()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, gv := range gvs {
+			if _, err := root.GVSpec(gv); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	kubeatlas(b, warmKA)
+	clientGo(b, warmCG)
+	srv.ResetRequests()
+	b.Run("cold-disk-cache/kubeatlas", func(b *testing.B) {
+		for b.Loop() {
+			kubeatlas(b, b.TempDir())
+		}
+	})
+	b.Run("cold-disk-cache/client-go", func(b *testing.B) {
+		for b.Loop() {
+			clientGo(b, b.TempDir())
+		}
+	})
+	b.Run("warm-disk-cache/kubeatlas", func(b *testing.B) {
+		for b.Loop() {
+			kubeatlas(b, warmKA)
+		}
+	})
+	b.Run("warm-disk-cache/client-go", func(b *testing.B) {
+		for b.Loop() {
+			clientGo(b, warmCG)
+		}
 	})
 }

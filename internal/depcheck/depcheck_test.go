@@ -1,0 +1,51 @@
+// Package depcheck guards the shape DESIGN.md draws: which of kubeatlas's
+// packages may import which, and that the heavy server code behind the
+// fake API server stays out of what users link.
+package depcheck
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/kubeatlas/kubeatlas/"
+
+// allowed lists, for each library package, the kubeatlas packages it may
+// depend on (internal ones included by prefix).
+var allowed = map[string][]string{
+	"diskcache":  {},
+	"discovery":  {"diskcache", "internal/"},
+	"restmapper": {"discovery", "diskcache", "internal/"},
+	"openapi3":   {"diskcache", "internal/"},
+}
+
+// banned everywhere in the library: the real server code and the test double.
+var banned = []string{"k8s.io/apiserver/", module + "discovery/discoverytest"}
+
+func TestDependencies(t *testing.T) {
+	for pkg, ok := range allowed {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, b := range banned {
+				if strings.HasPrefix(dep, b) {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+			own, isOurs := strings.CutPrefix(dep, module)
+			if !isOurs || own == pkg {
+				continue
+			}
+			permitted := false
+			for _, a := range ok {
+				permitted = permitted || own == a || (strings.HasSuffix(a, "/") && strings.HasPrefix(own, a))
+			}
+			if !permitted {
+				t.Errorf("%s imports %s, which DESIGN.md does not allow", pkg, own)
+			}
+		}
+	}
+}
