@@ -82,6 +82,17 @@ func (r *protoReader) str() string {
 	return r.body.s[r.vOff:r.vEnd]
 }
 
+// span is where an embedded message lies in the body.
+type span struct{ off, end int }
+
+// span is the current field's place, to be read later with at.
+func (r *protoReader) span() span { return span{r.vOff, r.vEnd} }
+
+// at reads a message at a place in the same body.
+func (r *protoReader) at(s span) protoReader {
+	return protoReader{body: r.body, off: s.off, end: s.end}
+}
+
 // sub reads the current field as an embedded message.
 func (r *protoReader) sub() protoReader {
 	if r.typ != protowire.BytesType {
@@ -166,8 +177,14 @@ type protoDecoder struct {
 	err   error
 	lists listCache
 	arena arena
+	// Where a group's versions and a version's resources lie, collected
+	// before they are decoded (a group's name or a version's may come after
+	// them); reused, since neither nests in itself.
+	versionSpans, resourceSpans []span
 	// Scratch lists, reused for every resource before interning.
 	verbs, shortNames, categories []string
+	subs                          []Subresource
+	slab                          []Subresource
 }
 
 // arena copies strings into shared blocks, so that a snapshot holds neither
@@ -238,7 +255,7 @@ func (d *protoDecoder) list(r protoReader) ([]Group, []*GroupVersionError) {
 func (d *protoDecoder) group(r protoReader) (Group, []*GroupVersionError) {
 	var g Group
 	var failed []*GroupVersionError
-	var versions []protoReader
+	versions := d.versionSpans[:0]
 	for r.next() {
 		switch r.num {
 		case 1: // metadata
@@ -250,7 +267,7 @@ func (d *protoDecoder) group(r protoReader) (Group, []*GroupVersionError) {
 			}
 			d.fail(&m)
 		case 2: // versions; decoded once the group's name is known
-			versions = append(versions, r.sub())
+			versions = append(versions, r.span())
 		}
 	}
 	if d.fail(&r) {
@@ -258,8 +275,9 @@ func (d *protoDecoder) group(r protoReader) (Group, []*GroupVersionError) {
 	}
 	g.Versions = make([]Version, 0, len(versions))
 	var seen seenSet
-	for _, vr := range versions {
-		v, stale := d.version(vr, g.Name)
+	d.versionSpans = versions
+	for _, vs := range versions {
+		v, stale := d.version(r.at(vs), g.Name)
 		if d.err != nil {
 			return g, nil
 		}
@@ -278,13 +296,13 @@ func (d *protoDecoder) group(r protoReader) (Group, []*GroupVersionError) {
 func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {
 	var v Version
 	var stale bool
-	var resources []protoReader
+	resources := d.resourceSpans[:0]
 	for r.next() {
 		switch r.num {
 		case 1:
 			v.Version = d.arena.keep(r.str())
 		case 2: // resources; decoded once the version is known
-			resources = append(resources, r.sub())
+			resources = append(resources, r.span())
 		case 3:
 			stale = r.str() == "Stale"
 		}
@@ -295,8 +313,9 @@ func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {
 	gv := schema.GroupVersion{Group: group, Version: v.Version}
 	v.Resources = make([]Resource, 0, len(resources))
 	var seen seenSet
-	for _, rr := range resources {
-		res, ok := d.resource(rr, gv)
+	d.resourceSpans = resources
+	for _, rs := range resources {
+		res, ok := d.resource(r.at(rs), gv)
 		if d.err != nil {
 			return v, false
 		}
@@ -341,6 +360,7 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource
 	var res Resource
 	hasKind := false
 	verbs, shortNames, categories := d.verbs[:0], d.shortNames[:0], d.categories[:0]
+	subs := d.subs[:0]
 	for r.next() {
 		switch r.num {
 		case 1:
@@ -360,11 +380,12 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource
 			categories = append(categories, r.str())
 		case 8:
 			if s, ok := d.subresource(r.sub(), gv); ok {
-				res.Subresources = append(res.Subresources, s)
+				subs = append(subs, s)
 			}
 		}
 	}
-	d.verbs, d.shortNames, d.categories = verbs, shortNames, categories
+	d.verbs, d.shortNames, d.categories, d.subs = verbs, shortNames, categories, subs
+	res.Subresources = d.subresourceSlab(subs)
 	if d.fail(&r) || !hasKind || res.Name == "" {
 		return res, false
 	}
@@ -372,6 +393,21 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource
 	res.ShortNames = d.lists.intern(shortNames, &d.arena)
 	res.Categories = d.lists.intern(categories, &d.arena)
 	return res, true
+}
+
+// subresourceSlab copies a resource's subresources into a shared block, one
+// allocation per many resources instead of one or two per resource. A full
+// block is left to the slices already cut from it.
+func (d *protoDecoder) subresourceSlab(subs []Subresource) []Subresource {
+	if len(subs) == 0 {
+		return nil
+	}
+	if cap(d.slab)-len(d.slab) < len(subs) {
+		d.slab = make([]Subresource, 0, max(512, len(subs)))
+	}
+	start := len(d.slab)
+	d.slab = append(d.slab, subs...)
+	return d.slab[start:len(d.slab):len(d.slab)]
 }
 
 func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subresource, bool) {

@@ -31,63 +31,41 @@ type nativeEntry struct {
 	guessedSingular bool
 }
 
-type groupKind struct{ group, kind string }
-
 type nativeIndex struct {
-	usable  bool
-	entries []nativeEntry
-	// singulars holds each entry's singular name (guessed if need be).
-	singulars []string
-	// preferred is each group's preferred version as client-go sees it.
-	preferred map[string]string
-	// dupKind marks kinds registered twice in one group-version: client-go
-	// keeps only the last, so those go to its mapper.
-	dupKind map[schema.GroupVersionKind]bool
+	snap *discovery.Snapshot
 
-	// The name and kind indexes are built on first use: a process that only
-	// asks for REST mappings never needs the names. byName maps a plural or
-	// singular name to its first slot, byKind a group's kind to its first
-	// entry; nextName and nextKind chain the rest in discovery order.
-	// (Chains, not slices: a slice per key was most of a warm start's
-	// allocations.)
-	namesOnce, kindsOnce sync.Once
-	byName               map[string]int32
-	nextName, nameEntry  []int32 // per name slot; -1 ends a chain
-	byKind               map[groupKind]int32
-	nextKind             []int32 // per entry; -1 ends a chain
+	// The name index is built on first use: a process that only maps kinds
+	// never needs it. byName maps a plural or singular name to its first
+	// slot; nextName chains the rest in discovery order. (Chains, not
+	// slices: a slice per key was most of a warm start's allocations.)
+	namesOnce           sync.Once
+	usable              bool
+	entries             []nativeEntry
+	byName              map[string]int32
+	nextName, nameEntry []int32 // per name slot; -1 ends a chain
 }
 
-func newNativeIndex(snap *discovery.Snapshot) *nativeIndex {
+func newNativeIndex(snap *discovery.Snapshot) *nativeIndex { return &nativeIndex{snap: snap} }
+
+// buildNames lists every resource and links its names, backwards, each new
+// head pointing at the previous one, which leaves every chain in discovery
+// order.
+func (x *nativeIndex) buildNames() {
 	n := 0
-	for _, g := range snap.Groups() {
+	for _, g := range x.snap.Groups() {
 		for _, v := range g.Versions {
 			n += len(v.Resources)
 		}
 	}
-	x := &nativeIndex{
-		usable:    true,
-		entries:   make([]nativeEntry, 0, n),
-		singulars: make([]string, 0, n),
-		preferred: make(map[string]string, len(snap.Groups())),
-	}
-	kindsInVersion := map[string]bool{}
-	for _, g := range snap.Groups() {
-		// client-go prefers the first version that is not Stale.
-		for _, v := range g.Versions {
-			if v.Freshness != discovery.FreshnessStale {
-				x.preferred[g.Name] = v.Version
-				break
-			}
-		}
-		if _, ok := x.preferred[g.Name]; !ok && len(g.Versions) > 0 {
-			x.preferred[g.Name] = g.Versions[0].Version
-		}
+	x.usable = true
+	x.entries = make([]nativeEntry, 0, n)
+	singulars := make([]string, 0, n)
+	for _, g := range x.snap.Groups() {
 		for _, v := range g.Versions {
 			if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
 				continue
 			}
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
-			clear(kindsInVersion)
 			for _, r := range v.Resources {
 				singular := r.SingularName
 				if singular == "" {
@@ -96,29 +74,11 @@ func newNativeIndex(snap *discovery.Snapshot) *nativeIndex {
 				if r.Name != strings.ToLower(r.Name) || singular != strings.ToLower(singular) || strings.Contains(r.Name, "/") {
 					x.usable = false // names client-go would treat in ways not modelled here
 				}
-				if kindsInVersion[r.Kind.Kind] {
-					if x.dupKind == nil {
-						x.dupKind = map[schema.GroupVersionKind]bool{}
-					}
-					x.dupKind[gv.WithKind(r.Kind.Kind)] = true
-				}
-				kindsInVersion[r.Kind.Kind] = true
-				scope := meta.RESTScopeRoot
-				if r.Namespaced {
-					scope = meta.RESTScopeNamespace
-				}
-				x.entries = append(x.entries, nativeEntry{gv: gv, plural: r.Name, kind: r.Kind.Kind, scope: scope, guessedSingular: r.SingularName == ""})
-				x.singulars = append(x.singulars, singular)
+				x.entries = append(x.entries, nativeEntry{gv: gv, plural: r.Name, kind: r.Kind.Kind, scope: scopeOf(&r), guessedSingular: r.SingularName == ""})
+				singulars = append(singulars, singular)
 			}
 		}
 	}
-	return x
-}
-
-// buildNames and buildKinds link entries backwards, each new head pointing
-// at the previous one, which leaves every chain in discovery order.
-func (x *nativeIndex) buildNames() {
-	n := len(x.entries)
 	x.byName = make(map[string]int32, 2*n)
 	x.nextName = make([]int32, 0, 2*n)
 	x.nameEntry = make([]int32, 0, 2*n)
@@ -132,26 +92,18 @@ func (x *nativeIndex) buildNames() {
 		x.nameEntry = append(x.nameEntry, id)
 	}
 	for i := n - 1; i >= 0; i-- {
-		if x.singulars[i] != x.entries[i].plural {
-			push(x.singulars[i], int32(i))
+		if singulars[i] != x.entries[i].plural {
+			push(singulars[i], int32(i))
 		}
 		push(x.entries[i].plural, int32(i))
 	}
 }
 
-func (x *nativeIndex) buildKinds() {
-	n := len(x.entries)
-	x.byKind = make(map[groupKind]int32, n)
-	x.nextKind = make([]int32, n)
-	for i := n - 1; i >= 0; i-- {
-		key := groupKind{x.entries[i].gv.Group, x.entries[i].kind}
-		next, ok := x.byKind[key]
-		if !ok {
-			next = -1
-		}
-		x.nextKind[i] = next
-		x.byKind[key] = int32(i)
+func scopeOf(r *discovery.Resource) meta.RESTScope {
+	if r.Namespaced {
+		return meta.RESTScopeNamespace
 	}
+	return meta.RESTScopeRoot
 }
 
 // names calls fn for each entry a name names, in discovery order, until fn
@@ -164,16 +116,6 @@ func (x *nativeIndex) names(name string, fn func(*nativeEntry) bool) {
 			return
 		}
 		slot = x.nextName[slot]
-	}
-}
-
-// kinds calls fn for each entry of a group's kind, in discovery order.
-func (x *nativeIndex) kinds(gk groupKind, fn func(*nativeEntry)) {
-	x.kindsOnce.Do(x.buildKinds)
-	id, ok := x.byKind[gk]
-	for ok && id >= 0 {
-		fn(&x.entries[id])
-		id = x.nextKind[id]
 	}
 }
 
@@ -203,6 +145,7 @@ func risky(name string) bool {
 // resource finds the single entry an expanded resource input names, as
 // client-go's DefaultRESTMapper matching would, or reports that it cannot.
 func (x *nativeIndex) resource(in schema.GroupVersionResource) (*nativeEntry, bool) {
+	x.namesOnce.Do(x.buildNames)
 	if !x.usable || risky(in.Resource) || in.Resource != strings.ToLower(in.Resource) {
 		return nil, false
 	}
@@ -236,36 +179,76 @@ func (x *nativeIndex) resource(in schema.GroupVersionResource) (*nativeEntry, bo
 }
 
 // mapping finds the REST mapping of a kind asked for with at most one
-// version.
+// version, from the kind's group alone: the mapping in the preferred version
+// (the first that is not Stale) if it serves the kind, else in the first
+// version that does; or in the version asked for.
 func (x *nativeIndex) mapping(gk schema.GroupKind, versions []string) (*meta.RESTMapping, bool) {
-	if !x.usable || len(versions) > 1 || strings.HasSuffix(gk.Kind, "List") || gk.Kind == "" {
+	if len(versions) > 1 || strings.HasSuffix(gk.Kind, "List") || gk.Kind == "" {
 		return nil, false
 	}
-	var first, pick *nativeEntry
-	want := x.preferred[gk.Group] // the preferred version if it serves the kind,
-	if len(versions) == 1 && versions[0] != "" {
-		want = versions[0] // or the version asked for
+	g, ok := x.snap.Group(gk.Group)
+	if !ok {
+		return nil, false
 	}
-	x.kinds(groupKind{gk.Group, gk.Kind}, func(e *nativeEntry) {
+	want := ""
+	for _, v := range g.Versions {
+		if v.Freshness != discovery.FreshnessStale {
+			want = v.Version
+			break
+		}
+	}
+	if want == "" && len(g.Versions) > 0 {
+		want = g.Versions[0].Version
+	}
+	exact := len(versions) == 1 && versions[0] != ""
+	if exact {
+		want = versions[0]
+	}
+	type candidate struct {
+		version string
+		r       *discovery.Resource
+	}
+	var first, pick *candidate
+	for vi := range g.Versions {
+		v := &g.Versions[vi]
+		if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
+			continue
+		}
+		var found *discovery.Resource
+		for i := range v.Resources {
+			r := &v.Resources[i]
+			if strings.Contains(r.Name, "/") || (r.Kind.Kind != gk.Kind && strings.ToLower(r.Kind.Kind) != gk.Kind) {
+				continue
+			}
+			if found != nil {
+				return nil, false // client-go keeps the last registration of a kind: its mapper decides
+			}
+			found = r
+		}
+		if found == nil {
+			continue
+		}
+		if found.Kind.Kind != gk.Kind {
+			return nil, false // matched only in lower case: client-go's rules
+		}
+		c := &candidate{v.Version, found}
 		if first == nil {
-			first = e
+			first = c
 		}
-		if e.gv.Version == want {
-			pick = e
+		if v.Version == want {
+			pick = c
 		}
-	})
-	if first == nil {
+	}
+	if pick == nil && !exact {
+		pick = first
+	}
+	if pick == nil {
 		return nil, false
 	}
-	if pick == nil && !(len(versions) == 1 && versions[0] != "") {
-		pick = first // else the first version in discovery order that does
-	}
-	if pick == nil || x.dupKind[pick.gv.WithKind(gk.Kind)] {
-		return nil, false
-	}
+	gv := schema.GroupVersion{Group: gk.Group, Version: pick.version}
 	return &meta.RESTMapping{
-		Resource:         pick.gv.WithResource(pick.plural),
-		GroupVersionKind: pick.gv.WithKind(gk.Kind),
-		Scope:            pick.scope,
+		Resource:         gv.WithResource(pick.r.Name),
+		GroupVersionKind: gv.WithKind(gk.Kind),
+		Scope:            scopeOf(pick.r),
 	}, true
 }
