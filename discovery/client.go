@@ -134,6 +134,9 @@ type Client struct {
 
 	warmOnce    sync.Once
 	persistedAt atomic.Int64 // unix nanos of the last persisted validation
+
+	subs     subscribers
+	notifyMu sync.Mutex // keeps change notifications in order
 }
 
 // New builds a client from a client-go config, so kubeconfig auth, TLS, exec
@@ -264,6 +267,7 @@ func (c *Client) refresh(ctx context.Context) (*Snapshot, error) {
 	}
 	c.current.Store(s)
 	c.logFailures(s)
+	c.notify(prev, s)
 	return s, err
 }
 

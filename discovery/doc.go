@@ -23,11 +23,18 @@
 // HTTP errors are apimachinery StatusErrors, so apierrors.IsNotFound and
 // friends work.
 //
+// Change notifications deliver what watchable discovery was proposed for,
+// on the client: Subscribe receives a Change (Diff of two snapshots) when a
+// refresh brings new content, and Poll revalidates every interval, two 304s
+// a round on an unchanged cluster, so a new CRD is seen within an interval
+// without a request storm.
+//
 // ClientGo adapts a Client to client-go's DiscoveryInterface,
 // CachedDiscoveryInterface and AggregatedDiscoveryInterface, for code that
 // takes those (restmapper, dynamic informers, controller-runtime).
 //
 // Files: client.go (Client, options, refresh), fetch.go (negotiation and
 // legacy fallback), decode.go and protobuf.go (decoding), snapshot.go (the
-// model), errors.go, stats.go, clientgo.go (the adapter).
+// model), change.go (Diff, Subscribe, Poll), persist.go (warm starts),
+// errors.go, stats.go, clientgo.go (the adapter).
 package discovery

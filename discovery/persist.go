@@ -134,6 +134,8 @@ func (c *Client) warmStart() {
 			c.opts.logger.Debug("discovery: no warm start", "err", err)
 			return
 		}
-		c.current.CompareAndSwap(nil, s)
+		if c.current.CompareAndSwap(nil, s) {
+			c.notify(nil, s)
+		}
 	})
 }
