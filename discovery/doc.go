@@ -27,7 +27,9 @@
 // on the client: Subscribe receives a Change (Diff of two snapshots) when a
 // refresh brings new content, and Poll revalidates every interval, two 304s
 // a round on an unchanged cluster, so a new CRD is seen within an interval
-// without a request storm.
+// without a request storm. CheckConsistency delivers what coordinated
+// discovery was proposed for: whether the API servers behind one URL serve
+// the same discovery (they do not, mid-upgrade), and how their views differ.
 //
 // ClientGo adapts a Client to client-go's DiscoveryInterface,
 // CachedDiscoveryInterface and AggregatedDiscoveryInterface, for code that
@@ -35,6 +37,7 @@
 //
 // Files: client.go (Client, options, refresh), fetch.go (negotiation and
 // legacy fallback), decode.go and protobuf.go (decoding), snapshot.go (the
-// model), change.go (Diff, Subscribe, Poll), persist.go (warm starts),
+// model), change.go (Diff, Subscribe, Poll), consistency.go (HA check),
+// persist.go (warm starts),
 // errors.go, stats.go, clientgo.go (the adapter).
 package discovery
