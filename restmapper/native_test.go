@@ -2,8 +2,10 @@ package restmapper
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -44,5 +46,31 @@ func TestCommonQuestionsSkipClientGo(t *testing.T) {
 	}
 	if st.delegate == nil {
 		t.Errorf("an ambiguous question did not go to client-go's mapper")
+	}
+}
+
+// TestMemoIsBounded: asking for ever new names does not grow the memo
+// without end, and answers stay right past the bound.
+func TestMemoIsBounded(t *testing.T) {
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c, _ := discovery.NewForHTTPClient(nil, ts.URL)
+	m, _ := New(c, WithMissBackoff(time.Hour, time.Hour))
+	st, _ := m.current(context.Background())
+	st.memo.limit = 8 // the real bound, 4096 a shard, takes long to reach
+	for i := range 2000 {
+		m.KindFor(schema.GroupVersionResource{Resource: fmt.Sprintf("nosuch%d", i)})
+	}
+	for i := range st.memo.shards {
+		if n := len(st.memo.shards[i].m); n > 8 {
+			t.Errorf("shard %d keeps %d answers, over the bound", i, n)
+		}
+	}
+	if gvk, err := m.KindFor(schema.GroupVersionResource{Resource: "deployments"}); err != nil || gvk.Kind != "Deployment" {
+		t.Errorf("past the bound: %v %v", gvk, err)
 	}
 }

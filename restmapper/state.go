@@ -219,6 +219,7 @@ func (st *state) computeNative(k memoKey, in schema.GroupVersionResource, versio
 // cores rarely share a lock word.
 type memo struct {
 	shards [32]memoShard
+	limit  int // answers kept per shard
 }
 
 type memoShard struct {
@@ -227,7 +228,13 @@ type memoShard struct {
 	_  [40]byte // keep shards on separate cache lines
 }
 
+// maxMemoPerShard bounds the memo (32 shards, about 130,000 answers): a
+// caller asking for ever new names cannot grow it without end. Past the
+// bound, new questions are answered without being kept.
+const maxMemoPerShard = 4096
+
 func (m *memo) init() {
+	m.limit = maxMemoPerShard
 	for i := range m.shards {
 		m.shards[i].m = map[memoKey]*answer{}
 	}
@@ -254,7 +261,9 @@ func (m *memo) get(k memoKey) (*answer, bool) {
 func (m *memo) put(k memoKey, a *answer) {
 	s := m.shard(k)
 	s.mu.Lock()
-	s.m[k] = a
+	if len(s.m) < m.limit {
+		s.m[k] = a
+	}
 	s.mu.Unlock()
 }
 
