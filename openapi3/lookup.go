@@ -9,15 +9,12 @@ import (
 	"k8s.io/client-go/openapi"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // PathFor is the root path of a group-version's document.
-func PathFor(gv schema.GroupVersion) string {
-	if gv.Group == "" {
-		return "api/" + gv.Version
-	}
-	return "apis/" + gv.Group + "/" + gv.Version
-}
+func PathFor(gv schema.GroupVersion) string { return mediatype.OpenAPIPath(gv.Group, gv.Version) }
 
 // Schema is a schema found in a document, with the document it resolves
 // references in.

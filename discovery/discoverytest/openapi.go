@@ -12,16 +12,13 @@ import (
 	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // openAPIPath is the key handler3 serves a group-version under:
 // "api/v1" or "apis/<group>/<version>".
-func openAPIPath(gv schema.GroupVersion) string {
-	if gv.Group == "" {
-		return "api/" + gv.Version
-	}
-	return "apis/" + gv.Group + "/" + gv.Version
-}
+func openAPIPath(gv schema.GroupVersion) string { return mediatype.OpenAPIPath(gv.Group, gv.Version) }
 
 // registerOpenAPI publishes one group-version's synthetic document to the
 // real handler3 service. The document is generated lazily, once, on the

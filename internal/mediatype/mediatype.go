@@ -63,3 +63,12 @@ func ParseDiscovery(contentType string) (Discovery, error) {
 	d.Aggregated, d.Version = true, v
 	return d, nil
 }
+
+// OpenAPIPath is the path under /openapi/v3 of a group-version's document:
+// "api/v1" for the core group, "apis/<group>/<version>" otherwise.
+func OpenAPIPath(group, version string) string {
+	if group == "" {
+		return "api/" + version
+	}
+	return "apis/" + group + "/" + version
+}
