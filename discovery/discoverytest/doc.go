@@ -34,5 +34,7 @@
 // The real handlers log through klog; a program that wants quiet sets
 // klog's output (examples/fake-apiserver does).
 //
-// The server does not authenticate: every request is served as an admin's.
+// Without WithBearerToken the server does not authenticate: every request
+// is served as an admin's. With it, it answers anonymous and wrong-token
+// requests as a kube-apiserver with a token file does (403, 401).
 package discoverytest

@@ -199,12 +199,13 @@ func dropKey(doc any, key string) {
 // server (conditional requests, Accept variants, profiles, gzip, HEAD,
 // trailing slashes, OpenAPI hashes and redirects) and compares the answers.
 func TestFidelityProbes(t *testing.T) {
-	_, base := discoverytest.Start(t)
+	const token = "probe-token"
+	_, base := discoverytest.Start(t, discoverytest.WithBearerToken(token))
 	etagOf := func(path, accept string) string {
-		resp, _ := get(t, base+path, "Accept", accept)
+		resp, _ := get(t, base+path, "Accept", accept, "Authorization", "Bearer "+token)
 		return resp.Header.Get("ETag")
 	}
-	root := openAPIRoot(t, base)
+	root := openAPIRoot(t, base, "Authorization", "Bearer "+token)
 	replace := strings.NewReplacer(
 		"<ETag of aggregated/apis.v2.json>", etagOf("/apis", acceptV2JSON),
 		"<ETag of aggregated/api.v2.json>", etagOf("/api", acceptV2JSON),
@@ -234,8 +235,6 @@ func TestFidelityProbes(t *testing.T) {
 		}
 		t.Run(file, func(t *testing.T) {
 			switch {
-			case notes == "anonymous":
-				t.Skip("the fake server does not authenticate; the real one forbids anonymous discovery")
 			case notes == "HTTP/2":
 				t.Skip("the fake server is served over plain HTTP/1.1 by httptest")
 			}
@@ -248,6 +247,9 @@ func TestFidelityProbes(t *testing.T) {
 				if k, v, ok := strings.Cut(h, ":"); ok {
 					hdr = append(hdr, k, strings.TrimSpace(v))
 				}
+			}
+			if notes != "anonymous" {
+				hdr = append(hdr, "Authorization", "Bearer "+token)
 			}
 			if ua, ok := strings.CutPrefix(notes, "User-Agent "); ok {
 				hdr = append(hdr, "User-Agent", ua)
@@ -273,9 +275,9 @@ func containsFold(pairs []string, name string) bool {
 }
 
 // openAPIRoot returns the fake server's /openapi/v3 paths and their URLs.
-func openAPIRoot(t *testing.T, base string) map[string]string {
+func openAPIRoot(t *testing.T, base string, header ...string) map[string]string {
 	t.Helper()
-	resp, body := get(t, base+"/openapi/v3")
+	resp, body := get(t, base+"/openapi/v3", header...)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/openapi/v3: %d", resp.StatusCode)
 	}

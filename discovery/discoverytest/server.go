@@ -32,6 +32,7 @@ type options struct {
 	backends        int
 	routing         Routing
 	peer            bool
+	token           string
 }
 
 // Option configures a Server.
@@ -96,6 +97,7 @@ func WithPeerAggregation() Option {
 // Mutations through the Server apply to every backend; use Backends to change
 // one. All methods are safe for concurrent use with requests.
 type Server struct {
+	token    string
 	backends []*Backend
 	routing  Routing
 	next     atomic.Uint64
@@ -125,7 +127,7 @@ func NewServer(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{routing: o.routing}
+	s := &Server{routing: o.routing, token: o.token}
 	for i := range o.backends {
 		id := fmt.Sprintf("apiserver-%d", i)
 		var peers aggregated.PeerDiscoveryProvider
@@ -139,7 +141,7 @@ func NewServer(opts ...Option) (*Server, error) {
 		b.changed = s.invalidatePeers
 		s.backends = append(s.backends, b)
 	}
-	s.handler = s.log.wrap(s.faults.wrap(filters.WithCacheControl(http.HandlerFunc(s.route))))
+	s.handler = s.log.wrap(s.faults.wrap(filters.WithCacheControl(s.authenticate(http.HandlerFunc(s.route)))))
 	return s, nil
 }
 

@@ -309,3 +309,28 @@ func TestBadOptions(t *testing.T) {
 		t.Errorf("ParseGeneration(v3): no error")
 	}
 }
+
+func TestBearerToken(t *testing.T) {
+	_, base := discoverytest.Start(t, discoverytest.WithBearerToken("s3cret"))
+	for _, tc := range []struct {
+		path, auth string
+		want       int
+	}{
+		{"/apis", "Bearer s3cret", http.StatusOK},
+		{"/apis", "", http.StatusForbidden},
+		{"/apis", "Bearer wrong", http.StatusUnauthorized},
+		{"/version", "", http.StatusOK},
+		{"/openapi/v3", "", http.StatusForbidden},
+	} {
+		var hdr []string
+		if tc.auth != "" {
+			hdr = []string{"Authorization", tc.auth}
+		}
+		if resp, _ := get(t, base+tc.path, hdr...); resp.StatusCode != tc.want {
+			t.Errorf("%s with %q: %d, want %d", tc.path, tc.auth, resp.StatusCode, tc.want)
+		}
+	}
+	if _, err := discoverytest.NewServer(discoverytest.WithBearerToken("")); err == nil {
+		t.Errorf("an empty token accepted")
+	}
+}
