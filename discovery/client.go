@@ -129,8 +129,9 @@ type Client struct {
 	flight      singleflight.Group
 	stats       counters
 
-	logMu      sync.Mutex
-	lastFailed map[string]string // group-version -> error text last logged
+	logMu          sync.Mutex
+	lastFailed     map[string]string // group-version -> error text last logged
+	lastRefreshErr string            // the refresh failure last logged
 
 	warmOnce    sync.Once
 	persistedAt atomic.Int64 // unix nanos of the last persisted validation
@@ -260,11 +261,23 @@ func (c *Client) refresh(ctx context.Context) (*Snapshot, error) {
 	s, err := c.fetch(ctx, prev)
 	c.stats.refreshes.Add(1)
 	c.stats.refreshNanos.Add(int64(time.Since(start)))
+	c.logMu.Lock()
 	if s == nil {
 		c.stats.refreshErrors.Add(1)
-		c.opts.logger.Warn("discovery refresh failed", "err", err)
+		// Logged when the reason changes, not on every failed refresh, so a
+		// poller against a dead server does not flood the log.
+		if msg := fmt.Sprint(err); msg != c.lastRefreshErr {
+			c.opts.logger.Warn("discovery refresh failed", "err", err)
+			c.lastRefreshErr = msg
+		}
+		c.logMu.Unlock()
 		return prev, err
 	}
+	if c.lastRefreshErr != "" {
+		c.opts.logger.Info("discovery refresh works again")
+		c.lastRefreshErr = ""
+	}
+	c.logMu.Unlock()
 	c.current.Store(s)
 	c.logFailures(s)
 	c.notify(prev, s)

@@ -575,3 +575,29 @@ func TestNewFromRESTConfig(t *testing.T) {
 		t.Errorf("headers sent: %v", seen)
 	}
 }
+
+// TestFailedRefreshesLogOnce: a dead server is logged once, not per refresh.
+func TestFailedRefreshesLogOnce(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	var logs bytes.Buffer
+	c := newClient(t, base, discovery.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if _, err := c.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+	for range 5 {
+		if _, err := c.Refresh(context.Background()); err == nil {
+			t.Fatal("refresh against a failing server succeeded")
+		}
+	}
+	srv.ClearFaults()
+	if _, err := c.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "refresh failed"); n != 1 {
+		t.Errorf("%d failure lines for five failed refreshes, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "works again") {
+		t.Errorf("recovery not logged")
+	}
+}
