@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -126,7 +125,8 @@ type Client struct {
 
 	current     atomic.Pointer[Snapshot]
 	generations atomic.Uint64
-	flight      singleflight.Group
+	flightMu    sync.Mutex
+	flight      *flight // the refresh under way, if any
 	stats       counters
 
 	logMu          sync.Mutex
@@ -228,31 +228,78 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // Refresh revalidates discovery now: a conditional request per endpoint,
 // so an unchanged cluster costs two 304s and no decoding. Concurrent calls
-// share one refresh; each caller waits at most until its ctx ends. A failed
-// refresh keeps the previous snapshot current.
+// share one refresh; each caller waits at most until its ctx ends, and a
+// refresh that every caller has given up on is cancelled. A failed refresh
+// keeps the previous snapshot current.
 func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
-	ch := c.flight.DoChan("refresh", func() (any, error) {
-		// The refresh serves every caller, so it does not end with the
-		// first caller's context; the refresh timeout bounds it.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.refreshTimeout)
-		defer cancel()
-		return c.refresh(rctx)
-	})
+	f := c.join(false)
 	select {
-	case res := <-ch:
-		s, _ := res.Val.(*Snapshot)
-		return s, res.Err
+	case <-f.done:
+		return f.snap, f.err
 	case <-ctx.Done():
+		c.leave(f)
 		return c.current.Load(), ctx.Err()
 	}
 }
 
-func (c *Client) refreshInBackground() {
-	c.flight.DoChan("refresh", func() (any, error) {
+// refreshInBackground starts a refresh, or joins the one under way, with
+// nobody waiting: it runs to completion (or its timeout).
+func (c *Client) refreshInBackground() { c.join(true) }
+
+// flight is one refresh and the callers sharing it.
+type flight struct {
+	done       chan struct{}
+	snap       *Snapshot
+	err        error
+	waiters    int
+	background bool // started or joined by a background revalidation
+	cancel     context.CancelFunc
+}
+
+// join returns the refresh under way, starting one if there is none. The
+// refresh runs on its own context, bounded by the refresh timeout, so one
+// caller's cancellation does not fail the others.
+func (c *Client) join(background bool) *flight {
+	c.flightMu.Lock()
+	defer c.flightMu.Unlock()
+	f := c.flight
+	if f == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.refreshTimeout)
-		defer cancel()
-		return c.refresh(ctx)
-	})
+		f = &flight{done: make(chan struct{}), cancel: cancel}
+		c.flight = f
+		go func() {
+			defer cancel()
+			snap, err := c.refresh(ctx)
+			c.flightMu.Lock()
+			if c.flight == f {
+				c.flight = nil
+			}
+			c.flightMu.Unlock()
+			f.snap, f.err = snap, err
+			close(f.done)
+		}()
+	}
+	if background {
+		f.background = true
+	} else {
+		f.waiters++
+	}
+	return f
+}
+
+// leave drops a caller that gave up; the last one out cancels the refresh
+// unless a background revalidation wants it, and the next caller starts a
+// new one rather than inherit a cancelled one.
+func (c *Client) leave(f *flight) {
+	c.flightMu.Lock()
+	defer c.flightMu.Unlock()
+	f.waiters--
+	if f.waiters == 0 && !f.background {
+		f.cancel()
+		if c.flight == f {
+			c.flight = nil
+		}
+	}
 }
 
 func (c *Client) refresh(ctx context.Context) (*Snapshot, error) {

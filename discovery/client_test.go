@@ -601,3 +601,29 @@ func TestFailedRefreshesLogOnce(t *testing.T) {
 		t.Errorf("recovery not logged")
 	}
 }
+
+// TestAbandonedRefreshIsCancelled: when every caller has given up, the
+// shared refresh is cancelled rather than left running to its timeout.
+func TestAbandonedRefreshIsCancelled(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
+	c := newClient(t, base)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Refresh(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("refresh: %v", err)
+	}
+	// The server's handler ends when its request is cancelled; it would
+	// wait a minute otherwise.
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/apis" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned refresh is still running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	srv.ClearFaults()
+	if _, err := c.Refresh(context.Background()); err != nil {
+		t.Errorf("the next refresh inherited the cancelled one: %v", err)
+	}
+}
