@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
@@ -169,7 +170,7 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // RefreshRoot reads the root again; documents whose hash changed are then
 // fetched anew (and their old copies leave the disk cache).
 func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
-	v, err, _ := c.flight.Do("root", func() (any, error) {
+	v, err := c.shared(ctx, "root", func(ctx context.Context) (any, error) {
 		body, _, err := c.get(ctx, "/openapi/v3", "application/json")
 		if err != nil {
 			return nil, err
@@ -195,6 +196,27 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	return v.(map[string]string), nil
+}
+
+// sharedTimeout bounds a fetch that concurrent callers share.
+const sharedTimeout = 2 * time.Minute
+
+// shared runs fn once for concurrent callers of the same key. The work runs
+// on its own context (bounded by sharedTimeout), so one caller giving up
+// does not fail the others with its context error; each caller waits at
+// most until its own ctx ends.
+func (c *Client) shared(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+	ch := c.flight.DoChan(key, func() (any, error) {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+		defer cancel()
+		return fn(wctx)
+	})
+	select {
+	case res := <-ch:
+		return res.Val, res.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // get fetches one path relative to the server, within the size limit.
@@ -266,7 +288,7 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	if d != nil && d.URL == u {
 		return d, nil
 	}
-	v, err, _ := c.flight.Do("doc "+u, func() (any, error) {
+	v, err := c.shared(ctx, "doc "+u, func(ctx context.Context) (any, error) {
 		body, _, err := c.get(ctx, u, "application/json")
 		if err != nil {
 			return nil, err
