@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -234,9 +235,18 @@ func TestFidelityProbes(t *testing.T) {
 			headers = strings.Split(headers, " | ")[0] + " | " + o
 		}
 		t.Run(file, func(t *testing.T) {
-			switch {
-			case notes == "HTTP/2":
-				t.Skip("the fake server is served over plain HTTP/1.1 by httptest")
+			client, target := noRedirects, base
+			if notes == "HTTP/2" {
+				// The same server over TLS with HTTP/2, as the probe was sent.
+				srv, err := discoverytest.NewServer(discoverytest.WithBearerToken(token))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ts := httptest.NewUnstartedServer(srv)
+				ts.EnableHTTP2 = true
+				ts.StartTLS()
+				defer ts.Close()
+				client, target = ts.Client(), ts.URL
 			}
 			method := http.MethodGet
 			if notes == "HEAD" {
@@ -257,7 +267,10 @@ func TestFidelityProbes(t *testing.T) {
 			if !containsFold(hdr, "Accept-Encoding") {
 				hdr = append(hdr, "Accept-Encoding", "identity")
 			}
-			resp, _ := do(t, noRedirects, method, base+path, hdr...)
+			resp, _ := do(t, client, method, target+path, hdr...)
+			if notes == "HTTP/2" && resp.ProtoMajor != 2 {
+				t.Errorf("answered over %s, want HTTP/2", resp.Proto)
+			}
 			compareHeaders(t, file, readRecorded(t, "probes/"+file), resp)
 		})
 	}
