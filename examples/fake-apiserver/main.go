@@ -48,6 +48,7 @@ func run() error {
 		peer       = flag.Bool("peer-aggregated", false, "serve peer-aggregated discovery (KEP-4020) across the backends")
 		stale      = flag.String("stale", "", "a group/version to mark Stale, as an unreachable aggregated API server (e.g. metrics.k8s.io/v1beta1, added if absent)")
 		logRequest = flag.Bool("log-requests", false, "log each request to stderr")
+		token      = flag.String("token", "", "require this bearer token, as a kube-apiserver with a token file does (anonymous: 403, wrong token: 401)")
 	)
 	flag.Parse()
 
@@ -72,6 +73,9 @@ func run() error {
 	}
 	if *peer {
 		opts = append(opts, discoverytest.WithPeerAggregation())
+	}
+	if *token != "" {
+		opts = append(opts, discoverytest.WithBearerToken(*token))
 	}
 	srv, err := discoverytest.NewServer(opts...)
 	if err != nil {

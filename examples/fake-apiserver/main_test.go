@@ -191,3 +191,23 @@ func TestKubectlSeesStaleGroup(t *testing.T) {
 		t.Errorf("kubectl lists %v\nwant everything but the stale group: %v", got, want)
 	}
 }
+
+// TestToken: with --token the server demands it, as a real one does. (kubectl
+// will not send a token over plain HTTP, so this asks with net/http.)
+func TestToken(t *testing.T) {
+	base := startBinary(t, "--token", "s3cret")
+	for auth, want := range map[string]int{"Bearer s3cret": http.StatusOK, "": http.StatusForbidden, "Bearer wrong": http.StatusUnauthorized} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/apis", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Authorization %q: %d, want %d", auth, resp.StatusCode, want)
+		}
+	}
+}
