@@ -308,12 +308,18 @@ func TestManyProcesses(t *testing.T) {
 // TestKilledWriter: a process killed while writing leaves a usable cache.
 func TestKilledWriter(t *testing.T) {
 	root := t.TempDir()
-	for range 3 {
+	for round := range 3 {
 		cmd := helper(t, root, "doomed", 0)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond)
+		// Kill it while it writes: once entries appear (a test binary can
+		// take a while to start under -race), and a moment later.
+		deadline := time.Now().Add(30 * time.Second)
+		for len(entryFiles(t, root)) <= round && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(30 * time.Millisecond)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}
