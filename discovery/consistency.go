@@ -74,12 +74,11 @@ func (c *Client) CheckConsistency(ctx context.Context, samples int) (*Consistenc
 		if err != nil || !mt.Aggregated {
 			return nil, &ResponseError{Path: "/apis", ContentType: resp.Header.Get("Content-Type"), Err: fmt.Errorf("not aggregated discovery (%v)", err)}
 		}
-		groups, failed, err := decodeAggregated(body, mt)
+		named, err := aggregatedPart(body, mt, etag)
 		if err != nil {
 			return nil, &ResponseError{Path: "/apis", ContentType: resp.Header.Get("Content-Type"), Err: err}
 		}
-		named := part{groups: groups, etag: etag, failed: failed, source: Source{Format: FormatAggregatedV2, Protobuf: mt.Protobuf}}
-		s := &Snapshot{content: newContent(part{}, named, c.opts.clock.Now())}
+		s := &Snapshot{content: newContent(part{}, *named, c.opts.clock.Now())}
 		index[etag] = len(out.Views)
 		out.Views = append(out.Views, View{ETag: etag, Seen: 1, Snapshot: s})
 	}

@@ -38,6 +38,20 @@ func decodeAggregated(body []byte, mt mediatype.Discovery) ([]Group, []*GroupVer
 	return groups, failed, nil
 }
 
+// aggregatedPart decodes an aggregated discovery body into what one
+// endpoint contributes to a snapshot, its source taken from the media type.
+func aggregatedPart(body []byte, mt mediatype.Discovery, etag string) (*part, error) {
+	groups, failed, err := decodeAggregated(body, mt)
+	if err != nil {
+		return nil, err
+	}
+	format := FormatAggregatedV2
+	if mt.Version == "v2beta1" {
+		format = FormatAggregatedV2Beta1
+	}
+	return &part{groups: groups, etag: etag, failed: failed, source: Source{Format: format, Protobuf: mt.Protobuf}}, nil
+}
+
 // legacyObject is one of the legacy discovery types (APIVersions,
 // APIGroupList, APIResourceList).
 type legacyObject interface {

@@ -120,15 +120,10 @@ func (c *Client) fetchPart(ctx context.Context, path string, prev *part) (*part,
 	if !mt.Aggregated {
 		return c.fetchLegacy(ctx, path, body, mt)
 	}
-	groups, failed, err := decodeAggregated(body, mt)
+	p, err := aggregatedPart(body, mt, resp.Header.Get("ETag"))
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
-	format := FormatAggregatedV2
-	if mt.Version == "v2beta1" {
-		format = FormatAggregatedV2Beta1
-	}
-	p := &part{groups: groups, etag: resp.Header.Get("ETag"), source: Source{Format: format, Protobuf: mt.Protobuf}, failed: failed}
 	if c.opts.disk != nil {
 		p.raw = &raw{body: body, contentType: contentType}
 	}

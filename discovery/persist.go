@@ -104,16 +104,12 @@ func (c *Client) load() (*Snapshot, error) {
 		if err != nil || !mt.Aggregated {
 			return nil, fmt.Errorf("persisted snapshot content type %q", sp.ContentType)
 		}
-		groups, failed, err := decodeAggregated(body, mt)
+		p, err := aggregatedPart(body, mt, sp.ETag)
 		if err != nil {
 			return nil, err
 		}
-		format := FormatAggregatedV2
-		if mt.Version == "v2beta1" {
-			format = FormatAggregatedV2Beta1
-		}
-		parts[i] = part{groups: groups, etag: sp.ETag, failed: failed, source: Source{Format: format, Protobuf: mt.Protobuf},
-			raw: &raw{body: body, contentType: sp.ContentType}}
+		p.raw = &raw{body: body, contentType: sp.ContentType}
+		parts[i] = *p
 	}
 	s := &Snapshot{content: newContent(parts[0], parts[1], h.Validated), validated: h.Validated}
 	s.generation = c.generations.Add(1)
