@@ -84,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	gvk, fields, err := resolve(mapper, resource, fields, apiVersion)
+	gvk, err := resolve(mapper, resource, apiVersion)
 	if err != nil {
 		return err
 	}
@@ -127,22 +127,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// resolve maps the resource (and with it the first path element, when the
-// resource was written "resource.group") to a kind, as kubectl does.
-func resolve(m *restmapper.Mapper, resource string, fields []string, apiVersion string) (schema.GroupVersionKind, []string, error) {
+// resolve maps the resource (plural, singular or short name, in the
+// group-version given by --api-version if any) to its kind, as kubectl does.
+func resolve(m *restmapper.Mapper, resource, apiVersion string) (schema.GroupVersionKind, error) {
 	gvr := schema.GroupVersionResource{Resource: resource}
 	if apiVersion != "" {
 		gv, err := schema.ParseGroupVersion(apiVersion)
 		if err != nil {
-			return schema.GroupVersionKind{}, nil, err
+			return schema.GroupVersionKind{}, err
 		}
 		gvr.Group, gvr.Version = gv.Group, gv.Version
 	}
 	gvk, err := m.KindFor(gvr)
 	if err != nil {
-		return schema.GroupVersionKind{}, nil, fmt.Errorf("the server doesn't have a resource type %q: %w", resource, err)
+		return schema.GroupVersionKind{}, fmt.Errorf("the server doesn't have a resource type %q: %w", resource, err)
 	}
-	return gvk, fields, nil
+	return gvk, nil
 }
 
 // rawField is the field's schema before its reference is followed, which
