@@ -91,6 +91,9 @@ type Cache struct {
 	// its newest ?hash= this process knows, so a new hash replaces the old
 	// file at once instead of at the next compaction.
 	openapi map[string]string
+	// dirs holds the entry directories this process has made, so that a
+	// write costs no MkdirAll (one is made again if it went missing).
+	dirs sync.Map
 }
 
 type entryInfo struct {
@@ -168,13 +171,24 @@ const (
 )
 
 func encode(key string, value []byte) []byte {
-	buf := make([]byte, headerSize+len(key)+len(value))
+	head := entryHeader(key, value)
+	return append(append(head, key...), value...)
+}
+
+// entryHeader is an entry's fixed header for key and a value in parts,
+// with room to append the rest.
+func entryHeader(key string, value ...[]byte) []byte {
+	var n int
+	sum := crc32.Update(0, castagnoli, []byte(key))
+	for _, v := range value {
+		n += len(v)
+		sum = crc32.Update(sum, castagnoli, v)
+	}
+	buf := make([]byte, headerSize, headerSize+len(key)+n)
 	copy(buf, magic[:])
+	binary.LittleEndian.PutUint32(buf[8:], sum)
 	binary.LittleEndian.PutUint32(buf[8+sumSize:], uint32(len(key)))
-	binary.LittleEndian.PutUint64(buf[8+sumSize+4:], uint64(len(value)))
-	copy(buf[headerSize:], key)
-	copy(buf[headerSize+len(key):], value)
-	binary.LittleEndian.PutUint32(buf[8:], crc32.Checksum(buf[headerSize:], castagnoli))
+	binary.LittleEndian.PutUint64(buf[8+sumSize+4:], uint64(n))
 	return buf
 }
 
@@ -221,20 +235,41 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 }
 
 // Put stores value for key, atomically, and compacts when over a bound.
-func (c *Cache) Put(key string, value []byte) error {
+func (c *Cache) Put(key string, value []byte) error { return c.put(key, value) }
+
+// put stores the value made of parts, written one after another rather
+// than copied together first (documents run to megabytes).
+func (c *Cache) put(key string, parts ...[]byte) error {
 	dir, name := c.fileName(key)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return c.writeFailed(err)
+	if _, made := c.dirs.Load(dir); !made {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return c.writeFailed(err)
+		}
+		c.dirs.Store(dir, true)
 	}
-	buf := encode(key, value)
+	head := append(entryHeader(key, parts...), key...)
+	size := int64(len(head))
+	for _, p := range parts {
+		size += int64(len(p))
+	}
 	// No fsync: a crash may lose the newest entries, never corrupt one
 	// (readers verify), and an fsync per entry is what made client-go's
 	// disk cache slow on macOS.
 	tmp, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
+	if errors.Is(err, fs.ErrNotExist) { // removed behind our back
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			tmp, err = os.CreateTemp(dir, ".tmp-"+name+"-*")
+		}
+	}
 	if err != nil {
 		return c.writeFailed(err)
 	}
-	_, werr := tmp.Write(buf)
+	_, werr := tmp.Write(head)
+	for _, p := range parts {
+		if werr == nil {
+			_, werr = tmp.Write(p)
+		}
+	}
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr
@@ -249,7 +284,7 @@ func (c *Cache) Put(key string, value []byte) error {
 		_ = os.Remove(tmp.Name())
 		return c.writeFailed(werr)
 	}
-	c.touch(name, int64(len(buf)))
+	c.touch(name, size)
 	c.count(func(s *Stats) { s.Writes++ })
 	if id, ok := openAPIIdentity(key); ok {
 		c.mu.Lock()
