@@ -1,6 +1,7 @@
 package openapi3
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +14,11 @@ import (
 	"sync"
 	"time"
 
+	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/client-go/rest"
-	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
 )
@@ -235,7 +237,7 @@ func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, 
 		return nil, nil, fmt.Errorf("openapi3: GET %s: %w", pathAndQuery, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.maxResponseBytes+1))
+	body, err := readBody(resp, c.opts.maxResponseBytes)
 	if err != nil {
 		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", pathAndQuery, err)
 	}
@@ -248,26 +250,18 @@ func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, 
 	return body, resp, nil
 }
 
-// Document is one group-version's OpenAPI v3 document.
-type Document struct {
-	Path string // "apis/apps/v1"
-	URL  string // the server-relative URL it was read from, with its ?hash=
-	JSON []byte
-
-	once   sync.Once
-	parsed *spec3.OpenAPI
-	err    error
-}
-
-// OpenAPI parses the document (once).
-func (d *Document) OpenAPI() (*spec3.OpenAPI, error) {
-	d.once.Do(func() {
-		d.parsed = &spec3.OpenAPI{}
-		if err := json.Unmarshal(d.JSON, d.parsed); err != nil {
-			d.parsed, d.err = nil, fmt.Errorf("openapi3: %s: %w", d.Path, err)
-		}
-	})
-	return d.parsed, d.err
+// readBody reads a response's body, up to limit+1 bytes, into a buffer
+// sized from its Content-Length where it has one (io.ReadAll alone would
+// grow its buffer by doubling through a megabyte document).
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	r := io.LimitReader(resp.Body, limit+1)
+	n := resp.ContentLength
+	if n < 0 || n > limit {
+		return io.ReadAll(r)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, min(n, 32<<20)+bytes.MinRead))
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 // Document returns one group-version's document, fetching it on first use
@@ -280,7 +274,7 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	}
 	u, ok := root[path]
 	if !ok {
-		return nil, fmt.Errorf("openapi3: the server lists no OpenAPI document for %q", path)
+		return nil, fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
 	}
 	c.docMu.Lock()
 	d := c.docs[path]
@@ -289,11 +283,14 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 		return d, nil
 	}
 	v, err := c.shared(ctx, "doc "+u, func(ctx context.Context) (any, error) {
-		body, _, err := c.get(ctx, u, "application/json")
+		body, resp, err := c.get(ctx, u, "application/json")
 		if err != nil {
 			return nil, err
 		}
-		return &Document{Path: path, URL: u, JSON: body}, nil
+		if err := wantType(resp, "application/json"); err != nil {
+			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
+		}
+		return NewDocument(path, u, body)
 	})
 	if err != nil {
 		return nil, err
@@ -331,4 +328,47 @@ func (c *Client) FetchAll(ctx context.Context) ([]*Document, error) {
 		return nil, err
 	}
 	return docs, nil
+}
+
+// The OpenAPI v3 protobuf content types: servers answer with the first;
+// servers before Kubernetes 1.27 know only the second.
+const (
+	ProtobufType           = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
+	ProtobufTypeDeprecated = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+)
+
+// Gnostic reads a group-version's document in its protobuf form, decoded
+// with gnostic-models (the form kube-openapi's proto.NewOpenAPIV3Data
+// builds its models from). It goes through the same ?hash= URL as
+// Document, so with WithDiskCache an unchanged document costs no request;
+// nothing is kept in memory.
+func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document, error) {
+	root, err := c.Paths(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := root[path]
+	if !ok {
+		return nil, fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
+	}
+	v, err := c.shared(ctx, "pb "+u, func(ctx context.Context) (any, error) {
+		body, resp, err := c.get(ctx, u, ProtobufType+", "+ProtobufTypeDeprecated)
+		if err != nil {
+			return nil, err
+		}
+		if err := wantType(resp, ProtobufType); err != nil {
+			if wantType(resp, ProtobufTypeDeprecated) != nil {
+				return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
+			}
+		}
+		doc := &openapi_v3.Document{}
+		if err := proto.Unmarshal(body, doc); err != nil {
+			return nil, fmt.Errorf("openapi3: %s is not an OpenAPI v3 protobuf document: %w", path, err)
+		}
+		return doc, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*openapi_v3.Document), nil
 }

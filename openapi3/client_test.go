@@ -193,7 +193,11 @@ func TestAggregateValidates(t *testing.T) {
 	// aggregated API server might.
 	conflicting := []byte(`{"openapi":"3.0.0","info":{"title":"x","version":"1"},"paths":{"/apis/x.example.com/v1/things":{"get":{"responses":{"200":{"description":"OK","content":{"application/json":{"schema":{"$ref":"#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}}}}}}}},
 	 "components":{"schemas":{"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta":{"type":"object","description":"a different one"}}}}`)
-	docs = append(docs, &openapi3.Document{Path: "apis/x.example.com/v1", JSON: conflicting})
+	extra, err := openapi3.NewDocument("apis/x.example.com/v1", "", conflicting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, extra)
 	merged, err := openapi3.Aggregate(docs)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/openapi"
-	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
@@ -21,43 +20,21 @@ func PathFor(gv schema.GroupVersion) string { return mediatype.OpenAPIPath(gv.Gr
 type Schema struct {
 	Name   string // the components/schemas name, for a kind's schema
 	Schema *spec.Schema
-	doc    *spec3.OpenAPI
+	doc    *Document
 }
 
 // ErrNotFound is the cause of an error for a kind or field that no
 // document describes.
 var ErrNotFound = fmt.Errorf("openapi3: not found")
 
-// Kind finds the schema that carries gvk in its x-kubernetes-group-version-kind.
+// Kind finds the schema that carries gvk in its x-kubernetes-group-version-kind,
+// in its group-version's document.
 func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind) (*Schema, error) {
 	d, err := c.Document(ctx, PathFor(gvk.GroupVersion()))
 	if err != nil {
 		return nil, err
 	}
-	doc, err := d.OpenAPI()
-	if err != nil {
-		return nil, err
-	}
-	if doc.Components == nil {
-		return nil, fmt.Errorf("%w: %s (document %s has no components)", ErrNotFound, gvk, d.Path)
-	}
-	for name, s := range doc.Components.Schemas {
-		if hasGVK(s, gvk) {
-			return &Schema{Name: name, Schema: s, doc: doc}, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: no schema for %s in %s", ErrNotFound, gvk, d.Path)
-}
-
-func hasGVK(s *spec.Schema, gvk schema.GroupVersionKind) bool {
-	list, _ := s.Extensions["x-kubernetes-group-version-kind"].([]any)
-	for _, item := range list {
-		m, _ := item.(map[string]any)
-		if m["group"] == gvk.Group && m["version"] == gvk.Version && m["kind"] == gvk.Kind {
-			return true
-		}
-	}
-	return false
+	return d.Kind(gvk)
 }
 
 // maxRefDepth bounds reference chains, against cycles in server data.
@@ -71,14 +48,14 @@ func (s *Schema) resolve(in *spec.Schema) (*spec.Schema, string, error) {
 	for range maxRefDepth {
 		switch {
 		case in.Ref.String() != "":
-			name := strings.TrimPrefix(in.Ref.String(), "#/components/schemas/")
-			var next *spec.Schema
-			ok := false
-			if s.doc.Components != nil {
-				next, ok = s.doc.Components.Schemas[name]
+			ref := in.Ref.String()
+			name, local := strings.CutPrefix(ref, "#/components/schemas/")
+			if !local {
+				return nil, "", fmt.Errorf("%w: reference %s (only #/components/schemas/ ones resolve)", ErrNotFound, ref)
 			}
-			if !ok {
-				return nil, "", fmt.Errorf("%w: reference %s", ErrNotFound, in.Ref.String())
+			next, err := s.doc.Schema(name)
+			if err != nil {
+				return nil, "", err
 			}
 			in = next
 		case len(in.AllOf) == 1 && len(in.Properties) == 0:

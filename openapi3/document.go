@@ -1,0 +1,194 @@
+package openapi3
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"net/http"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// Document is one group-version's OpenAPI v3 document. It arrives indexed,
+// not parsed: its components/schemas entries are parsed one at a time, the
+// first time something asks for them (Schema, Kind), and the whole
+// document only when OpenAPI is called. A Document is safe for concurrent
+// use; what it returns is shared and must not be modified.
+type Document struct {
+	Path string // "apis/apps/v1"
+	URL  string // the server-relative URL it was read from, with its ?hash=
+	JSON []byte
+
+	indexOnce sync.Once
+	schemas   map[string]span // where each components/schemas entry lies
+	indexErr  error
+
+	mu     sync.Mutex // guards parsed and kinds; never held while parsing
+	parsed map[string]*spec.Schema
+	kinds  map[schema.GroupVersionKind]string
+
+	once sync.Once
+	full *spec3.OpenAPI
+	err  error
+}
+
+// NewDocument indexes a document's JSON, as the Client does with each
+// document it reads; a body that is not one well-bracketed JSON object is
+// an error (a *SyntaxError). The Document keeps body: do not modify it.
+func NewDocument(path, url string, body []byte) (*Document, error) {
+	d := &Document{Path: path, URL: url, JSON: body}
+	if _, err := d.index(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// index returns where the schemas lie, indexing on first use (a Document
+// built as a literal is indexed then).
+func (d *Document) index() (map[string]span, error) {
+	d.indexOnce.Do(func() {
+		d.schemas, d.indexErr = indexSchemas(d.JSON)
+		if d.indexErr != nil {
+			d.indexErr = fmt.Errorf("openapi3: %s is not a JSON document: %w", d.Path, d.indexErr)
+		}
+	})
+	return d.schemas, d.indexErr
+}
+
+// wantType checks a response's Content-Type.
+func wantType(resp *http.Response, want string) error {
+	ct := resp.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != want {
+		return fmt.Errorf("%w: Content-Type %q, want %s", ErrContentType, ct, want)
+	}
+	return nil
+}
+
+// ErrContentType is the cause of an error for a response of another
+// content type than the one asked for.
+var ErrContentType = fmt.Errorf("openapi3: unexpected content type")
+
+// SchemaNames lists the document's components/schemas names, sorted (none
+// for a document that does not index).
+func (d *Document) SchemaNames() []string {
+	schemas, _ := d.index()
+	names := make([]string, 0, len(schemas))
+	for n := range schemas {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Schema returns the components/schemas entry called name, parsing it on
+// first use. A name the document does not define is an ErrNotFound.
+func (d *Document) Schema(name string) (*spec.Schema, error) {
+	d.mu.Lock()
+	s := d.parsed[name]
+	d.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	schemas, err := d.index()
+	if err != nil {
+		return nil, err
+	}
+	at, ok := schemas[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: schema %q in %s", ErrNotFound, name, d.Path)
+	}
+	s = &spec.Schema{}
+	// UnmarshalJSON directly: json.Unmarshal would first scan the bytes
+	// once more to check them, which doubles the cost.
+	if err := s.UnmarshalJSON(d.JSON[at.start:at.end]); err != nil {
+		return nil, fmt.Errorf("openapi3: %s: schema %q: %w", d.Path, name, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if first := d.parsed[name]; first != nil {
+		return first, nil // parsed concurrently; everyone gets the same one
+	}
+	if d.parsed == nil {
+		d.parsed = map[string]*spec.Schema{}
+	}
+	d.parsed[name] = s
+	return s, nil
+}
+
+// gvkExtension is the extension by which a kind's schema names its kind.
+const gvkExtension = "x-kubernetes-group-version-kind"
+
+// Kind finds the schema whose x-kubernetes-group-version-kind lists gvk.
+// Where several do, the first by name wins.
+func (d *Document) Kind(gvk schema.GroupVersionKind) (*Schema, error) {
+	d.mu.Lock()
+	kinds := d.kinds
+	d.mu.Unlock()
+	if kinds == nil {
+		var err error
+		if kinds, err = d.indexKinds(); err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
+		d.kinds = kinds
+		d.mu.Unlock()
+	}
+	name, ok := kinds[gvk]
+	if !ok {
+		return nil, fmt.Errorf("%w: no schema for %s in %s", ErrNotFound, gvk, d.Path)
+	}
+	s, err := d.Schema(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{Name: name, Schema: s, doc: d}, nil
+}
+
+// indexKinds parses the schemas whose bytes mention the extension (a few
+// a document) and maps each kind they list to its schema's name.
+func (d *Document) indexKinds() (map[schema.GroupVersionKind]string, error) {
+	schemas, err := d.index()
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[schema.GroupVersionKind]string{}
+	for _, name := range d.SchemaNames() {
+		at := schemas[name]
+		if !bytes.Contains(d.JSON[at.start:at.end], []byte(gvkExtension)) {
+			continue
+		}
+		s, err := d.Schema(name)
+		if err != nil {
+			return nil, err
+		}
+		list, _ := s.Extensions[gvkExtension].([]any)
+		for _, item := range list {
+			m, _ := item.(map[string]any)
+			g, _ := m["group"].(string)
+			v, _ := m["version"].(string)
+			k, _ := m["kind"].(string)
+			gvk := schema.GroupVersionKind{Group: g, Version: v, Kind: k}
+			if _, taken := kinds[gvk]; !taken && k != "" {
+				kinds[gvk] = name
+			}
+		}
+	}
+	return kinds, nil
+}
+
+// OpenAPI parses the whole document into spec3 (once). It shares nothing
+// with what Schema returns.
+func (d *Document) OpenAPI() (*spec3.OpenAPI, error) {
+	d.once.Do(func() {
+		d.full = &spec3.OpenAPI{}
+		if err := d.full.UnmarshalJSON(d.JSON); err != nil {
+			d.full, d.err = nil, fmt.Errorf("openapi3: %s: %w", d.Path, err)
+		}
+	})
+	return d.full, d.err
+}

@@ -1,0 +1,199 @@
+package openapi3_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+)
+
+// TestDocumentMatchesSpec3: what a document gives schema by schema, parsed
+// as asked for, is what kube-openapi's parse of the whole document holds:
+// the same names, equal schemas, and every kind any schema names found.
+func TestDocumentMatchesSpec3(t *testing.T) {
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	docs, err := newClient(t, base).FetchAll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := 0
+	for _, d := range docs {
+		full, err := d.OpenAPI()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{}
+		if full.Components != nil {
+			for name := range full.Components.Schemas {
+				want = append(want, name)
+			}
+		}
+		sort.Strings(want)
+		if got := d.SchemaNames(); !slices.Equal(got, want) {
+			t.Fatalf("%s: names %d, want %d", d.Path, len(got), len(want))
+		}
+		if len(want) == 0 {
+			continue
+		}
+		for _, name := range want {
+			s, err := d.Schema(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(s, full.Components.Schemas[name]) {
+				t.Fatalf("%s: schema %s differs from the whole document's", d.Path, name)
+			}
+			list, _ := s.Extensions["x-kubernetes-group-version-kind"].([]any)
+			for _, item := range list {
+				m := item.(map[string]any)
+				gvk := schema.GroupVersionKind{Group: m["group"].(string), Version: m["version"].(string), Kind: m["kind"].(string)}
+				found, err := d.Kind(gvk)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", d.Path, gvk, err)
+				}
+				if found.Name > name {
+					t.Errorf("%s: %s found in %s, but %s lists it and sorts first", d.Path, gvk, found.Name, name)
+				}
+				kinds++
+			}
+		}
+		if s, _ := d.Schema(want[0]); s != mustSchema(t, d, want[0]) {
+			t.Errorf("a schema is parsed again on each call")
+		}
+	}
+	if kinds < 100 {
+		t.Errorf("only %d kinds checked", kinds)
+	}
+}
+
+func mustSchema(t *testing.T, d *openapi3.Document, name string) any {
+	t.Helper()
+	s, err := d.Schema(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestMalformedDocuments: a body that is not one well-formed JSON object is
+// an error naming where reading stopped, never a panic; a schema that is
+// bad inside fails when asked for, and the rest of its document works.
+func TestMalformedDocuments(t *testing.T) {
+	_, base := discoverytest.Start(t)
+	d, err := newClient(t, base).Document(context.Background(), "apis/apps/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cut := 0; cut < len(d.JSON); cut += 401 {
+		_, err := openapi3.NewDocument("cut", "", d.JSON[:cut])
+		var syntax *openapi3.SyntaxError
+		if !errors.As(err, &syntax) {
+			t.Fatalf("cut at %d: %v, want a *SyntaxError", cut, err)
+		}
+	}
+	for _, body := range []string{
+		``, `[]`, `"x"`, `{"a":1} {}`, `{"a":1,}`, `{"a" 1}`, `{"a":[1}`, `{"a":"\"}`,
+		`{"components":{"schemas":{"A":{},"A":{}}}}`,
+		`{"components":{},"components":{}}`,
+	} {
+		if _, err := openapi3.NewDocument("bad", "", []byte(body)); err == nil {
+			t.Errorf("%s: no error", body)
+		}
+	}
+
+	// Escapes: a quote inside a string, an escaped member name.
+	ok, err := openapi3.NewDocument("ok", "", []byte(`{"info":{"title":"a \"quoted\\\" }"},"comp\u006fnents":{"schemas":{"A\\B":{"type":"string"},"Bad":{"type":tru},"C":{"$ref":"#/components/schemas/Bad"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ok.SchemaNames(); !slices.Equal(got, []string{`A\B`, "Bad", "C"}) {
+		t.Errorf("names %q", got)
+	}
+	if s, err := ok.Schema(`A\B`); err != nil || !s.Type.Contains("string") {
+		t.Errorf(`A\B: %v %v`, s, err)
+	}
+	if _, err := ok.Schema("Bad"); err == nil || !strings.Contains(err.Error(), `"Bad"`) {
+		t.Errorf("bad schema: %v", err)
+	}
+	if _, err := ok.Schema("Nope"); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Errorf("missing schema: %v", err)
+	}
+}
+
+// TestDocumentResponseErrors: a document of another content type, or cut
+// short, is an error, and the next call asks again.
+func TestDocumentResponseErrors(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	c := newClient(t, base)
+	ctx := context.Background()
+	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{ContentType: "text/html", Times: 1})
+	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, openapi3.ErrContentType) {
+		t.Errorf("text/html: %v", err)
+	}
+	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Truncate: 5000, Times: 1})
+	if _, err := c.Document(ctx, "apis/apps/v1"); err == nil {
+		t.Errorf("truncated: no error")
+	}
+	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Status: http.StatusServiceUnavailable, Times: 1})
+	if _, err := c.Document(ctx, "apis/apps/v1"); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("503: %v", err)
+	}
+	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}); err != nil {
+		t.Errorf("after the faults: %v", err)
+	}
+}
+
+// TestGnostic: the protobuf form, decoded with gnostic, describes the same
+// schemas as the JSON form, and comes from the disk cache when unchanged.
+func TestGnostic(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(4, 2))
+	dir := t.TempDir()
+	client := func() *openapi3.Client {
+		dc, err := diskcache.Open(dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newClient(t, base, openapi3.WithDiskCache(dc))
+	}
+	ctx := context.Background()
+	c := client()
+	for _, path := range []string{"apis/apps/v1", "api/v1", "apis/g001.stress.example.com/v1"} {
+		pb, err := c.Gnostic(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.Document(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range pb.GetComponents().GetSchemas().GetAdditionalProperties() {
+			names = append(names, s.GetName())
+		}
+		sort.Strings(names)
+		if !slices.Equal(names, d.SchemaNames()) || len(names) == 0 {
+			t.Errorf("%s: protobuf has %d schemas, JSON %d", path, len(names), len(d.SchemaNames()))
+		}
+	}
+	srv.ResetRequests()
+	if _, err := client().Gnostic(ctx, "apis/apps/v1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Stats().Requests; n != 1 {
+		t.Errorf("unchanged protobuf document: %d requests, want the root only", n)
+	}
+	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{ContentType: "application/json", Times: 1})
+	if _, err := newClient(t, base).Gnostic(ctx, "apis/apps/v1"); !errors.Is(err, openapi3.ErrContentType) {
+		t.Errorf("JSON where protobuf was asked for: %v", err)
+	}
+}

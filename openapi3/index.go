@@ -1,0 +1,248 @@
+package openapi3
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// A document is indexed, not parsed, when it arrives: one pass over its
+// bytes finds where each components/schemas entry lies, checking that
+// brackets balance and strings end. A schema is parsed (into spec.Schema)
+// the first time something asks for it. Parsing a whole group-version
+// document into spec3 costs ~50x the index; most callers need a few
+// schemas of it.
+
+// span is where a value lies in a document: b[start:end].
+type span struct{ start, end int }
+
+// maxDepth bounds nesting, against a document that is all brackets.
+const maxDepth = 10000
+
+// SyntaxError reports a document that is not well-formed JSON, with the
+// byte offset where reading stopped.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("offset %d: %s", e.Offset, e.Msg) }
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) fail(msg string) error { return &SyntaxError{Offset: s.i, Msg: msg} }
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// expect consumes c after whitespace.
+func (s *scanner) expect(c byte) error {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != c {
+		if s.i >= len(s.b) {
+			return s.fail(fmt.Sprintf("want %q, found the end", c))
+		}
+		return s.fail(fmt.Sprintf("want %q, found %q", c, s.b[s.i]))
+	}
+	s.i++
+	return nil
+}
+
+// str consumes a string whose opening quote is at s.i and returns what lies
+// between the quotes, and whether it holds escapes.
+func (s *scanner) str() (raw []byte, escaped bool, err error) {
+	start := s.i + 1
+	for j := start; ; {
+		k := bytes.IndexByte(s.b[j:], '"')
+		if k < 0 {
+			s.i = len(s.b)
+			return nil, false, s.fail("unterminated string")
+		}
+		j += k
+		// The quote ends the string unless an odd run of backslashes
+		// precedes it.
+		n := 0
+		for p := j - 1; p >= start && s.b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			raw = s.b[start:j]
+			s.i = j + 1
+			return raw, escaped || bytes.IndexByte(raw, '\\') >= 0, nil
+		}
+		escaped = true
+		j++
+	}
+}
+
+// name consumes an object member's name and its colon.
+func (s *scanner) name() (string, error) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", s.fail("want a member name")
+	}
+	at := s.i
+	raw, escaped, err := s.str()
+	if err != nil {
+		return "", err
+	}
+	name := string(raw)
+	if escaped {
+		if err := json.Unmarshal(s.b[at:s.i], &name); err != nil {
+			return "", s.fail("bad member name: " + err.Error())
+		}
+	}
+	return name, s.expect(':')
+}
+
+// value consumes one value and returns where it lies. Inside objects and
+// arrays it checks only that brackets pair up and strings end; whoever
+// parses the value checks the rest.
+func (s *scanner) value() (span, error) {
+	s.ws()
+	start := s.i
+	if s.i >= len(s.b) {
+		return span{}, s.fail("want a value, found the end")
+	}
+	switch c := s.b[s.i]; c {
+	case '"':
+		_, _, err := s.str()
+		return span{start, s.i}, err
+	case '{', '[':
+		var stack []byte
+		for s.i < len(s.b) {
+			switch c := s.b[s.i]; c {
+			case '"':
+				if _, _, err := s.str(); err != nil {
+					return span{}, err
+				}
+				continue
+			case '{', '[':
+				if len(stack) == maxDepth {
+					return span{}, s.fail("nested too deep")
+				}
+				stack = append(stack, c+2) // '{'+2 = '}', '['+2 = ']'
+			case '}', ']':
+				if len(stack) == 0 || stack[len(stack)-1] != c {
+					return span{}, s.fail(fmt.Sprintf("unexpected %q", c))
+				}
+				stack = stack[:len(stack)-1]
+				if len(stack) == 0 {
+					s.i++
+					return span{start, s.i}, nil
+				}
+			}
+			s.i++
+		}
+		return span{}, s.fail("unterminated " + string(c))
+	default: // a number, true, false or null
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if s.i == start {
+					return span{}, s.fail(fmt.Sprintf("unexpected %q", s.b[s.i]))
+				}
+				return span{start, s.i}, nil
+			}
+			s.i++
+		}
+		return span{start, s.i}, nil
+	}
+}
+
+// members calls fn for each member of the object at s.i; fn consumes the
+// member's value.
+func (s *scanner) members(fn func(name string) error) error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		name, err := s.name()
+		if err != nil {
+			return err
+		}
+		if err := fn(name); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return s.fail("unterminated object")
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return s.fail(fmt.Sprintf("want ',' or '}', found %q", s.b[s.i]))
+		}
+	}
+}
+
+// indexSchemas finds each components/schemas entry of a JSON document,
+// checking that the whole document is one well-bracketed object. A name
+// given twice at the levels it reads is an error, as it is to kube-openapi's
+// parser.
+func indexSchemas(b []byte) (map[string]span, error) {
+	s := &scanner{b: b}
+	schemas := map[string]span{}
+	once := func(seen map[string]bool, name string) error {
+		if seen[name] {
+			return s.fail(fmt.Sprintf("member %q given twice", name))
+		}
+		seen[name] = true
+		return nil
+	}
+	top, components := map[string]bool{}, map[string]bool{}
+	err := s.members(func(name string) error {
+		if err := once(top, name); err != nil {
+			return err
+		}
+		if name != "components" {
+			_, err := s.value()
+			return err
+		}
+		return s.members(func(name string) error {
+			if err := once(components, name); err != nil {
+				return err
+			}
+			if name != "schemas" {
+				_, err := s.value()
+				return err
+			}
+			return s.members(func(name string) error {
+				if _, dup := schemas[name]; dup {
+					return s.fail(fmt.Sprintf("schema %q given twice", name))
+				}
+				v, err := s.value()
+				schemas[name] = v
+				return err
+			})
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.ws()
+	if s.i != len(b) {
+		return nil, s.fail("data after the document")
+	}
+	return schemas, nil
+}

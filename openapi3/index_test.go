@@ -1,0 +1,74 @@
+package openapi3
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzIndexSchemas: the index never panics, and on valid JSON it finds
+// exactly the schemas encoding/json finds, each a valid JSON value, or
+// says why it cannot (not an object where one belongs, a name given twice).
+func FuzzIndexSchemas(f *testing.F) {
+	for _, seed := range []string{
+		`{"openapi":"3.0.0","components":{"schemas":{"A":{"type":"object","properties":{"b":{"$ref":"#/components/schemas/B"}}},"B":{"type":"string","enum":["x","y\\"z"]}}}}`,
+		`{"paths":{"/a":{"get":{}}},"components":{"responses":{},"schemas":{"A\u0042":[1,2.5e3,true,false,null]}}}`,
+		`{"components":{"schemas":{}}} `,
+		`{"components":null}`,
+		`[{"components":{}}]`,
+		`{"a":"\\\\"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := indexSchemas(b)
+		if err != nil {
+			var syntax *SyntaxError
+			if !errors.As(err, &syntax) || syntax.Offset < 0 || syntax.Offset > len(b) {
+				t.Fatalf("error %v is not a SyntaxError within the input", err)
+			}
+			if json.Valid(b) && !strings.Contains(err.Error(), "twice") && !strings.Contains(err.Error(), "want '{'") && !strings.Contains(err.Error(), "too deep") {
+				t.Fatalf("valid JSON refused: %v", err)
+			}
+			return
+		}
+		for name, at := range got {
+			if at.start < 0 || at.end > len(b) || at.start >= at.end {
+				t.Fatalf("schema %q at %v, outside the input", name, at)
+			}
+		}
+		if !json.Valid(b) {
+			return // the index is lenient inside values; parsing them is not
+		}
+		// Maps, not structs: names match case-sensitively, as in
+		// kube-openapi's parser.
+		var top, components map[string]json.RawMessage
+		var schemas map[string]json.RawMessage
+		if err := json.Unmarshal(b, &top); err != nil {
+			t.Fatalf("index accepted what encoding/json refuses: %v", err)
+		}
+		if raw, ok := top["components"]; ok {
+			if err := json.Unmarshal(raw, &components); err != nil {
+				t.Fatalf("components: %v", err)
+			}
+		}
+		if raw, ok := components["schemas"]; ok {
+			if err := json.Unmarshal(raw, &schemas); err != nil {
+				t.Fatalf("schemas: %v", err)
+			}
+		}
+		if len(schemas) != len(got) {
+			t.Fatalf("%d schemas, encoding/json finds %d", len(got), len(schemas))
+		}
+		for name, raw := range schemas {
+			at, ok := got[name]
+			if !ok {
+				t.Fatalf("schema %q not indexed", name)
+			}
+			if string(b[at.start:at.end]) != strings.TrimSpace(string(raw)) {
+				t.Fatalf("schema %q: %q, encoding/json has %q", name, b[at.start:at.end], raw)
+			}
+		}
+	})
+}
