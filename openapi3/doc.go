@@ -4,9 +4,14 @@
 // A stale hash's 301 is followed a few times, to the same host only.
 //
 // Documents load lazily (Document) or all at once, a bounded number at a
-// time (FetchAll); Aggregate merges them into one valid document; Kind and
-// Schema.Field find a kind's schema and the schema at a field path
-// (deployment.spec.template.spec.containers), through $refs and the allOf
-// wrappers Kubernetes puts around them. ClientGo adapts a Client to
-// client-go's openapi.Client, for openapi3.NewRoot and kubectl-style code.
+// time (FetchAll). A document is indexed, not parsed, when it arrives: each
+// components/schemas entry is parsed into spec.Schema the first time it is
+// asked for (Document.Schema, Kind, Schema.Field), and the whole document
+// into spec3 only by Document.OpenAPI. Kind and Schema.Field find a kind's
+// schema and the schema at a field path (deployment.spec.template.spec.
+// containers), through $refs and the allOf wrappers Kubernetes puts around
+// them. Gnostic reads the protobuf form, decoded with gnostic-models.
+// Aggregate merges documents into one valid document. ClientGo adapts a
+// Client to client-go's openapi.Client, for openapi3.NewRoot and
+// kubectl-style code.
 package openapi3

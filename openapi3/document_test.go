@@ -197,3 +197,36 @@ func TestGnostic(t *testing.T) {
 		t.Errorf("JSON where protobuf was asked for: %v", err)
 	}
 }
+
+// TestDocumentConcurrentUse: many goroutines asking one document for kinds
+// and schemas get the same answers (run with -race).
+func TestDocumentConcurrentUse(t *testing.T) {
+	_, base := discoverytest.Start(t)
+	c := newClient(t, base)
+	d, err := c.Document(context.Background(), "apis/apps/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+	results := make(chan any, 16)
+	for range 16 {
+		go func() {
+			s, err := d.Kind(gvk)
+			if err != nil {
+				results <- err
+				return
+			}
+			if _, _, err := s.Field("spec", "template", "spec", "containers", "image"); err != nil {
+				results <- err
+				return
+			}
+			results <- s.Schema
+		}()
+	}
+	first := <-results
+	for range 15 {
+		if got := <-results; got != first {
+			t.Fatalf("concurrent callers got %v and %v", first, got)
+		}
+	}
+}
