@@ -3,7 +3,10 @@ package openapi3_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/testenv"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -228,5 +232,78 @@ func TestDocumentConcurrentUse(t *testing.T) {
 		if got := <-results; got != first {
 			t.Fatalf("concurrent callers got %v and %v", first, got)
 		}
+	}
+}
+
+// TestRealDocuments: every OpenAPI document a real kube-apiserver v1.36.3
+// served (from the shared fixtures) indexes to the schemas kube-openapi's
+// whole-document parse finds, each equal, and every kind they list is
+// found by Kind.
+func TestRealDocuments(t *testing.T) {
+	dir := filepath.Join(testenv.SharedFixtures(t), "openapi", "v3")
+	checked, kinds := 0, 0
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, strings.TrimSuffix(p, ".json"))
+		d, err := openapi3.NewDocument(filepath.ToSlash(rel), "", body)
+		if err != nil {
+			return err
+		}
+		full, err := d.OpenAPI()
+		if err != nil {
+			return err
+		}
+		if full.Components == nil {
+			if len(d.SchemaNames()) != 0 {
+				t.Errorf("%s: schemas indexed in a document without components", rel)
+			}
+			return nil
+		}
+		if len(d.SchemaNames()) != len(full.Components.Schemas) {
+			t.Errorf("%s: %d schemas indexed, %d parsed", rel, len(d.SchemaNames()), len(full.Components.Schemas))
+		}
+		for name, want := range full.Components.Schemas {
+			got, err := d.Schema(name)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: schema %s differs (%v)", rel, name, err)
+			}
+			list, _ := got.Extensions["x-kubernetes-group-version-kind"].([]any)
+			for _, item := range list {
+				m := item.(map[string]any)
+				gvk := schema.GroupVersionKind{Group: m["group"].(string), Version: m["version"].(string), Kind: m["kind"].(string)}
+				if _, err := d.Kind(gvk); err != nil {
+					t.Errorf("%s: %v", rel, err)
+				}
+				kinds++
+			}
+		}
+		checked++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 40 || kinds < 250 {
+		t.Errorf("only %d documents and %d kinds checked", checked, kinds)
+	}
+	// kubectl explain's question, answered from the real apps/v1 document.
+	apps, _ := os.ReadFile(filepath.Join(dir, "apis", "apps", "v1.json"))
+	d, err := openapi3.NewDocument("apis/apps/v1", "", apps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Kind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	image, description, err := s.Field("spec", "template", "spec", "containers", "image")
+	if err != nil || !image.Type.Contains("string") || !strings.Contains(description, "Container image name") {
+		t.Errorf("containers.image: %v %q %v", image, description, err)
 	}
 }
