@@ -1,0 +1,102 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+)
+
+type countingTransport struct {
+	next     http.RoundTripper
+	requests *atomic.Int32
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.requests.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// TestOpenAPIFromTheDiskCache: against the real server (HTTP/2, gzip above
+// 128 KiB, Expires in its own format), every document is stored on the
+// first read and costs no request afterwards, in JSON and in protobuf; the
+// index of each agrees with kube-openapi's parse of it.
+func TestOpenAPIFromTheDiskCache(t *testing.T) {
+	c := startCluster(t)
+	dir := t.TempDir()
+	var requests atomic.Int32
+	client := func() *openapi3.Client {
+		cfg := rest.CopyConfig(c.config)
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &requests} }
+		disk, err := diskcache.Open(dir, c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oc, err := openapi3.New(cfg, openapi3.WithDiskCache(disk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return oc
+	}
+	ctx := context.Background()
+	docs, err := client().FetchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		full, err := d.OpenAPI()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if full.Components != nil {
+			n = len(full.Components.Schemas)
+		}
+		if len(d.SchemaNames()) != n {
+			t.Errorf("%s: %d schemas indexed, %d parsed", d.Path, len(d.SchemaNames()), n)
+		}
+	}
+	apps := openapi3.PathFor(schema.GroupVersion{Group: "apps", Version: "v1"})
+	if _, err := client().Gnostic(ctx, apps); err != nil {
+		t.Fatal(err)
+	}
+
+	requests.Store(0)
+	warm := client()
+	again, err := warm.FetchAll(ctx)
+	if err != nil || len(again) != len(docs) {
+		t.Fatalf("warm: %d documents, %v", len(again), err)
+	}
+	pb, err := warm.Gnostic(ctx, apps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("warm: %d requests for %d documents, want the root only", n, len(docs))
+	}
+	var names []string
+	for _, s := range pb.GetComponents().GetSchemas().GetAdditionalProperties() {
+		names = append(names, s.GetName())
+	}
+	sort.Strings(names)
+	d, _ := warm.Document(ctx, apps)
+	if !slices.Equal(names, d.SchemaNames()) {
+		t.Errorf("apps/v1: protobuf names %d, JSON names %d", len(names), len(d.SchemaNames()))
+	}
+	s, err := warm.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, description, err := s.Field("spec", "replicas"); err != nil || !strings.Contains(description, "desired pods") {
+		t.Errorf("spec.replicas: %q %v", description, err)
+	}
+}
