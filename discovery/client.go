@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/flight"
 )
 
 // Defaults of the options.
@@ -128,8 +129,7 @@ type Client struct {
 
 	current     atomic.Pointer[Snapshot]
 	generations atomic.Uint64
-	flightMu    sync.Mutex
-	flight      *flight // the refresh under way, if any
+	refreshes   flight.Group[struct{}, *Snapshot] // the refresh under way, if any
 	stats       counters
 
 	logMu          sync.Mutex
@@ -202,7 +202,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	}
 	b := *base
 	b.Path = strings.TrimSuffix(b.Path, "/")
-	return &Client{hc: hc, base: &b, opts: o, lastFailed: map[string]string{}}, nil
+	c := &Client{hc: hc, base: &b, opts: o, lastFailed: map[string]string{}}
+	c.refreshes.Timeout = o.refreshTimeout
+	return c, nil
 }
 
 // Current returns the latest snapshot without doing anything, or nil before
@@ -239,75 +241,16 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 // refresh that every caller has given up on is cancelled. A failed refresh
 // keeps the previous snapshot current.
 func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
-	f := c.join(false)
-	select {
-	case <-f.done:
-		return f.snap, f.err
-	case <-ctx.Done():
-		c.leave(f)
-		return c.current.Load(), ctx.Err()
+	s, err := c.refreshes.Do(ctx, struct{}{}, c.refresh)
+	if s == nil { // ctx ended first
+		s = c.current.Load()
 	}
+	return s, err
 }
 
 // refreshInBackground starts a refresh, or joins the one under way, with
 // nobody waiting: it runs to completion (or its timeout).
-func (c *Client) refreshInBackground() { c.join(true) }
-
-// flight is one refresh and the callers sharing it.
-type flight struct {
-	done       chan struct{}
-	snap       *Snapshot
-	err        error
-	waiters    int
-	background bool // started or joined by a background revalidation
-	cancel     context.CancelFunc
-}
-
-// join returns the refresh under way, starting one if there is none. The
-// refresh runs on its own context, bounded by the refresh timeout, so one
-// caller's cancellation does not fail the others.
-func (c *Client) join(background bool) *flight {
-	c.flightMu.Lock()
-	defer c.flightMu.Unlock()
-	f := c.flight
-	if f == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.refreshTimeout)
-		f = &flight{done: make(chan struct{}), cancel: cancel}
-		c.flight = f
-		go func() {
-			defer cancel()
-			snap, err := c.refresh(ctx)
-			c.flightMu.Lock()
-			if c.flight == f {
-				c.flight = nil
-			}
-			c.flightMu.Unlock()
-			f.snap, f.err = snap, err
-			close(f.done)
-		}()
-	}
-	if background {
-		f.background = true
-	} else {
-		f.waiters++
-	}
-	return f
-}
-
-// leave drops a caller that gave up; the last one out cancels the refresh
-// unless a background revalidation wants it, and the next caller starts a
-// new one rather than inherit a cancelled one.
-func (c *Client) leave(f *flight) {
-	c.flightMu.Lock()
-	defer c.flightMu.Unlock()
-	f.waiters--
-	if f.waiters == 0 && !f.background {
-		f.cancel()
-		if c.flight == f {
-			c.flight = nil
-		}
-	}
-}
+func (c *Client) refreshInBackground() { c.refreshes.Start(struct{}{}, c.refresh) }
 
 func (c *Client) refresh(ctx context.Context) (*Snapshot, error) {
 	start := time.Now()

@@ -16,11 +16,11 @@ import (
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/singleflight"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/flight"
 )
 
 // Defaults of the options.
@@ -90,7 +90,11 @@ type Client struct {
 
 	rootMu sync.Mutex // guards root; held only to read or swap it
 	root   map[string]string
-	flight singleflight.Group
+	// Fetches that concurrent callers share, each on its own context
+	// (bounded by fetchTimeout), cancelled when every caller has left.
+	rootFetch flight.Group[struct{}, map[string]string]
+	docFetch  flight.Group[string, *Document]
+	pbFetch   flight.Group[string, *openapi_v3.Document]
 
 	docMu sync.Mutex // guards docs; never held across I/O
 	docs  map[string]*Document
@@ -172,7 +176,7 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // RefreshRoot reads the root again; documents whose hash changed are then
 // fetched anew (and their old copies leave the disk cache).
 func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
-	v, err := c.shared(ctx, "root", func(ctx context.Context) (any, error) {
+	return c.rootFetch.Do(ctx, struct{}{}, func(ctx context.Context) (map[string]string, error) {
 		body, _, err := c.get(ctx, "/openapi/v3", "application/json")
 		if err != nil {
 			return nil, err
@@ -194,32 +198,10 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 		c.rootMu.Unlock()
 		return root, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(map[string]string), nil
 }
 
-// sharedTimeout bounds a fetch that concurrent callers share.
-const sharedTimeout = 2 * time.Minute
-
-// shared runs fn once for concurrent callers of the same key. The work runs
-// on its own context (bounded by sharedTimeout), so one caller giving up
-// does not fail the others with its context error; each caller waits at
-// most until its own ctx ends.
-func (c *Client) shared(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
-	ch := c.flight.DoChan(key, func() (any, error) {
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-		defer cancel()
-		return fn(wctx)
-	})
-	select {
-	case res := <-ch:
-		return res.Val, res.Err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+// fetchTimeout bounds a fetch that concurrent callers share.
+const fetchTimeout = 2 * time.Minute
 
 // get fetches one path relative to the server, within the size limit.
 func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, *http.Response, error) {
@@ -282,7 +264,7 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	if d != nil && d.URL == u {
 		return d, nil
 	}
-	v, err := c.shared(ctx, "doc "+u, func(ctx context.Context) (any, error) {
+	d, err = c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
 		body, resp, err := c.get(ctx, u, "application/json")
 		if err != nil {
 			return nil, err
@@ -295,7 +277,6 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = v.(*Document)
 	c.docMu.Lock()
 	c.docs[path] = d
 	c.docMu.Unlock()
@@ -351,7 +332,7 @@ func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document
 	if !ok {
 		return nil, fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
 	}
-	v, err := c.shared(ctx, "pb "+u, func(ctx context.Context) (any, error) {
+	return c.pbFetch.Do(ctx, u, func(ctx context.Context) (*openapi_v3.Document, error) {
 		body, resp, err := c.get(ctx, u, ProtobufType+", "+ProtobufTypeDeprecated)
 		if err != nil {
 			return nil, err
@@ -367,8 +348,4 @@ func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document
 		}
 		return doc, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*openapi_v3.Document), nil
 }

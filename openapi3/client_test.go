@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgopenapi3 "k8s.io/client-go/openapi3"
@@ -273,5 +275,35 @@ func TestContextErrorsAreNotKept(t *testing.T) {
 	}
 	if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
 		t.Errorf("after a cancelled call: %v", err)
+	}
+}
+
+// TestAbandonedFetchIsCancelled: a document fetch every caller has given up
+// on is cancelled, not left running to its timeout; the next call starts
+// afresh.
+func TestAbandonedFetchIsCancelled(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	c := newClient(t, base)
+	if _, err := c.Paths(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("document: %v", err)
+	}
+	// The server's handler ends when its request is cancelled (and is
+	// logged then); it would wait a minute otherwise.
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/openapi/v3/apis/apps/v1" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned fetch is still running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	srv.ClearFaults()
+	if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
+		t.Errorf("the next call inherited the cancelled fetch: %v", err)
 	}
 }
