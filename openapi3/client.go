@@ -246,17 +246,26 @@ func readBody(resp *http.Response, limit int64) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
+// urlFor is the current URL of path's document, from the root.
+func (c *Client) urlFor(ctx context.Context, path string) (string, error) {
+	root, err := c.Paths(ctx)
+	if err != nil {
+		return "", err
+	}
+	u, ok := root[path]
+	if !ok {
+		return "", fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
+	}
+	return u, nil
+}
+
 // Document returns one group-version's document, fetching it on first use
 // (and again when the root gives it a new hash). Errors, context errors
 // included, are never kept: the next call tries again.
 func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
-	root, err := c.Paths(ctx)
+	u, err := c.urlFor(ctx, path)
 	if err != nil {
 		return nil, err
-	}
-	u, ok := root[path]
-	if !ok {
-		return nil, fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
 	}
 	c.docMu.Lock()
 	d := c.docs[path]
@@ -324,13 +333,9 @@ const (
 // Document, so with WithDiskCache an unchanged document costs no request;
 // nothing is kept in memory.
 func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document, error) {
-	root, err := c.Paths(ctx)
+	u, err := c.urlFor(ctx, path)
 	if err != nil {
 		return nil, err
-	}
-	u, ok := root[path]
-	if !ok {
-		return nil, fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
 	}
 	return c.pbFetch.Do(ctx, u, func(ctx context.Context) (*openapi_v3.Document, error) {
 		body, resp, err := c.get(ctx, u, ProtobufType+", "+ProtobufTypeDeprecated)

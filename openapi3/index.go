@@ -203,30 +203,24 @@ func (s *scanner) members(fn func(name string) error) error {
 func indexSchemas(b []byte) (map[string]span, error) {
 	s := &scanner{b: b}
 	schemas := map[string]span{}
-	once := func(seen map[string]bool, name string) error {
-		if seen[name] {
-			return s.fail(fmt.Sprintf("member %q given twice", name))
-		}
-		seen[name] = true
-		return nil
-	}
-	top, components := map[string]bool{}, map[string]bool{}
-	err := s.members(func(name string) error {
-		if err := once(top, name); err != nil {
-			return err
-		}
-		if name != "components" {
-			_, err := s.value()
-			return err
-		}
+	// into reads an object's members, each name once, handing the one
+	// called want to inner and skipping the others.
+	into := func(want string, inner func() error) error {
+		seen := map[string]bool{}
 		return s.members(func(name string) error {
-			if err := once(components, name); err != nil {
-				return err
+			if seen[name] {
+				return s.fail(fmt.Sprintf("member %q given twice", name))
 			}
-			if name != "schemas" {
+			seen[name] = true
+			if name != want {
 				_, err := s.value()
 				return err
 			}
+			return inner()
+		})
+	}
+	err := into("components", func() error {
+		return into("schemas", func() error {
 			return s.members(func(name string) error {
 				if _, dup := schemas[name]; dup {
 					return s.fail(fmt.Sprintf("schema %q given twice", name))
