@@ -2,19 +2,24 @@ package openapi3_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/disk"
 	"k8s.io/client-go/openapi"
 	cgopenapi3 "k8s.io/client-go/openapi3"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/testenv"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -193,6 +198,94 @@ func BenchmarkAllDocumentsParsed(b *testing.B) {
 	b.Run("warm-disk-cache/client-go", func(b *testing.B) {
 		for b.Loop() {
 			clientGo(b, warmCG)
+		}
+	})
+}
+
+// BenchmarkExplain: what `kubectl explain deployment.spec.template.spec.
+// containers` costs a new process with a warm disk cache, at 3000 CRDs:
+// kubeatlas reads the root and one cached document, indexes it and parses
+// the few schemas on the path; client-go's openapi3.Root (as kubectl uses
+// it) reads the root and parses the whole apps/v1 document.
+func BenchmarkExplain(b *testing.B) {
+	klog.LogToStderr(false)
+	_, base := discoverytest.Start(b, discoverytest.WithCRDs(3000, 250))
+	cfg := &rest.Config{Host: base, QPS: -1}
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	warmKA, warmCG := b.TempDir(), b.TempDir()
+	kubeatlas := func(b *testing.B) {
+		dc, err := diskcache.Open(warmKA, base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := newClient(b, base, openapi3.WithDiskCache(dc)).Kind(context.Background(), gvk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := s.Field("spec", "template", "spec", "containers"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	clientGo := func(b *testing.B) {
+		cdc, err := disk.NewCachedDiscoveryClientForConfig(cfg, filepath.Join(warmCG, "discovery"), filepath.Join(warmCG, "http"), 6*time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		doc, err := cgopenapi3.NewRoot(cdc.OpenAPIV3()).GVSpec(gvk.GroupVersion())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if doc.Components.Schemas["io.k8s.api.apps.v1.Deployment"] == nil {
+			b.Fatal("no Deployment")
+		}
+	}
+	kubeatlas(b)
+	clientGo(b)
+	b.Run("kubeatlas", func(b *testing.B) {
+		for b.Loop() {
+			kubeatlas(b)
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		for b.Loop() {
+			clientGo(b)
+		}
+	})
+}
+
+// BenchmarkRealAppsV1: the real apps/v1 document of kube-apiserver v1.36.3
+// (711 KB, from the shared fixtures), from bytes to the schema of
+// deployment.spec.template.spec.containers: kubeatlas indexes it and parses
+// the schemas on the path; client-go's openapi3.Root.GVSpec parses it
+// whole with json.Unmarshal.
+func BenchmarkRealAppsV1(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join(testenv.SharedFixtures(b), "openapi", "v3", "apis", "apps", "v1.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("kubeatlas", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			d, err := openapi3.NewDocument("apis/apps/v1", "", body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := d.Kind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := s.Field("spec", "template", "spec", "containers"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var doc spec3.OpenAPI
+			if err := json.Unmarshal(body, &doc); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

@@ -3,7 +3,6 @@ package openapi3
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -181,17 +180,9 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		var doc struct {
-			Paths map[string]struct {
-				ServerRelativeURL string `json:"serverRelativeURL"`
-			} `json:"paths"`
-		}
-		if err := json.Unmarshal(body, &doc); err != nil {
+		root, err := parseRoot(body)
+		if err != nil {
 			return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
-		}
-		root := make(map[string]string, len(doc.Paths))
-		for p, v := range doc.Paths {
-			root[p] = v.ServerRelativeURL
 		}
 		c.rootMu.Lock()
 		c.root = root

@@ -2,6 +2,7 @@ package openapi3
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -149,8 +150,9 @@ func (d *Document) Kind(gvk schema.GroupVersionKind) (*Schema, error) {
 	return &Schema{Name: name, Schema: s, doc: d}, nil
 }
 
-// indexKinds parses the schemas whose bytes mention the extension (a few
-// a document) and maps each kind they list to its schema's name.
+// indexKinds reads the extension of the schemas whose bytes mention it (a
+// few a document), without parsing the rest of them, and maps each kind
+// they list to its schema's name.
 func (d *Document) indexKinds() (map[schema.GroupVersionKind]string, error) {
 	schemas, err := d.index()
 	if err != nil {
@@ -159,21 +161,21 @@ func (d *Document) indexKinds() (map[schema.GroupVersionKind]string, error) {
 	kinds := map[schema.GroupVersionKind]string{}
 	for _, name := range d.SchemaNames() {
 		at := schemas[name]
-		if !bytes.Contains(d.JSON[at.start:at.end], []byte(gvkExtension)) {
+		raw := d.JSON[at.start:at.end]
+		if !bytes.Contains(raw, []byte(gvkExtension)) {
 			continue
 		}
-		s, err := d.Schema(name)
-		if err != nil {
-			return nil, err
+		// A schema whose extension does not read is left out, so that one
+		// broken schema does not hide every kind of its document; asking
+		// for it by name reports what is wrong with it.
+		list, err := memberOf(raw, gvkExtension)
+		var gvks []struct{ Group, Version, Kind string }
+		if err != nil || list == nil || json.Unmarshal(list, &gvks) != nil {
+			continue
 		}
-		list, _ := s.Extensions[gvkExtension].([]any)
-		for _, item := range list {
-			m, _ := item.(map[string]any)
-			g, _ := m["group"].(string)
-			v, _ := m["version"].(string)
-			k, _ := m["kind"].(string)
-			gvk := schema.GroupVersionKind{Group: g, Version: v, Kind: k}
-			if _, taken := kinds[gvk]; !taken && k != "" {
+		for _, g := range gvks {
+			gvk := schema.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind}
+			if _, taken := kinds[gvk]; !taken && g.Kind != "" {
 				kinds[gvk] = name
 			}
 		}

@@ -132,6 +132,18 @@ func TestMalformedDocuments(t *testing.T) {
 	if _, err := ok.Schema("Nope"); !errors.Is(err, openapi3.ErrNotFound) {
 		t.Errorf("missing schema: %v", err)
 	}
+
+	// A schema with a broken kind extension does not hide the others'.
+	kinds, err := openapi3.NewDocument("kinds", "", []byte(`{"components":{"schemas":{
+		"A":{"x-kubernetes-group-version-kind":"not a list"},
+		"B":["x-kubernetes-group-version-kind"],
+		"C":{"type":"object","x-kubernetes-group-version-kind":[{"group":"g","version":"v1","kind":"C"}]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := kinds.Kind(schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "C"}); err != nil || s.Name != "C" {
+		t.Errorf("kind C beside broken extensions: %v %v", s, err)
+	}
 }
 
 // TestDocumentResponseErrors: a document of another content type, or cut

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // A document is indexed, not parsed, when it arrives: one pass over its
@@ -88,22 +89,32 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 
 // name consumes an object member's name and its colon.
 func (s *scanner) name() (string, error) {
+	name, err := s.string()
+	if err != nil {
+		return "", err
+	}
+	return name, s.expect(':')
+}
+
+// string consumes a string value, unescaped.
+func (s *scanner) string() (string, error) {
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return "", s.fail("want a member name")
+		return "", s.fail("want a string")
 	}
 	at := s.i
 	raw, escaped, err := s.str()
 	if err != nil {
 		return "", err
 	}
-	name := string(raw)
-	if escaped {
-		if err := json.Unmarshal(s.b[at:s.i], &name); err != nil {
-			return "", s.fail("bad member name: " + err.Error())
+	v := string(raw)
+	if escaped || !utf8.Valid(raw) { // as encoding/json does: U+FFFD for bad bytes
+		v = ""
+		if err := json.Unmarshal(s.b[at:s.i], &v); err != nil {
+			return "", s.fail("bad string: " + err.Error())
 		}
 	}
-	return name, s.expect(':')
+	return v, nil
 }
 
 // value consumes one value and returns where it lies. Inside objects and
@@ -196,6 +207,19 @@ func (s *scanner) members(fn func(name string) error) error {
 	}
 }
 
+// uniqueMembers is members, with a name given twice an error (as it is to
+// kube-openapi's parser).
+func (s *scanner) uniqueMembers(fn func(name string) error) error {
+	seen := map[string]bool{}
+	return s.members(func(name string) error {
+		if seen[name] {
+			return s.fail(fmt.Sprintf("member %q given twice", name))
+		}
+		seen[name] = true
+		return fn(name)
+	})
+}
+
 // indexSchemas finds each components/schemas entry of a JSON document,
 // checking that the whole document is one well-bracketed object. A name
 // given twice at the levels it reads is an error, as it is to kube-openapi's
@@ -206,12 +230,7 @@ func indexSchemas(b []byte) (map[string]span, error) {
 	// into reads an object's members, each name once, handing the one
 	// called want to inner and skipping the others.
 	into := func(want string, inner func() error) error {
-		seen := map[string]bool{}
-		return s.members(func(name string) error {
-			if seen[name] {
-				return s.fail(fmt.Sprintf("member %q given twice", name))
-			}
-			seen[name] = true
+		return s.uniqueMembers(func(name string) error {
 			if name != want {
 				_, err := s.value()
 				return err
@@ -221,10 +240,7 @@ func indexSchemas(b []byte) (map[string]span, error) {
 	}
 	err := into("components", func() error {
 		return into("schemas", func() error {
-			return s.members(func(name string) error {
-				if _, dup := schemas[name]; dup {
-					return s.fail(fmt.Sprintf("schema %q given twice", name))
-				}
+			return s.uniqueMembers(func(name string) error {
 				v, err := s.value()
 				schemas[name] = v
 				return err
@@ -239,4 +255,52 @@ func indexSchemas(b []byte) (map[string]span, error) {
 		return nil, s.fail("data after the document")
 	}
 	return schemas, nil
+}
+
+// memberOf returns the value of the member called name of the JSON object
+// b, or nil if it has none.
+func memberOf(b []byte, name string) ([]byte, error) {
+	s := &scanner{b: b}
+	var found []byte
+	err := s.members(func(n string) error {
+		v, err := s.value()
+		if n == name && err == nil {
+			found = b[v.start:v.end]
+		}
+		return err
+	})
+	return found, err
+}
+
+// parseRoot reads the /openapi/v3 root: each path's serverRelativeURL.
+// (encoding/json took a millisecond and a half over a 470-path root; this
+// is what a new process pays before its first document.)
+func parseRoot(b []byte) (map[string]string, error) {
+	s := &scanner{b: b}
+	root := map[string]string{}
+	err := s.uniqueMembers(func(name string) error {
+		if name != "paths" {
+			_, err := s.value()
+			return err
+		}
+		return s.uniqueMembers(func(path string) error {
+			return s.uniqueMembers(func(name string) error {
+				if name != "serverRelativeURL" {
+					_, err := s.value()
+					return err
+				}
+				u, err := s.string()
+				root[path] = u
+				return err
+			})
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.ws()
+	if s.i != len(b) {
+		return nil, s.fail("data after the document")
+	}
+	return root, nil
 }

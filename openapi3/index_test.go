@@ -10,7 +10,9 @@ import (
 // FuzzIndexSchemas: the index never panics, and on valid JSON it finds
 // exactly the schemas encoding/json finds, each a valid JSON value, or
 // says why it cannot (not an object where one belongs, a name given twice).
+// The same input read as an OpenAPI root gives encoding/json's paths.
 func FuzzIndexSchemas(f *testing.F) {
+	f.Add([]byte(`{"paths":{"apis/apps/v1":{"serverRelativeURL":"/openapi/v3/apis/apps/v1?hash=AB"},"api/v1":{"serverRelativeURL":"/openapi/v3/api/v1?hash=\u0043D","x":1}}}`))
 	for _, seed := range []string{
 		`{"openapi":"3.0.0","components":{"schemas":{"A":{"type":"object","properties":{"b":{"$ref":"#/components/schemas/B"}}},"B":{"type":"string","enum":["x","y\\"z"]}}}}`,
 		`{"paths":{"/a":{"get":{}}},"components":{"responses":{},"schemas":{"A\u0042":[1,2.5e3,true,false,null]}}}`,
@@ -22,6 +24,7 @@ func FuzzIndexSchemas(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkRoot(t, b)
 		got, err := indexSchemas(b)
 		if err != nil {
 			var syntax *SyntaxError
@@ -71,4 +74,42 @@ func FuzzIndexSchemas(f *testing.F) {
 			}
 		}
 	})
+}
+
+func checkRoot(t *testing.T, b []byte) {
+	got, err := parseRoot(b)
+	if err != nil {
+		var syntax *SyntaxError
+		if !errors.As(err, &syntax) {
+			t.Fatalf("root: error %v is not a SyntaxError", err)
+		}
+		return
+	}
+	// Maps, not structs: names match case-sensitively.
+	var top map[string]json.RawMessage
+	var paths map[string]map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return // the scanner is lenient inside the values it skips
+	}
+	if raw, ok := top["paths"]; ok && json.Unmarshal(raw, &paths) != nil {
+		t.Fatalf("root: read, but its paths are not objects to encoding/json")
+	}
+	want := map[string]string{}
+	for p, m := range paths {
+		var u string
+		if raw, ok := m["serverRelativeURL"]; ok {
+			if json.Unmarshal(raw, &u) != nil {
+				t.Fatalf("root: %q: the URL read, encoding/json refuses it", p)
+			}
+			want[p] = u
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("root: %d paths, encoding/json finds %d", len(got), len(want))
+	}
+	for p, u := range want {
+		if got[p] != u {
+			t.Fatalf("root: %q: %q, encoding/json has %q", p, got[p], u)
+		}
+	}
 }
