@@ -113,6 +113,19 @@ func BenchmarkAllDocuments(b *testing.B) {
 		}
 		report(b)
 	})
+	// Every document merged into one (client-go has no counterpart).
+	b.Run("warm-disk-cache/kubeatlas-aggregate", func(b *testing.B) {
+		dc, _ := diskcache.Open(warm, base)
+		docs, err := newClient(b, base, openapi3.WithDiskCache(dc)).FetchAll(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := openapi3.Aggregate(docs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	warmCG := b.TempDir()
 	b.Run("warm-disk-cache/client-go", func(b *testing.B) {
 		clientGo(b, cachedClientGo(b, warmCG))

@@ -183,30 +183,49 @@ func TestCorruptCacheRefetches(t *testing.T) {
 	}
 }
 
-// TestAggregateValidates: one document, every $ref resolving, shared
-// schemas once, conflicting ones renamed.
+// TestAggregateValidates: one document that kube-openapi parses, every
+// $ref resolving, shared schemas once, conflicting ones renamed, and a
+// schema that refers to a renamed one renamed with it.
 func TestAggregateValidates(t *testing.T) {
 	_, base := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
 	docs, err := newClient(t, base).FetchAll(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A document that defines ObjectMeta differently, as a foreign
-	// aggregated API server might.
-	conflicting := []byte(`{"openapi":"3.0.0","info":{"title":"x","version":"1"},"paths":{"/apis/x.example.com/v1/things":{"get":{"responses":{"200":{"description":"OK","content":{"application/json":{"schema":{"$ref":"#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}}}}}}}},
-	 "components":{"schemas":{"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta":{"type":"object","description":"a different one"}}}}`)
-	extra, err := openapi3.NewDocument("apis/x.example.com/v1", "", conflicting)
+	const (
+		objectMeta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+		listMeta   = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+		wrapper    = "io.example.Wrapper"
+	)
+	// Two documents, as foreign aggregated API servers might serve them:
+	// both define Wrapper alike, byte for byte, referring to ObjectMeta and
+	// ListMeta; the second also defines ObjectMeta, differently from the
+	// built-in documents.
+	foreign := func(group, ownObjectMeta string) *openapi3.Document {
+		body := `{"openapi":"3.0.0","info":{"title":"x","version":"1"},"paths":{"/apis/` + group + `/v1/things":{"get":{"responses":{"200":{"description":"OK","content":{"application/json":{"schema":{"$ref":"#/components/schemas/` + wrapper + `"}}}}}}}},
+		 "components":{"schemas":{"` + wrapper + `":{"type":"object","properties":{"metadata":{"$ref":"#/components/schemas/` + objectMeta + `"},"list":{"$ref":"#/components/schemas/` + listMeta + `"}}}` + ownObjectMeta + `},
+		  "securitySchemes":{"BearerToken":{"type":"apiKey","name":"authorization","in":"header"}}},
+		 "security":[{"BearerToken":[]}]}`
+		d, err := openapi3.NewDocument("apis/"+group+"/v1", "", []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	docs = append(docs, foreign("a.example.com", ""),
+		foreign("b.example.com", `,"`+objectMeta+`":{"type":"object","description":"a different one"}`))
+	agg, err := openapi3.Aggregate(docs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs = append(docs, extra)
-	merged, err := openapi3.Aggregate(docs)
+	merged, err := agg.OpenAPI()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the aggregated document does not parse: %v", err)
 	}
-	raw, _ := json.Marshal(merged)
 	var generic any
-	json.Unmarshal(raw, &generic)
+	if err := json.Unmarshal(agg.JSON, &generic); err != nil {
+		t.Fatal(err)
+	}
 	refs := 0
 	var walk func(any)
 	walk = func(n any) {
@@ -229,20 +248,49 @@ func TestAggregateValidates(t *testing.T) {
 		}
 	}
 	walk(generic)
-	total := 0
-	for _, d := range docs[:len(docs)-1] {
+	total, names := 0, map[string]bool{}
+	for _, d := range docs {
 		doc, _ := d.OpenAPI()
-		total += len(doc.Paths.Paths)
+		if doc.Paths != nil {
+			total += len(doc.Paths.Paths)
+		}
+		for _, n := range d.SchemaNames() {
+			names[n] = true
+		}
 	}
-	if refs < 100 || len(merged.Paths.Paths) != total+1 {
-		t.Errorf("%d refs, %d paths (want %d)", refs, len(merged.Paths.Paths), total+1)
+	if refs < 100 || len(merged.Paths.Paths) != total {
+		t.Errorf("%d refs, %d paths (want %d)", refs, len(merged.Paths.Paths), total)
 	}
-	if merged.Components.Schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta_apis_x_example_com_v1"] == nil {
-		t.Errorf("the conflicting schema was not renamed")
+	// Every name once, plus the two renamed for the second foreign document.
+	if len(merged.Components.Schemas) != len(names)+2 {
+		t.Errorf("%d schemas, want %d", len(merged.Components.Schemas), len(names)+2)
 	}
-	item := merged.Paths.Paths["/apis/x.example.com/v1/things"]
-	if ref := item.Get.Responses.StatusCodeResponses[200].Content["application/json"].Schema.Ref.String(); !strings.HasSuffix(ref, "_apis_x_example_com_v1") {
-		t.Errorf("the conflicting document's $ref was not rewritten: %s", ref)
+	if merged.Components.Schemas[objectMeta].Description == "a different one" {
+		t.Errorf("the first definition of ObjectMeta was not kept")
+	}
+	renamed := merged.Components.Schemas[objectMeta+"_apis_b_example_com_v1"]
+	if renamed == nil || renamed.Description != "a different one" {
+		t.Errorf("the conflicting schema was not renamed: %v", renamed)
+	}
+	w := merged.Components.Schemas[wrapper+"_apis_b_example_com_v1"]
+	if w == nil {
+		t.Fatalf("the schema that refers to the renamed one was not renamed with it")
+	}
+	metadata, list := w.Properties["metadata"], w.Properties["list"]
+	if ref := metadata.Ref.String(); ref != "#/components/schemas/"+objectMeta+"_apis_b_example_com_v1" {
+		t.Errorf("its reference: %s", ref)
+	}
+	if ref := list.Ref.String(); ref != "#/components/schemas/"+listMeta {
+		t.Errorf("its reference to a shared schema: %s", ref)
+	}
+	for group, want := range map[string]string{"a.example.com": wrapper, "b.example.com": wrapper + "_apis_b_example_com_v1"} {
+		item := merged.Paths.Paths["/apis/"+group+"/v1/things"]
+		if ref := item.Get.Responses.StatusCodeResponses[200].Content["application/json"].Schema.Ref.String(); ref != "#/components/schemas/"+want {
+			t.Errorf("%s: path refers to %s, want %s", group, ref, want)
+		}
+	}
+	if len(merged.SecurityRequirement) != 1 || merged.Components.SecuritySchemes["BearerToken"] == nil {
+		t.Errorf("security: %v %v", merged.SecurityRequirement, merged.Components.SecuritySchemes)
 	}
 }
 

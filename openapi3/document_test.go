@@ -3,6 +3,7 @@ package openapi3_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -317,5 +318,80 @@ func TestRealDocuments(t *testing.T) {
 	image, description, err := s.Field("spec", "template", "spec", "containers", "image")
 	if err != nil || !image.Type.Contains("string") || !strings.Contains(description, "Container image name") {
 		t.Errorf("containers.image: %v %q %v", image, description, err)
+	}
+}
+
+// TestAggregateRealDocuments: the documents of a real kube-apiserver
+// v1.36.3 aggregate without a single rename: the only schemas they define
+// differently, DeleteOptions and WatchEvent, differ in the kinds their
+// x-kubernetes-group-version-kind lists, and come out once, listing all.
+func TestAggregateRealDocuments(t *testing.T) {
+	dir := filepath.Join(testenv.SharedFixtures(t), "openapi", "v3")
+	var docs []*openapi3.Document
+	names := map[string]bool{}
+	deleteOptionsKinds := map[string]bool{}
+	paths := 0
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, strings.TrimSuffix(p, ".json"))
+		d, err := openapi3.NewDocument(filepath.ToSlash(rel), "", body)
+		if err != nil {
+			return err
+		}
+		full, err := d.OpenAPI()
+		if err != nil {
+			return err
+		}
+		if full.Paths != nil {
+			paths += len(full.Paths.Paths)
+		}
+		for _, n := range d.SchemaNames() {
+			names[n] = true
+		}
+		if s, err := d.Schema("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"); err == nil {
+			for _, k := range s.Extensions["x-kubernetes-group-version-kind"].([]any) {
+				deleteOptionsKinds[fmt.Sprint(k)] = true
+			}
+		}
+		docs = append(docs, d)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg, err := openapi3.Aggregate(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := agg.OpenAPI()
+	if err != nil {
+		t.Fatalf("the aggregated document does not parse: %v", err)
+	}
+	if len(merged.Components.Schemas) != len(names) || len(merged.Paths.Paths) != paths {
+		t.Errorf("%d schemas (want %d), %d paths (want %d)", len(merged.Components.Schemas), len(names), len(merged.Paths.Paths), paths)
+	}
+	got := merged.Components.Schemas["io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"].Extensions["x-kubernetes-group-version-kind"].([]any)
+	if len(got) != len(deleteOptionsKinds) || len(got) < 15 {
+		t.Errorf("DeleteOptions lists %d kinds, the documents %d", len(got), len(deleteOptionsKinds))
+	}
+	if merged.Components.SecuritySchemes["BearerToken"] == nil {
+		t.Errorf("securitySchemes lost")
+	}
+	// And the merged document answers as one: a kind from each of two
+	// group-versions, through references.
+	for _, gvk := range []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "batch", Version: "v1", Kind: "CronJob"}} {
+		s, err := agg.Kind(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Field("spec", "template", "spec"); err != nil && gvk.Kind == "Deployment" {
+			t.Errorf("%s: %v", gvk, err)
+		}
 	}
 }

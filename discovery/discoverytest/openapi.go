@@ -159,7 +159,12 @@ func syntheticOpenAPI(gv schema.GroupVersion, v apidiscoveryv2.APIVersionDiscove
 			},
 			"x-kubernetes-group-version-kind": gvk,
 		}
-		schemas[name+"Spec"] = kindSpec(kind)
+		// A kind's spec named like a shared type (Pod's PodSpec) is the
+		// shared type, as in the real server's documents, where a schema
+		// name means the same thing in every group-version.
+		if _, shared := schemas[name+"Spec"]; !shared {
+			schemas[name+"Spec"] = kindSpec(kind)
+		}
 		schemas[name+"Status"] = kindStatus(kind)
 		schemas[name+"List"] = map[string]any{
 			"description": kind + "List is a list of " + kind + ".",
