@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgopenapi3 "k8s.io/client-go/openapi3"
 
@@ -221,6 +222,9 @@ func TestAggregateValidates(t *testing.T) {
 	merged, err := agg.OpenAPI()
 	if err != nil {
 		t.Fatalf("the aggregated document does not parse: %v", err)
+	}
+	if _, err := openapi_v3.ParseDocument(agg.JSON); err != nil {
+		t.Errorf("the aggregated document is not valid OpenAPI v3 (gnostic): %v", err)
 	}
 	var generic any
 	if err := json.Unmarshal(agg.JSON, &generic); err != nil {

@@ -13,7 +13,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -372,6 +374,15 @@ func TestAggregateRealDocuments(t *testing.T) {
 	merged, err := agg.OpenAPI()
 	if err != nil {
 		t.Fatalf("the aggregated document does not parse: %v", err)
+	}
+	// gnostic checks the document against the OpenAPI v3 specification.
+	start := time.Now()
+	if _, err := openapi_v3.ParseDocument(agg.JSON); err != nil {
+		t.Errorf("the aggregated document is not valid OpenAPI v3: %v", err)
+	}
+	t.Logf("gnostic: %v for %d bytes", time.Since(start), len(agg.JSON))
+	if _, err := openapi_v3.ParseDocument([]byte(`{"openapi":"3.0.0","info":{"title":"x"},"paths":{"/a":{"get":{"responses":{"200":{"description":5}}}}}}`)); err == nil {
+		t.Errorf("gnostic accepts an invalid document, so it checks nothing here")
 	}
 	if len(merged.Components.Schemas) != len(names) || len(merged.Paths.Paths) != paths {
 		t.Errorf("%d schemas (want %d), %d paths (want %d)", len(merged.Components.Schemas), len(names), len(merged.Paths.Paths), paths)
