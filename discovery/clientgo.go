@@ -23,15 +23,30 @@ import (
 // 304s on an unchanged cluster instead of a full download. Where it differs
 // from client-go: a Stale group-version keeps its last known resources (and
 // is still reported failed), so kinds served by a briefly unreachable
-// aggregated API server keep their REST mappings. ServerVersion, the OpenAPI
-// documents and RESTClient are client-go's own, on the same connection.
+// aggregated API server keep their REST mappings. ServerVersion, OpenAPI v2
+// and RESTClient are client-go's own, on the same connection; so is OpenAPI
+// v3 unless WithOpenAPIV3 gives another client (kubeatlas's, say:
+// openapi3.Client.ClientGo()).
 //
 // As with client-go's memory cache, returned objects are shared between
 // callers: do not modify them.
 type ClientGo struct {
 	c           *Client
 	delegate    *cgdiscovery.DiscoveryClient
+	openAPIV3   openapi.Client // nil: the delegate's
 	invalidated atomic.Bool
+}
+
+// ClientGoOption configures a ClientGo.
+type ClientGoOption func(*ClientGo)
+
+// WithOpenAPIV3 makes OpenAPIV3 (and OpenAPIV3WithContext) return oc, so
+// that code reading OpenAPI v3 through the discovery interface, as kubectl
+// explain does, gets kubeatlas's documents (openapi3.Client.ClientGo(): one
+// root read, the disk cache, documents indexed) instead of client-go's.
+// Default: client-go's own OpenAPI v3 client on the same connection.
+func WithOpenAPIV3(oc openapi.Client) ClientGoOption {
+	return func(a *ClientGo) { a.openAPIV3 = oc }
 }
 
 var (
@@ -44,7 +59,7 @@ var (
 )
 
 // NewClientGo wraps c for client-go.
-func NewClientGo(c *Client) (*ClientGo, error) {
+func NewClientGo(c *Client, opts ...ClientGoOption) (*ClientGo, error) {
 	cfg := c.config
 	if cfg == nil {
 		cfg = &rest.Config{Host: c.base.String()}
@@ -53,7 +68,11 @@ func NewClientGo(c *Client) (*ClientGo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ClientGo{c: c, delegate: delegate}, nil
+	a := &ClientGo{c: c, delegate: delegate}
+	for _, opt := range opts {
+		opt(a)
+	}
+	return a, nil
 }
 
 // clientGoView is a snapshot in client-go's types.
@@ -272,9 +291,17 @@ func (a *ClientGo) OpenAPISchemaWithContext(ctx context.Context) (*openapi_v2.Do
 	return a.delegate.OpenAPISchemaWithContext(ctx)
 }
 
-func (a *ClientGo) OpenAPIV3() openapi.Client { return a.delegate.OpenAPIV3() }
+func (a *ClientGo) OpenAPIV3() openapi.Client {
+	if a.openAPIV3 != nil {
+		return a.openAPIV3
+	}
+	return a.delegate.OpenAPIV3()
+}
 
 func (a *ClientGo) OpenAPIV3WithContext(ctx context.Context) openapi.ClientWithContext {
+	if a.openAPIV3 != nil {
+		return openapi.ToClientWithContext(a.openAPIV3)
+	}
 	return a.delegate.OpenAPIV3WithContext(ctx)
 }
 

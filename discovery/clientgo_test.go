@@ -1,6 +1,7 @@
 package discovery_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,11 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
+	cgopenapi3 "k8s.io/client-go/openapi3"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
 func adapter(t testing.TB, base string, opts ...discovery.Option) *discovery.ClientGo {
@@ -237,4 +241,52 @@ func firstDifference(got, want any) string {
 		}
 	}
 	return fmt.Sprintf("lengths %d and %d lines", len(gl), len(wl))
+}
+
+// TestClientGoOpenAPIV3: with WithOpenAPIV3, OpenAPI v3 read through the
+// discovery interface (as kubectl explain reads it) comes from kubeatlas:
+// client-go's openapi3.Root gets its documents with the root read once,
+// where client-go's own client reads the root again for each.
+func TestClientGoOpenAPIV3(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	oc, err := openapi3.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := discovery.NewClientGo(newClient(t, base), discovery.WithOpenAPIV3(oc.ClientGo()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvs := []schema.GroupVersion{{Group: "apps", Version: "v1"}, {Group: "batch", Version: "v1"}, {Version: "v1"}}
+	roots := func(c openapi.Client) int {
+		srv.ResetRequests()
+		root := cgopenapi3.NewRoot(c)
+		for _, gv := range gvs {
+			doc, err := root.GVSpec(gv)
+			if err != nil || doc.Components == nil || len(doc.Components.Schemas) == 0 {
+				t.Fatalf("%s: %v", gv, err)
+			}
+		}
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Path == "/openapi/v3" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := roots(a.OpenAPIV3()); n != 1 {
+		t.Errorf("kubeatlas through the adapter: the root read %d times, want once", n)
+	}
+	if n := roots(adapter(t, base).OpenAPIV3()); n != len(gvs) {
+		t.Errorf("client-go's own (the default): the root read %d times, want %d", n, len(gvs))
+	}
+	paths, err := a.OpenAPIV3WithContext(context.Background()).PathsWithContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := paths["apis/apps/v1"].SchemaWithContext(context.Background(), "application/json")
+	if err != nil || !strings.Contains(string(body), "io.k8s.api.apps.v1.Deployment") {
+		t.Errorf("SchemaWithContext: %v", err)
+	}
 }

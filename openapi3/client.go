@@ -258,13 +258,19 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.documentAt(ctx, path, u)
+}
+
+// documentAt returns path's document at URL u, fetching it unless it is
+// the one kept.
+func (c *Client) documentAt(ctx context.Context, path, u string) (*Document, error) {
 	c.docMu.Lock()
 	d := c.docs[path]
 	c.docMu.Unlock()
 	if d != nil && d.URL == u {
 		return d, nil
 	}
-	d, err = c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
+	d, err := c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
 		body, resp, err := c.get(ctx, u, "application/json")
 		if err != nil {
 			return nil, err
@@ -277,9 +283,16 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.docMu.Lock()
-	c.docs[path] = d
-	c.docMu.Unlock()
+	// Kept only while it is the root's current one: a caller holding an
+	// older root must not replace a newer document.
+	c.rootMu.Lock()
+	current := c.root[path] == u
+	c.rootMu.Unlock()
+	if current {
+		c.docMu.Lock()
+		c.docs[path] = d
+		c.docMu.Unlock()
+	}
 	return d, nil
 }
 

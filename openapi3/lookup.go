@@ -102,11 +102,14 @@ func (s *Schema) Field(path ...string) (*spec.Schema, string, error) {
 	return cur, description, nil
 }
 
-// ClientGo adapts the client to client-go's openapi.Client, so that
-// openapi3.NewRoot and kubectl-style code run on kubeatlas.
+// ClientGo adapts the client to client-go's openapi.Client (and
+// openapi.ClientWithContext), so that openapi3.NewRoot, kubectl-style code
+// and discovery.WithOpenAPIV3 run on kubeatlas.
 func (c *Client) ClientGo() openapi.Client { return clientGo{c} }
 
 type clientGo struct{ c *Client }
+
+var _ openapi.ClientWithContext = clientGo{}
 
 func (a clientGo) Paths() (map[string]openapi.GroupVersion, error) {
 	root, err := a.c.Paths(context.Background())
@@ -120,6 +123,18 @@ func (a clientGo) Paths() (map[string]openapi.GroupVersion, error) {
 	return out, nil
 }
 
+func (a clientGo) PathsWithContext(ctx context.Context) (map[string]openapi.GroupVersionWithContext, error) {
+	root, err := a.c.Paths(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]openapi.GroupVersionWithContext, len(root))
+	for p, u := range root {
+		out[p] = groupVersion{c: a.c, path: p, url: u}
+	}
+	return out, nil
+}
+
 type groupVersion struct {
 	c         *Client
 	path, url string
@@ -127,16 +142,21 @@ type groupVersion struct {
 
 func (g groupVersion) ServerRelativeURL() string { return g.url }
 
-// Schema returns the document in the content type asked for (JSON, or
-// protobuf as "application/com.github.proto-openapi.spec.v3@v1.0+protobuf").
+// Schema returns the document at ServerRelativeURL in the content type
+// asked for (JSON, or protobuf as
+// "application/com.github.proto-openapi.spec.v3@v1.0+protobuf").
 func (g groupVersion) Schema(contentType string) ([]byte, error) {
+	return g.SchemaWithContext(context.Background(), contentType)
+}
+
+func (g groupVersion) SchemaWithContext(ctx context.Context, contentType string) ([]byte, error) {
 	if contentType == "application/json" {
-		d, err := g.c.Document(context.Background(), g.path)
+		d, err := g.c.documentAt(ctx, g.path, g.url)
 		if err != nil {
 			return nil, err
 		}
 		return d.JSON, nil
 	}
-	body, _, err := g.c.get(context.Background(), g.url, contentType)
+	body, _, err := g.c.get(ctx, g.url, contentType)
 	return body, err
 }
