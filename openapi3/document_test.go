@@ -170,6 +170,19 @@ func TestDocumentResponseErrors(t *testing.T) {
 	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}); err != nil {
 		t.Errorf("after the faults: %v", err)
 	}
+
+	// Over the size limit: an error, and nothing stored in the disk cache.
+	dc, err := diskcache.Open(t.TempDir(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := newClient(t, base, openapi3.WithMaxResponseBytes(64<<10), openapi3.WithDiskCache(dc))
+	if _, err := small.Document(ctx, "apis/apps/v1"); err == nil || !strings.Contains(err.Error(), "over 65536 bytes") {
+		t.Errorf("a document over the limit: %v", err)
+	}
+	if st := dc.Stats(); st.Writes != 0 {
+		t.Errorf("a document over the limit was stored: %+v", st)
+	}
 }
 
 // TestGnostic: the protobuf form, decoded with gnostic, describes the same
