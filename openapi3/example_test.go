@@ -31,3 +31,34 @@ func ExampleClient_Kind() {
 	// Output:
 	// io.k8s.api.apps.v1.Deployment [array]
 }
+
+// Merge every group-version's document into one, which answers for any
+// kind.
+func ExampleAggregate() {
+	srv, _ := discoverytest.NewServer()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	c, _ := openapi3.NewForHTTPClient(nil, ts.URL)
+	docs, err := c.FetchAll(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	merged, err := openapi3.Aggregate(docs)
+	if err != nil {
+		panic(err)
+	}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Group: "batch", Version: "v1", Kind: "Job"},
+	} {
+		s, err := merged.Kind(gvk)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(s.Name)
+	}
+	// Output:
+	// io.k8s.api.apps.v1.Deployment
+	// io.k8s.api.batch.v1.Job
+}
