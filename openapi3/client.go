@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/flight"
@@ -27,6 +28,7 @@ const (
 	DefaultParallelism      = 8
 	DefaultMaxRedirects     = 3
 	DefaultMaxResponseBytes = 128 << 20
+	DefaultMaxAge           = 30 * time.Second
 )
 
 type options struct {
@@ -34,6 +36,28 @@ type options struct {
 	parallelism      int
 	maxRedirects     int
 	maxResponseBytes int64
+	maxAge           time.Duration
+	clock            clock.PassiveClock
+}
+
+// WithMaxAge sets how long the root (and with it every document's current
+// ?hash= URL) is trusted. An older root is still answered from, at once,
+// and read again in the background, as discovery's snapshots are; a path
+// the root does not list reads it again at once (at most once a second),
+// so a group-version added since is found. Default: DefaultMaxAge (30s).
+func WithMaxAge(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("openapi3: max age must not be negative, got %v", d)
+		}
+		o.maxAge = d
+		return nil
+	}
+}
+
+// WithClock sets the clock for the root's age. Default: the real clock.
+func WithClock(c clock.PassiveClock) Option {
+	return func(o *options) error { o.clock = c; return nil }
 }
 
 // Option configures a Client.
@@ -87,8 +111,10 @@ type Client struct {
 	base *url.URL
 	opts options
 
-	rootMu sync.Mutex // guards root; held only to read or swap it
-	root   map[string]string
+	rootMu    sync.Mutex // guards root and rootTried; held only to read or swap them
+	root      map[string]string
+	rootTried time.Time // when the root was last read, or tried
+
 	// Fetches that concurrent callers share, each on its own context
 	// (bounded by fetchTimeout), cancelled when every caller has left.
 	rootFetch flight.Group[struct{}, map[string]string]
@@ -126,7 +152,13 @@ func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client,
 }
 
 func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
-	o := options{parallelism: DefaultParallelism, maxRedirects: DefaultMaxRedirects, maxResponseBytes: DefaultMaxResponseBytes}
+	o := options{
+		parallelism:      DefaultParallelism,
+		maxRedirects:     DefaultMaxRedirects,
+		maxResponseBytes: DefaultMaxResponseBytes,
+		maxAge:           DefaultMaxAge,
+		clock:            clock.RealClock{},
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -141,6 +173,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	b := *base
 	b.Path = strings.TrimSuffix(b.Path, "/")
 	cl := &Client{base: &b, opts: o, docs: map[string]*Document{}}
+	cl.rootFetch.Timeout, cl.docFetch.Timeout, cl.pbFetch.Timeout = fetchTimeout, fetchTimeout, fetchTimeout
 	c.CheckRedirect = cl.checkRedirect
 	cl.hc = &c
 	return cl, nil
@@ -161,35 +194,57 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // Paths lists the group-version paths of the root ("apis/apps/v1", "api/v1")
-// and their current URLs, reading the root once.
+// and their current URLs. The root is read on first use; one older than
+// the max age is answered from and read again in the background.
 func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Lock()
-	root := c.root
+	root, tried := c.root, c.rootTried
 	c.rootMu.Unlock()
-	if root != nil {
-		return root, nil
+	if root == nil {
+		return c.RefreshRoot(ctx)
 	}
-	return c.RefreshRoot(ctx)
+	if c.opts.clock.Since(tried) >= c.opts.maxAge {
+		c.rootFetch.Start(struct{}{}, c.readRoot)
+	}
+	return root, nil
 }
 
-// RefreshRoot reads the root again; documents whose hash changed are then
-// fetched anew (and their old copies leave the disk cache).
+// RefreshRoot reads the root again now; documents whose hash changed are
+// then fetched anew (and their old copies leave the disk cache).
 func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
-	return c.rootFetch.Do(ctx, struct{}{}, func(ctx context.Context) (map[string]string, error) {
-		body, _, err := c.get(ctx, "/openapi/v3", "application/json")
-		if err != nil {
-			return nil, err
-		}
-		root, err := parseRoot(body)
-		if err != nil {
-			return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
-		}
-		c.rootMu.Lock()
-		c.root = root
-		c.rootMu.Unlock()
-		return root, nil
-	})
+	return c.rootFetch.Do(ctx, struct{}{}, c.readRoot)
 }
+
+// readRoot reads the root. A failed read counts as a try, so that a
+// server that fails is asked again after the max age, not on every call.
+func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
+	c.rootMu.Lock()
+	c.rootTried = c.opts.clock.Now()
+	c.rootMu.Unlock()
+	body, _, err := c.get(ctx, "/openapi/v3", "application/json")
+	if err != nil {
+		return nil, err
+	}
+	root, err := parseRoot(body)
+	if err != nil {
+		return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
+	}
+	c.rootMu.Lock()
+	c.root = root
+	c.rootMu.Unlock()
+	return root, nil
+}
+
+// rootOlderThan: the root was last read (or tried) at least d ago.
+func (c *Client) rootOlderThan(d time.Duration) bool {
+	c.rootMu.Lock()
+	defer c.rootMu.Unlock()
+	return c.opts.clock.Since(c.rootTried) >= d
+}
+
+// missRefresh is how often at most a path the root does not list makes the
+// client read the root again.
+const missRefresh = time.Second
 
 // fetchTimeout bounds a fetch that concurrent callers share.
 const fetchTimeout = 2 * time.Minute
@@ -237,13 +292,24 @@ func readBody(resp *http.Response, limit int64) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// urlFor is the current URL of path's document, from the root.
+// urlFor is the current URL of path's document, from the root. A path the
+// root does not list reads the root again, unless it was read within
+// missRefresh: a group-version added since is found, and asking for one
+// that does not exist costs at most a request a second.
 func (c *Client) urlFor(ctx context.Context, path string) (string, error) {
 	root, err := c.Paths(ctx)
 	if err != nil {
 		return "", err
 	}
 	u, ok := root[path]
+	if !ok {
+		if c.rootOlderThan(missRefresh) {
+			if root, err = c.RefreshRoot(ctx); err != nil {
+				return "", err
+			}
+			u, ok = root[path]
+		}
+	}
 	if !ok {
 		return "", fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
 	}

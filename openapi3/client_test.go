@@ -17,6 +17,7 @@ import (
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgopenapi3 "k8s.io/client-go/openapi3"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
@@ -357,5 +358,121 @@ func TestAbandonedFetchIsCancelled(t *testing.T) {
 	srv.ClearFaults()
 	if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
 		t.Errorf("the next call inherited the cancelled fetch: %v", err)
+	}
+}
+
+func rootReads(srv *discoverytest.Server) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.Path == "/openapi/v3" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRootMaxAge: a root older than the max age is answered from at once
+// and read again in the background, so a long-lived client sees a changed
+// schema's new hash; a failing read is not retried on every call.
+func TestRootMaxAge(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	c := newClient(t, base, openapi3.WithClock(clk), openapi3.WithMaxAge(30*time.Second))
+	ctx := context.Background()
+	first, err := c.Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Paths(ctx); err != nil || rootReads(srv) != 1 {
+		t.Fatalf("within the max age: %d root reads, %v", rootReads(srv), err)
+	}
+	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+	if err := srv.ChangeSchema(apps); err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(clk.Now().Add(31 * time.Second))
+	stale, err := c.Paths(ctx)
+	if err != nil || stale[openapi3.PathFor(apps)] != first[openapi3.PathFor(apps)] {
+		t.Fatalf("an old root is answered from at once: %v", err)
+	}
+	waitFor(t, "the background read", func() bool { return rootReads(srv) == 2 })
+	waitFor(t, "the new hash", func() bool {
+		fresh, _ := c.Paths(ctx)
+		return fresh[openapi3.PathFor(apps)] != first[openapi3.PathFor(apps)]
+	})
+
+	srv.InjectFault("/openapi/v3", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+	clk.SetTime(clk.Now().Add(31 * time.Second))
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatalf("a failing background read fails the caller: %v", err)
+	}
+	waitFor(t, "the failed read", func() bool { return rootReads(srv) == 3 })
+	for range 10 {
+		c.Paths(ctx)
+	}
+	if _, err := c.Document(ctx, "apis/apps/v1"); err != nil {
+		t.Errorf("documents while the root fails: %v", err)
+	}
+	if n := rootReads(srv); n != 3 {
+		t.Errorf("%d root reads after one failure, want no more within the max age", n)
+	}
+}
+
+// TestNewGroupVersionFound: a kind of a group-version added since the root
+// was read is found without RefreshRoot; asking again and again for one
+// that does not exist costs at most a root read a second.
+func TestNewGroupVersionFound(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	c := newClient(t, base, openapi3.WithClock(clk))
+	ctx := context.Background()
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddCRD(discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
+		t.Fatal(err)
+	}
+	late := schema.GroupVersionKind{Group: "late.example.com", Version: "v1", Kind: "Late"}
+	for range 5 {
+		if _, err := c.Kind(ctx, late); !errors.Is(err, openapi3.ErrNotFound) {
+			t.Fatalf("within a second of the root read: %v", err)
+		}
+	}
+	if n := rootReads(srv); n != 1 {
+		t.Errorf("%d root reads for misses within a second", n)
+	}
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	if _, err := c.Kind(ctx, late); err != nil {
+		t.Errorf("the new kind: %v", err)
+	}
+	if n := rootReads(srv); n != 2 {
+		t.Errorf("%d root reads, want one more", n)
+	}
+
+	// A kind added to a group-version whose document the client holds.
+	if err := srv.AddCRD(discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Later"}); err != nil {
+		t.Fatal(err)
+	}
+	later := schema.GroupVersionKind{Group: "late.example.com", Version: "v1", Kind: "Later"}
+	if _, err := c.Kind(ctx, later); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Fatalf("within a second of the root read: %v", err)
+	}
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	if _, err := c.Kind(ctx, later); err != nil {
+		t.Errorf("the kind the group-version gained: %v", err)
+	}
+	if _, err := c.Kind(ctx, late); err != nil {
+		t.Errorf("the first kind, after: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

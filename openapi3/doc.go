@@ -1,7 +1,11 @@
 // Package openapi3 reads a cluster's OpenAPI v3 (KEP-2896): the root once,
 // then one document per group-version through the ?hash= URL the root
 // gives, so that with WithDiskCache an unchanged document costs no request.
-// A stale hash's 301 is followed a few times, to the same host only.
+// A stale hash's 301 is followed a few times, to the same host only. A root
+// older than the max age (WithMaxAge, 30s) is answered from and read again
+// in the background; a group-version or kind the client has not seen reads
+// it again at once (at most once a second), so a long-lived client follows
+// CRDs without a restart.
 //
 // Documents load lazily (Document) or all at once, a bounded number at a
 // time (FetchAll). A document is indexed, not parsed, when it arrives: each

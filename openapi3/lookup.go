@@ -2,6 +2,7 @@ package openapi3
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,10 +29,24 @@ type Schema struct {
 var ErrNotFound = fmt.Errorf("openapi3: not found")
 
 // Kind finds the schema that carries gvk in its x-kubernetes-group-version-kind,
-// in its group-version's document.
+// in its group-version's document. A kind the document lacks makes the
+// client read the root again (at most once a second), in case the
+// group-version has gained it since.
 func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind) (*Schema, error) {
-	d, err := c.Document(ctx, PathFor(gvk.GroupVersion()))
+	path := PathFor(gvk.GroupVersion())
+	d, err := c.Document(ctx, path)
 	if err != nil {
+		return nil, err
+	}
+	s, err := d.Kind(gvk)
+	if !errors.Is(err, ErrNotFound) || !c.rootOlderThan(missRefresh) {
+		return s, err
+	}
+	root, rerr := c.RefreshRoot(ctx)
+	if rerr != nil || root[path] == d.URL {
+		return s, err
+	}
+	if d, err = c.documentAt(ctx, path, root[path]); err != nil {
 		return nil, err
 	}
 	return d.Kind(gvk)
