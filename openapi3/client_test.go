@@ -17,6 +17,7 @@ import (
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgopenapi3 "k8s.io/client-go/openapi3"
+	"k8s.io/kube-openapi/pkg/spec3"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -31,6 +32,19 @@ func newClient(t testing.TB, base string, opts ...openapi3.Option) *openapi3.Cli
 		t.Fatal(err)
 	}
 	return c
+}
+
+// cachedClients returns a maker of clients, each as a new process would
+// build it, on one disk cache in dir.
+func cachedClients(t testing.TB, base, dir string) func() *openapi3.Client {
+	return func() *openapi3.Client {
+		t.Helper()
+		dc, err := diskcache.Open(dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newClient(t, base, openapi3.WithDiskCache(dc))
+	}
 }
 
 func TestKindAndFieldLookup(t *testing.T) {
@@ -65,14 +79,7 @@ func TestKindAndFieldLookup(t *testing.T) {
 // that one document.
 func TestSchemaChangeFetchesOneDocument(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	root := t.TempDir()
-	client := func() *openapi3.Client {
-		dc, err := diskcache.Open(root, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newClient(t, base, openapi3.WithDiskCache(dc))
-	}
+	client := cachedClients(t, base, t.TempDir())
 	ctx := context.Background()
 	docs, err := client().FetchAll(ctx)
 	if err != nil {
@@ -216,17 +223,7 @@ func TestAggregateValidates(t *testing.T) {
 	}
 	docs = append(docs, foreign("a.example.com", ""),
 		foreign("b.example.com", `,"`+objectMeta+`":{"type":"object","description":"a different one"}`))
-	agg, err := openapi3.Aggregate(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	merged, err := agg.OpenAPI()
-	if err != nil {
-		t.Fatalf("the aggregated document does not parse: %v", err)
-	}
-	if _, err := openapi_v3.ParseDocument(agg.JSON); err != nil {
-		t.Errorf("the aggregated document is not valid OpenAPI v3 (gnostic): %v", err)
-	}
+	agg, merged := aggregate(t, docs)
 	var generic any
 	if err := json.Unmarshal(agg.JSON, &generic); err != nil {
 		t.Fatal(err)
@@ -297,6 +294,24 @@ func TestAggregateValidates(t *testing.T) {
 	if len(merged.SecurityRequirement) != 1 || merged.Components.SecuritySchemes["BearerToken"] == nil {
 		t.Errorf("security: %v %v", merged.SecurityRequirement, merged.Components.SecuritySchemes)
 	}
+}
+
+// aggregate merges docs, and checks that kube-openapi parses the result and
+// that gnostic finds it valid against the OpenAPI v3 specification.
+func aggregate(t *testing.T, docs []*openapi3.Document) (*openapi3.Document, *spec3.OpenAPI) {
+	t.Helper()
+	agg, err := openapi3.Aggregate(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := agg.OpenAPI()
+	if err != nil {
+		t.Fatalf("the aggregated document does not parse: %v", err)
+	}
+	if _, err := openapi_v3.ParseDocument(agg.JSON); err != nil {
+		t.Errorf("the aggregated document is not valid OpenAPI v3 (gnostic): %v", err)
+	}
+	return agg, merged
 }
 
 // TestClientGoRoot: client-go's openapi3.Root runs on kubeatlas.

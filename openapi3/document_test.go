@@ -13,10 +13,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
@@ -189,14 +189,7 @@ func TestDocumentResponseErrors(t *testing.T) {
 // schemas as the JSON form, and comes from the disk cache when unchanged.
 func TestGnostic(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(4, 2))
-	dir := t.TempDir()
-	client := func() *openapi3.Client {
-		dc, err := diskcache.Open(dir, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newClient(t, base, openapi3.WithDiskCache(dc))
-	}
+	client := cachedClients(t, base, t.TempDir())
 	ctx := context.Background()
 	c := client()
 	for _, path := range []string{"apis/apps/v1", "api/v1", "apis/g001.stress.example.com/v1"} {
@@ -263,13 +256,12 @@ func TestDocumentConcurrentUse(t *testing.T) {
 	}
 }
 
-// TestRealDocuments: every OpenAPI document a real kube-apiserver v1.36.3
-// served (from the shared fixtures) indexes to the schemas kube-openapi's
-// whole-document parse finds, each equal, and every kind they list is
-// found by Kind.
-func TestRealDocuments(t *testing.T) {
+// realDocuments reads every OpenAPI document a real kube-apiserver v1.36.3
+// served (the shared fixtures), each indexed and parsed whole.
+func realDocuments(t *testing.T) []realDocument {
+	t.Helper()
 	dir := filepath.Join(testenv.SharedFixtures(t), "openapi", "v3")
-	checked, kinds := 0, 0
+	var docs []realDocument
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".json") {
 			return err
@@ -287,46 +279,62 @@ func TestRealDocuments(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if full.Components == nil {
+		docs = append(docs, realDocument{d, full})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+type realDocument struct {
+	*openapi3.Document
+	full *spec3.OpenAPI
+}
+
+// TestRealDocuments: every OpenAPI document a real kube-apiserver v1.36.3
+// served (from the shared fixtures) indexes to the schemas kube-openapi's
+// whole-document parse finds, each equal, and every kind they list is
+// found by Kind.
+func TestRealDocuments(t *testing.T) {
+	checked, kinds := 0, 0
+	var apps *openapi3.Document
+	for _, d := range realDocuments(t) {
+		if d.Path == "apis/apps/v1" {
+			apps = d.Document
+		}
+		if d.full.Components == nil {
 			if len(d.SchemaNames()) != 0 {
-				t.Errorf("%s: schemas indexed in a document without components", rel)
+				t.Errorf("%s: schemas indexed in a document without components", d.Path)
 			}
-			return nil
+			continue
 		}
-		if len(d.SchemaNames()) != len(full.Components.Schemas) {
-			t.Errorf("%s: %d schemas indexed, %d parsed", rel, len(d.SchemaNames()), len(full.Components.Schemas))
+		if len(d.SchemaNames()) != len(d.full.Components.Schemas) {
+			t.Errorf("%s: %d schemas indexed, %d parsed", d.Path, len(d.SchemaNames()), len(d.full.Components.Schemas))
 		}
-		for name, want := range full.Components.Schemas {
+		for name, want := range d.full.Components.Schemas {
 			got, err := d.Schema(name)
 			if err != nil || !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s: schema %s differs (%v)", rel, name, err)
+				t.Fatalf("%s: schema %s differs (%v)", d.Path, name, err)
 			}
 			list, _ := got.Extensions["x-kubernetes-group-version-kind"].([]any)
 			for _, item := range list {
 				m := item.(map[string]any)
 				gvk := schema.GroupVersionKind{Group: m["group"].(string), Version: m["version"].(string), Kind: m["kind"].(string)}
 				if _, err := d.Kind(gvk); err != nil {
-					t.Errorf("%s: %v", rel, err)
+					t.Errorf("%s: %v", d.Path, err)
 				}
 				kinds++
 			}
 		}
 		checked++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if checked < 40 || kinds < 250 {
-		t.Errorf("only %d documents and %d kinds checked", checked, kinds)
+	if checked < 40 || kinds < 250 || apps == nil {
+		t.Fatalf("only %d documents and %d kinds checked", checked, kinds)
 	}
 	// kubectl explain's question, answered from the real apps/v1 document.
-	apps, _ := os.ReadFile(filepath.Join(dir, "apis", "apps", "v1.json"))
-	d, err := openapi3.NewDocument("apis/apps/v1", "", apps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := d.Kind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	s, err := apps.Kind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,30 +349,13 @@ func TestRealDocuments(t *testing.T) {
 // differently, DeleteOptions and WatchEvent, differ in the kinds their
 // x-kubernetes-group-version-kind lists, and come out once, listing all.
 func TestAggregateRealDocuments(t *testing.T) {
-	dir := filepath.Join(testenv.SharedFixtures(t), "openapi", "v3")
 	var docs []*openapi3.Document
 	names := map[string]bool{}
 	deleteOptionsKinds := map[string]bool{}
 	paths := 0
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".json") {
-			return err
-		}
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, strings.TrimSuffix(p, ".json"))
-		d, err := openapi3.NewDocument(filepath.ToSlash(rel), "", body)
-		if err != nil {
-			return err
-		}
-		full, err := d.OpenAPI()
-		if err != nil {
-			return err
-		}
-		if full.Paths != nil {
-			paths += len(full.Paths.Paths)
+	for _, d := range realDocuments(t) {
+		if d.full.Paths != nil {
+			paths += len(d.full.Paths.Paths)
 		}
 		for _, n := range d.SchemaNames() {
 			names[n] = true
@@ -374,26 +365,9 @@ func TestAggregateRealDocuments(t *testing.T) {
 				deleteOptionsKinds[fmt.Sprint(k)] = true
 			}
 		}
-		docs = append(docs, d)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		docs = append(docs, d.Document)
 	}
-	agg, err := openapi3.Aggregate(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	merged, err := agg.OpenAPI()
-	if err != nil {
-		t.Fatalf("the aggregated document does not parse: %v", err)
-	}
-	// gnostic checks the document against the OpenAPI v3 specification.
-	start := time.Now()
-	if _, err := openapi_v3.ParseDocument(agg.JSON); err != nil {
-		t.Errorf("the aggregated document is not valid OpenAPI v3: %v", err)
-	}
-	t.Logf("gnostic: %v for %d bytes", time.Since(start), len(agg.JSON))
+	agg, merged := aggregate(t, docs)
 	if _, err := openapi_v3.ParseDocument([]byte(`{"openapi":"3.0.0","info":{"title":"x"},"paths":{"/a":{"get":{"responses":{"200":{"description":5}}}}}}`)); err == nil {
 		t.Errorf("gnostic accepts an invalid document, so it checks nothing here")
 	}

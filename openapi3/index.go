@@ -207,6 +207,15 @@ func (s *scanner) members(fn func(name string) error) error {
 	}
 }
 
+// end checks that nothing but whitespace follows.
+func (s *scanner) end() error {
+	s.ws()
+	if s.i != len(s.b) {
+		return s.fail("data after the document")
+	}
+	return nil
+}
+
 // uniqueMembers is members, with a name given twice an error (as it is to
 // kube-openapi's parser).
 func (s *scanner) uniqueMembers(fn func(name string) error) error {
@@ -247,12 +256,11 @@ func indexSchemas(b []byte) (map[string]span, error) {
 			})
 		})
 	})
+	if err == nil {
+		err = s.end()
+	}
 	if err != nil {
 		return nil, err
-	}
-	s.ws()
-	if s.i != len(b) {
-		return nil, s.fail("data after the document")
 	}
 	return schemas, nil
 }
@@ -295,12 +303,11 @@ func parseRoot(b []byte) (map[string]string, error) {
 			})
 		})
 	})
+	if err == nil {
+		err = s.end()
+	}
 	if err != nil {
 		return nil, err
-	}
-	s.ws()
-	if s.i != len(b) {
-		return nil, s.fail("data after the document")
 	}
 	return root, nil
 }
