@@ -3,6 +3,7 @@ package openapi3
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -72,7 +73,7 @@ func wantType(resp *http.Response, want string) error {
 
 // ErrContentType is the cause of an error for a response of another
 // content type than the one asked for.
-var ErrContentType = fmt.Errorf("openapi3: unexpected content type")
+var ErrContentType = errors.New("openapi3: unexpected content type")
 
 // SchemaNames lists the document's components/schemas names, sorted (none
 // for a document that does not index).

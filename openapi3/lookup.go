@@ -26,7 +26,7 @@ type Schema struct {
 
 // ErrNotFound is the cause of an error for a kind or field that no
 // document describes.
-var ErrNotFound = fmt.Errorf("openapi3: not found")
+var ErrNotFound = errors.New("openapi3: not found")
 
 // Kind finds the schema that carries gvk in its x-kubernetes-group-version-kind,
 // in its group-version's document. A kind the document lacks makes the
