@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -83,29 +82,6 @@ func TestCorruptionIsAMiss(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestPermissions: entries 0600, directories 0700, whatever the umask.
-func TestPermissions(t *testing.T) {
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
-	root := t.TempDir()
-	c := open(t, root)
-	c.Set("k", []byte("v"))
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == root {
-			return nil
-		}
-		info, _ := d.Info()
-		want := fs.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		}
-		if info.Mode().Perm() != want {
-			t.Errorf("%s: %v, want %v", p, info.Mode().Perm(), want)
-		}
-		return nil
-	})
 }
 
 // TestClusterDirStaysInside: no server name reaches outside the root.
