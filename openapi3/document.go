@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -120,6 +122,39 @@ func (d *Document) Schema(name string) (*spec.Schema, error) {
 	}
 	d.parsed[name] = s
 	return s, nil
+}
+
+// Schemas parses every components/schemas entry not parsed yet, on as many
+// goroutines as GOMAXPROCS, and returns them all by name: the map
+// managedfields.NewTypeConverter takes, for server-side apply tooling. The
+// map is the caller's; the schemas in it are shared.
+func (d *Document) Schemas() (map[string]*spec.Schema, error) {
+	names := d.SchemaNames()
+	if _, err := d.index(); err != nil {
+		return nil, err
+	}
+	out := make([]*spec.Schema, len(names))
+	errs := make([]error, len(names))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(names)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(names); i = int(next.Add(1) - 1) {
+				out[i], errs[i] = d.Schema(names[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	all := make(map[string]*spec.Schema, len(names))
+	for i, name := range names {
+		all[name] = out[i]
+	}
+	return all, nil
 }
 
 // gvkExtension is the extension by which a kind's schema names its kind.

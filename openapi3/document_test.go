@@ -15,7 +15,9 @@ import (
 	"testing"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -391,5 +393,70 @@ func TestAggregateRealDocuments(t *testing.T) {
 		if _, _, err := s.Field("spec", "template", "spec"); err != nil && gvk.Kind == "Deployment" {
 			t.Errorf("%s: %v", gvk, err)
 		}
+	}
+}
+
+// TestSchemasForServerSideApply: every schema of the real documents,
+// aggregated, parsed by Schemas (in parallel), builds apimachinery's
+// managedfields TypeConverter, which then types objects of any kind and
+// refuses a field their schema lacks; each schema equals kube-openapi's
+// whole-document parse.
+func TestSchemasForServerSideApply(t *testing.T) {
+	var docs []*openapi3.Document
+	for _, d := range realDocuments(t) {
+		docs = append(docs, d.Document)
+		if d.full.Components == nil {
+			continue
+		}
+		all, err := d.Schemas()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != len(d.full.Components.Schemas) {
+			t.Fatalf("%s: %d schemas, want %d", d.Path, len(all), len(d.full.Components.Schemas))
+		}
+		for name, s := range all {
+			if !reflect.DeepEqual(s, d.full.Components.Schemas[name]) {
+				t.Fatalf("%s: %s differs", d.Path, name)
+			}
+		}
+	}
+	agg, err := openapi3.Aggregate(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := agg.Schemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := managedfields.NewTypeConverter(all, false)
+	if err != nil {
+		t.Fatalf("TypeConverter: %v", err)
+	}
+	object := func(apiVersion, kind string, spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": "x", "namespace": "default"},
+			"spec":     spec,
+		}}
+	}
+	deployment := object("apps/v1", "Deployment", map[string]any{
+		"replicas": int64(2),
+		"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}},
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"app": "x"}},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "x", "image": "nginx"}}},
+		},
+	})
+	if _, err := tc.ObjectToTyped(deployment); err != nil {
+		t.Errorf("a Deployment: %v", err)
+	}
+	cronJob := object("batch/v1", "CronJob", map[string]any{"schedule": "* * * * *", "jobTemplate": map[string]any{}})
+	if _, err := tc.ObjectToTyped(cronJob); err != nil {
+		t.Errorf("a CronJob: %v", err)
+	}
+	bad := object("apps/v1", "Deployment", map[string]any{"replicaz": int64(2)})
+	if _, err := tc.ObjectToTyped(bad); err == nil {
+		t.Errorf("a field the schema lacks was accepted: the converter checks nothing")
 	}
 }
