@@ -138,6 +138,21 @@ func TestMalformedDocuments(t *testing.T) {
 		t.Errorf("missing schema: %v", err)
 	}
 
+	// null where an object belongs is an empty one, as kube-openapi reads it.
+	for _, body := range []string{`{"components":null,"paths":null}`, `{"components":{"schemas":null}}`} {
+		d, err := openapi3.NewDocument("null", "", []byte(body))
+		if err != nil || len(d.SchemaNames()) != 0 {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		if _, err := d.OpenAPI(); err != nil {
+			t.Errorf("%s: kube-openapi refuses it: %v", body, err)
+		}
+		if _, err := openapi3.Aggregate([]*openapi3.Document{d}); err != nil {
+			t.Errorf("%s: aggregate: %v", body, err)
+		}
+	}
+
 	// A schema with a broken kind extension does not hide the others'.
 	kinds, err := openapi3.NewDocument("kinds", "", []byte(`{"components":{"schemas":{
 		"A":{"x-kubernetes-group-version-kind":"not a list"},

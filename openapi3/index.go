@@ -173,8 +173,14 @@ func (s *scanner) value() (span, error) {
 }
 
 // members calls fn for each member of the object at s.i; fn consumes the
-// member's value.
+// member's value. null is an object without members, as encoding/json and
+// kube-openapi read it.
 func (s *scanner) members(fn func(name string) error) error {
+	s.ws()
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += len("null")
+		return nil
+	}
 	if err := s.expect('{'); err != nil {
 		return err
 	}
