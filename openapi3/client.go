@@ -2,6 +2,7 @@ package openapi3
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,23 @@ type options struct {
 	maxResponseBytes int64
 	maxAge           time.Duration
 	clock            clock.PassiveClock
+	maxDocuments     int
+}
+
+// WithMaxDocuments bounds how many documents the client keeps in memory,
+// the least recently used going first (a document dropped is read again
+// when next asked for: from the disk cache with WithDiskCache, from the
+// server without). Default: 0, no bound; every document fetched is kept
+// until its hash changes, as client-go's memory-cached OpenAPI client keeps
+// every document's bytes. At 3000 CRDs FetchAll keeps ~100 MB of JSON.
+func WithMaxDocuments(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("openapi3: max documents must not be negative, got %d", n)
+		}
+		o.maxDocuments = n
+		return nil
+	}
 }
 
 // WithMaxAge sets how long the root (and with it every document's current
@@ -121,8 +139,9 @@ type Client struct {
 	docFetch  flight.Group[string, *Document]
 	pbFetch   flight.Group[string, *openapi_v3.Document]
 
-	docMu sync.Mutex // guards docs; never held across I/O
-	docs  map[string]*Document
+	docMu  sync.Mutex // guards docs and recent; never held across I/O
+	docs   map[string]*list.Element // path -> its element of recent
+	recent *list.List               // of *Document, most recently used first
 }
 
 // New builds a client from a client-go config.
@@ -172,7 +191,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	}
 	b := *base
 	b.Path = strings.TrimSuffix(b.Path, "/")
-	cl := &Client{base: &b, opts: o, docs: map[string]*Document{}}
+	cl := &Client{base: &b, opts: o, docs: map[string]*list.Element{}, recent: list.New()}
 	cl.rootFetch.Timeout, cl.docFetch.Timeout, cl.pbFetch.Timeout = fetchTimeout, fetchTimeout, fetchTimeout
 	c.CheckRedirect = cl.checkRedirect
 	cl.hc = &c
@@ -330,10 +349,7 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 // documentAt returns path's document at URL u, fetching it unless it is
 // the one kept.
 func (c *Client) documentAt(ctx context.Context, path, u string) (*Document, error) {
-	c.docMu.Lock()
-	d := c.docs[path]
-	c.docMu.Unlock()
-	if d != nil && d.URL == u {
+	if d := c.kept(path); d != nil && d.URL == u {
 		return d, nil
 	}
 	d, err := c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
@@ -355,11 +371,39 @@ func (c *Client) documentAt(ctx context.Context, path, u string) (*Document, err
 	current := c.root[path] == u
 	c.rootMu.Unlock()
 	if current {
-		c.docMu.Lock()
-		c.docs[path] = d
-		c.docMu.Unlock()
+		c.keep(path, d)
 	}
 	return d, nil
+}
+
+// kept returns the document kept for path, if any, as just used.
+func (c *Client) kept(path string) *Document {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	e := c.docs[path]
+	if e == nil {
+		return nil
+	}
+	c.recent.MoveToFront(e)
+	return e.Value.(*Document)
+}
+
+// keep keeps d for path, dropping the least recently used document beyond
+// the bound.
+func (c *Client) keep(path string, d *Document) {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	if e := c.docs[path]; e != nil {
+		e.Value = d
+		c.recent.MoveToFront(e)
+	} else {
+		c.docs[path] = c.recent.PushFront(d)
+	}
+	if limit := c.opts.maxDocuments; limit > 0 && c.recent.Len() > limit {
+		oldest := c.recent.Back()
+		c.recent.Remove(oldest)
+		delete(c.docs, oldest.Value.(*Document).Path)
+	}
 }
 
 // FetchAll reads every group-version's document, a bounded number at a

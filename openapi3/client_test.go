@@ -491,3 +491,34 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestMaxDocuments: beyond the bound the least recently used document is
+// dropped, and read again when next asked for.
+func TestMaxDocuments(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	c := newClient(t, base, openapi3.WithMaxDocuments(2))
+	ctx := context.Background()
+	get := func(path string) int {
+		t.Helper()
+		srv.ResetRequests()
+		if _, err := c.Document(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		return srv.Stats().Requests
+	}
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	get("apis/apps/v1")
+	get("apis/batch/v1")
+	if n := get("apis/apps/v1"); n != 0 {
+		t.Errorf("a kept document cost %d requests", n)
+	}
+	get("api/v1") // drops batch/v1, the least recently used
+	if n := get("apis/apps/v1"); n != 0 {
+		t.Errorf("the recently used document was dropped (%d requests)", n)
+	}
+	if n := get("apis/batch/v1"); n != 1 {
+		t.Errorf("the least recently used document: %d requests, want it read again", n)
+	}
+}
