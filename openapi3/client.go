@@ -139,7 +139,7 @@ type Client struct {
 	docFetch  flight.Group[string, *Document]
 	pbFetch   flight.Group[string, *openapi_v3.Document]
 
-	docMu  sync.Mutex // guards docs and recent; never held across I/O
+	docMu  sync.Mutex               // guards docs and recent; never held across I/O
 	docs   map[string]*list.Element // path -> its element of recent
 	recent *list.List               // of *Document, most recently used first
 }
