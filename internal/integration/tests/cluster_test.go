@@ -37,7 +37,7 @@ type cluster struct {
 	url    string
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -47,7 +47,7 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func writePEM(t *testing.T, path, kind string, der []byte) {
+func writePEM(t testing.TB, path, kind string, der []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func writePEM(t *testing.T, path, kind string, der []byte) {
 }
 
 // startCluster starts etcd and kube-apiserver on loopback for the test.
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	bin := os.Getenv("KUBEATLAS_KUBE_APISERVER")
 	if bin == "" {
@@ -143,7 +143,7 @@ func startCluster(t *testing.T) *cluster {
 	}
 }
 
-func logFile(t *testing.T, dir, name string) *os.File {
+func logFile(t testing.TB, dir, name string) *os.File {
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func tail(b []byte, n int) []byte {
 }
 
 // eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
+func eventually(t testing.TB, what string, within time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
