@@ -48,7 +48,7 @@ func benchCRD(group, kind string) *unstructured.Unstructured {
 			"versions": []any{map[string]any{
 				"name": "v1", "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type": "object",
+					"type":       "object",
 					"properties": map[string]any{"spec": map[string]any{"type": "object", "description": "The desired state.", "properties": props}},
 				}},
 			}},
