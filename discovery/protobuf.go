@@ -230,7 +230,7 @@ func (d *protoDecoder) fail(r *protoReader) bool {
 }
 
 func (d *protoDecoder) list(r protoReader) ([]Group, []*GroupVersionError) {
-	var groups []Group
+	groups := []Group{} // as the JSON path gives an empty list: empty, not nil
 	var failed []*GroupVersionError
 	seen := map[string]bool{}
 	for r.next() {
