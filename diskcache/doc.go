@@ -15,7 +15,10 @@
 //
 // Cache implements github.com/gregjones/httpcache.Cache; NewTransport puts
 // an HTTP cache on it whose keys drop client-go's timeout= parameter and
-// include the Accept header. discovery.WithDiskCache keeps a cluster's
+// include the Accept header. OpenAPI documents at ?hash= URLs, immutable
+// by KEP-2896, skip httpcache: a fresh entry is the answer, a new response
+// is stored as it is read (without httpcache's three copies), and a stale
+// one is revalidated by its ETag; the entries are in httpcache's form. discovery.WithDiskCache keeps a cluster's
 // discovery in one entry for warm starts; openapi3.WithDiskCache serves
 // unchanged documents without a request. diskcachetest.Run is an
 // acceptance suite any httpcache.Cache can run.
