@@ -456,10 +456,8 @@ func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document
 		if err != nil {
 			return nil, err
 		}
-		if err := wantType(resp, ProtobufType); err != nil {
-			if wantType(resp, ProtobufTypeDeprecated) != nil {
-				return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
-			}
+		if err := wantType(resp, ProtobufType, ProtobufTypeDeprecated); err != nil {
+			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
 		}
 		doc := &openapi_v3.Document{}
 		if err := proto.Unmarshal(body, doc); err != nil {

@@ -8,7 +8,9 @@ import (
 	"mime"
 	"net/http"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -63,14 +65,13 @@ func (d *Document) index() (map[string]span, error) {
 	return d.schemas, d.indexErr
 }
 
-// wantType checks a response's Content-Type.
-func wantType(resp *http.Response, want string) error {
+// wantType checks that a response's Content-Type is one of want.
+func wantType(resp *http.Response, want ...string) error {
 	ct := resp.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != want {
-		return fmt.Errorf("%w: Content-Type %q, want %s", ErrContentType, ct, want)
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && slices.Contains(want, mt) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w: Content-Type %q, want %s", ErrContentType, ct, strings.Join(want, " or "))
 }
 
 // ErrContentType is the cause of an error for a response of another
@@ -129,10 +130,10 @@ func (d *Document) Schema(name string) (*spec.Schema, error) {
 // managedfields.NewTypeConverter takes, for server-side apply tooling. The
 // map is the caller's; the schemas in it are shared.
 func (d *Document) Schemas() (map[string]*spec.Schema, error) {
-	names := d.SchemaNames()
 	if _, err := d.index(); err != nil {
 		return nil, err
 	}
+	names := d.SchemaNames()
 	out := make([]*spec.Schema, len(names))
 	errs := make([]error, len(names))
 	var next atomic.Int64

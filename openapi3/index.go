@@ -235,6 +235,18 @@ func (s *scanner) uniqueMembers(fn func(name string) error) error {
 	})
 }
 
+// into reads an object's members, each name once, handing the one called
+// want to inner (which consumes its value) and skipping the others.
+func (s *scanner) into(want string, inner func() error) error {
+	return s.uniqueMembers(func(name string) error {
+		if name != want {
+			_, err := s.value()
+			return err
+		}
+		return inner()
+	})
+}
+
 // indexSchemas finds each components/schemas entry of a JSON document,
 // checking that the whole document is one well-bracketed object. A name
 // given twice at the levels it reads is an error, as it is to kube-openapi's
@@ -242,19 +254,8 @@ func (s *scanner) uniqueMembers(fn func(name string) error) error {
 func indexSchemas(b []byte) (map[string]span, error) {
 	s := &scanner{b: b}
 	schemas := map[string]span{}
-	// into reads an object's members, each name once, handing the one
-	// called want to inner and skipping the others.
-	into := func(want string, inner func() error) error {
-		return s.uniqueMembers(func(name string) error {
-			if name != want {
-				_, err := s.value()
-				return err
-			}
-			return inner()
-		})
-	}
-	err := into("components", func() error {
-		return into("schemas", func() error {
+	err := s.into("components", func() error {
+		return s.into("schemas", func() error {
 			return s.uniqueMembers(func(name string) error {
 				v, err := s.value()
 				schemas[name] = v
@@ -292,17 +293,9 @@ func memberOf(b []byte, name string) ([]byte, error) {
 func parseRoot(b []byte) (map[string]string, error) {
 	s := &scanner{b: b}
 	root := map[string]string{}
-	err := s.uniqueMembers(func(name string) error {
-		if name != "paths" {
-			_, err := s.value()
-			return err
-		}
+	err := s.into("paths", func() error {
 		return s.uniqueMembers(func(path string) error {
-			return s.uniqueMembers(func(name string) error {
-				if name != "serverRelativeURL" {
-					_, err := s.value()
-					return err
-				}
+			return s.into("serverRelativeURL", func() error {
 				u, err := s.string()
 				root[path] = u
 				return err
