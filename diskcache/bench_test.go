@@ -56,6 +56,21 @@ func diskUsage(dir string) (files int, bytes int64) {
 	return files, bytes
 }
 
+// measure runs start once to fill the cache in root, then times it, and
+// reports the requests it made and what the cache holds on disk.
+func measure(b *testing.B, srv *discoverytest.Server, root string, start func()) {
+	start()
+	srv.ResetRequests()
+	b.ReportAllocs()
+	for b.Loop() {
+		start()
+	}
+	files, bytes := diskUsage(root)
+	b.ReportMetric(float64(srv.Stats().Requests)/float64(b.N), "req/op")
+	b.ReportMetric(float64(files), "files")
+	b.ReportMetric(float64(bytes), "disk-B")
+}
+
 // BenchmarkWarmStart: a new process with a warm disk cache, to its first
 // REST mapping (the max age / TTL has not passed, so no request is needed).
 func BenchmarkWarmStart(b *testing.B) {
@@ -79,16 +94,7 @@ func BenchmarkWarmStart(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		start() // fills the cache
-		srv.ResetRequests()
-		b.ReportAllocs()
-		for b.Loop() {
-			start()
-		}
-		files, bytes := diskUsage(root)
-		b.ReportMetric(float64(srv.Stats().Requests)/float64(b.N), "req/op")
-		b.ReportMetric(float64(files), "files")
-		b.ReportMetric(float64(bytes), "disk-B")
+		measure(b, srv, root, start)
 	})
 	b.Run("client-go", func(b *testing.B) {
 		root := b.TempDir()
@@ -102,16 +108,7 @@ func BenchmarkWarmStart(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		start()
-		srv.ResetRequests()
-		b.ReportAllocs()
-		for b.Loop() {
-			start()
-		}
-		files, bytes := diskUsage(root)
-		b.ReportMetric(float64(srv.Stats().Requests)/float64(b.N), "req/op")
-		b.ReportMetric(float64(files), "files")
-		b.ReportMetric(float64(bytes), "disk-B")
+		measure(b, srv, root, start)
 	})
 }
 

@@ -23,6 +23,32 @@ import (
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
+// allSpecs is client-go's way to every document: openapi3.Root.GVSpec for
+// each group-version, which parses each whole into spec3 (and, on a client
+// without a disk cache, reads the root again for each).
+func allSpecs(b *testing.B, client openapi.Client) {
+	root := cgopenapi3.NewRoot(client)
+	gvs, err := root.GroupVersions()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, gv := range gvs {
+		if _, err := root.GVSpec(gv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cachedOpenAPIV3 is client-go's OpenAPI v3 client on a disk cache in dir,
+// as kubectl builds it.
+func cachedOpenAPIV3(b *testing.B, cfg *rest.Config, dir string) openapi.Client {
+	cdc, err := disk.NewCachedDiscoveryClientForConfig(cfg, filepath.Join(dir, "discovery"), filepath.Join(dir, "http"), 6*time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cdc.OpenAPIV3()
+}
+
 // Every group-version document, ready to be asked for schemas, side by
 // side with client-go's openapi3.Root, at 3000 CRDs (about 470 documents):
 // kubeatlas's FetchAll (each document read and indexed; a schema is parsed
@@ -45,25 +71,6 @@ func BenchmarkAllDocuments(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	clientGo := func(b *testing.B, client openapi.Client) {
-		root := cgopenapi3.NewRoot(client)
-		gvs, err := root.GroupVersions()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, gv := range gvs {
-			if _, err := root.GVSpec(gv); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	cachedClientGo := func(b *testing.B, dir string) openapi.Client {
-		cdc, err := disk.NewCachedDiscoveryClientForConfig(cfg, filepath.Join(dir, "discovery"), filepath.Join(dir, "http"), 6*time.Hour)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return cdc.OpenAPIV3()
-	}
 	report := func(b *testing.B) {
 		b.ReportMetric(float64(srv.Stats().Requests)/float64(b.N), "req/op")
 		srv.ResetRequests()
@@ -79,7 +86,7 @@ func BenchmarkAllDocuments(b *testing.B) {
 	})
 	b.Run("no-disk-cache/client-go", func(b *testing.B) {
 		for b.Loop() {
-			clientGo(b, cgdiscovery.NewDiscoveryClientForConfigOrDie(cfg).OpenAPIV3())
+			allSpecs(b, cgdiscovery.NewDiscoveryClientForConfigOrDie(cfg).OpenAPIV3())
 		}
 		report(b)
 	})
@@ -95,7 +102,7 @@ func BenchmarkAllDocuments(b *testing.B) {
 	})
 	b.Run("cold-disk-cache/client-go", func(b *testing.B) {
 		for b.Loop() {
-			clientGo(b, cachedClientGo(b, b.TempDir()))
+			allSpecs(b, cachedOpenAPIV3(b, cfg, b.TempDir()))
 		}
 		report(b)
 	})
@@ -128,10 +135,10 @@ func BenchmarkAllDocuments(b *testing.B) {
 	})
 	warmCG := b.TempDir()
 	b.Run("warm-disk-cache/client-go", func(b *testing.B) {
-		clientGo(b, cachedClientGo(b, warmCG))
+		allSpecs(b, cachedOpenAPIV3(b, cfg, warmCG))
 		srv.ResetRequests()
 		for b.Loop() {
-			clientGo(b, cachedClientGo(b, warmCG))
+			allSpecs(b, cachedOpenAPIV3(b, cfg, warmCG))
 		}
 		report(b)
 	})
@@ -170,22 +177,7 @@ func BenchmarkAllDocumentsParsed(b *testing.B) {
 		}
 		return nil
 	}
-	clientGo := func(b *testing.B, dir string) {
-		cdc, err := disk.NewCachedDiscoveryClientForConfig(cfg, filepath.Join(dir, "discovery"), filepath.Join(dir, "http"), 6*time.Hour)
-		if err != nil {
-			b.Fatal(err)
-		}
-		root := cgopenapi3.NewRoot(cdc.OpenAPIV3())
-		gvs, err := root.GroupVersions()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, gv := range gvs {
-			if _, err := root.GVSpec(gv); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	clientGo := func(b *testing.B, dir string) { allSpecs(b, cachedOpenAPIV3(b, cfg, dir)) }
 	kubeatlas(b, warmKA, whole)
 	clientGo(b, warmCG)
 	b.Run("cold-disk-cache/kubeatlas", func(b *testing.B) {
@@ -263,11 +255,7 @@ func BenchmarkExplain(b *testing.B) {
 		}
 	}
 	clientGo := func(b *testing.B) {
-		cdc, err := disk.NewCachedDiscoveryClientForConfig(cfg, filepath.Join(warmCG, "discovery"), filepath.Join(warmCG, "http"), 6*time.Hour)
-		if err != nil {
-			b.Fatal(err)
-		}
-		doc, err := cgopenapi3.NewRoot(cdc.OpenAPIV3()).GVSpec(gvk.GroupVersion())
+		doc, err := cgopenapi3.NewRoot(cachedOpenAPIV3(b, cfg, warmCG)).GVSpec(gvk.GroupVersion())
 		if err != nil {
 			b.Fatal(err)
 		}
