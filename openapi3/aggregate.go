@@ -80,25 +80,17 @@ func lookup(ms []member, name string) []byte {
 }
 
 func (m *merger) add(d *Document) error {
-	schemaSpans, err := d.index()
+	idx, err := d.indexAll()
 	if err != nil {
 		return err
 	}
-	top, err := membersOf(d.JSON)
-	if err != nil {
-		return fmt.Errorf("openapi3: %s: %w", d.Path, err)
-	}
-	components, err := membersOf(lookup(top, "components"))
-	if err != nil {
-		return fmt.Errorf("openapi3: %s: components: %w", d.Path, err)
-	}
-	paths, err := membersOf(lookup(top, "paths"))
+	paths, err := membersOf(d.raw(idx.top["paths"]))
 	if err != nil {
 		return fmt.Errorf("openapi3: %s: paths: %w", d.Path, err)
 	}
-	schemas := make(map[string][]byte, len(schemaSpans))
-	for name, at := range schemaSpans {
-		schemas[name] = d.JSON[at.start:at.end]
+	schemas := make(map[string][]byte, len(idx.schemas))
+	for name, at := range idx.schemas {
+		schemas[name] = d.raw(at)
 	}
 
 	// Names merged already under a different definition.
@@ -131,27 +123,24 @@ func (m *merger) add(d *Document) error {
 		}
 		m.paths[p.name] = p.raw
 	}
-	for _, c := range components {
-		if c.name == "schemas" {
-			continue
-		}
-		named, err := membersOf(c.raw)
+	for kind, at := range idx.components {
+		named, err := membersOf(d.raw(at))
 		if err != nil {
-			return fmt.Errorf("openapi3: %s: components.%s: %w", d.Path, c.name, err)
+			return fmt.Errorf("openapi3: %s: components.%s: %w", d.Path, kind, err)
 		}
-		if m.components[c.name] == nil {
-			m.components[c.name] = map[string][]byte{}
+		if m.components[kind] == nil {
+			m.components[kind] = map[string][]byte{}
 		}
 		for _, n := range named {
-			if _, ok := m.components[c.name][n.name]; !ok {
-				m.components[c.name][n.name] = n.raw
+			if _, ok := m.components[kind][n.name]; !ok {
+				m.components[kind][n.name] = n.raw
 			}
 		}
 	}
-	if sec := lookup(top, "security"); sec != nil && m.security == nil {
+	if sec := d.raw(idx.top["security"]); sec != nil && m.security == nil {
 		m.security = sec
 	}
-	if info, err := membersOf(lookup(top, "info")); err == nil {
+	if info, err := membersOf(d.raw(idx.top["info"])); err == nil {
 		if v := lookup(info, "version"); v != nil {
 			m.version = v
 		}

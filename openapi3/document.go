@@ -30,7 +30,7 @@ type Document struct {
 	JSON []byte
 
 	indexOnce sync.Once
-	schemas   map[string]span // where each components/schemas entry lies
+	idx       docIndex // where each components/schemas entry (and the rest) lies
 	indexErr  error
 
 	mu     sync.Mutex // guards parsed and kinds; never held while parsing
@@ -56,13 +56,27 @@ func NewDocument(path, url string, body []byte) (*Document, error) {
 // index returns where the schemas lie, indexing on first use (a Document
 // built as a literal is indexed then).
 func (d *Document) index() (map[string]span, error) {
+	idx, err := d.indexAll()
+	return idx.schemas, err
+}
+
+// indexAll returns where the document's parts lie (see docIndex).
+func (d *Document) indexAll() (docIndex, error) {
 	d.indexOnce.Do(func() {
-		d.schemas, d.indexErr = indexSchemas(d.JSON)
+		d.idx, d.indexErr = indexDocument(d.JSON)
 		if d.indexErr != nil {
 			d.indexErr = fmt.Errorf("openapi3: %s is not a JSON document: %w", d.Path, d.indexErr)
 		}
 	})
-	return d.schemas, d.indexErr
+	return d.idx, d.indexErr
+}
+
+// raw is the bytes at, or nil for the zero span (a part the document lacks).
+func (d *Document) raw(at span) []byte {
+	if at == (span{}) {
+		return nil
+	}
+	return d.JSON[at.start:at.end]
 }
 
 // wantType checks that a response's Content-Type is one of want.

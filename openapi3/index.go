@@ -247,29 +247,51 @@ func (s *scanner) into(want string, inner func() error) error {
 	})
 }
 
-// indexSchemas finds each components/schemas entry of a JSON document,
-// checking that the whole document is one well-bracketed object. A name
-// given twice at the levels it reads is an error, as it is to kube-openapi's
-// parser.
-func indexSchemas(b []byte) (map[string]span, error) {
+// docIndex is where a document's parts lie: each components/schemas entry,
+// the other components (securitySchemes), and the top-level members but
+// components (paths, info, security).
+type docIndex struct {
+	schemas, components, top map[string]span
+}
+
+// indexDocument indexes a JSON document in one pass, checking that the
+// whole of it is one well-bracketed object. A name given twice at the
+// levels it reads is an error, as it is to kube-openapi's parser.
+func indexDocument(b []byte) (docIndex, error) {
 	s := &scanner{b: b}
-	schemas := map[string]span{}
-	err := s.into("components", func() error {
-		return s.into("schemas", func() error {
-			return s.uniqueMembers(func(name string) error {
-				v, err := s.value()
-				schemas[name] = v
-				return err
-			})
+	idx := docIndex{schemas: map[string]span{}, components: map[string]span{}, top: map[string]span{}}
+	// record reads the members of an object, recording each value in
+	// spans but the one called want, which inner reads (none, for a nil
+	// inner).
+	record := func(spans map[string]span, want string, inner func() error) error {
+		return s.uniqueMembers(func(name string) error {
+			if inner != nil && name == want {
+				return inner()
+			}
+			v, err := s.value()
+			spans[name] = v
+			return err
+		})
+	}
+	err := record(idx.top, "components", func() error {
+		return record(idx.components, "schemas", func() error {
+			return record(idx.schemas, "", nil)
 		})
 	})
 	if err == nil {
 		err = s.end()
 	}
+	return idx, err
+}
+
+// indexSchemas finds each components/schemas entry of a JSON document (see
+// indexDocument).
+func indexSchemas(b []byte) (map[string]span, error) {
+	idx, err := indexDocument(b)
 	if err != nil {
 		return nil, err
 	}
-	return schemas, nil
+	return idx.schemas, nil
 }
 
 // memberOf returns the value of the member called name of the JSON object
