@@ -1,13 +1,9 @@
 package discovery
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -21,6 +17,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/flight"
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
 // Defaults of the options.
@@ -29,6 +26,8 @@ const (
 	DefaultRefreshTimeout   = 30 * time.Second
 	DefaultLegacyParallel   = 8
 	DefaultMaxResponseBytes = 64 << 20
+	DefaultMaxRetries       = httpx.DefaultMaxRetries
+	DefaultMaxRedirects     = 3
 )
 
 type options struct {
@@ -36,6 +35,7 @@ type options struct {
 	refreshTimeout   time.Duration
 	legacyParallel   int
 	maxResponseBytes int64
+	maxRetries       int
 	legacyOnly       bool
 	jsonOnly         bool
 	noPeer           bool
@@ -91,6 +91,21 @@ func WithMaxResponseBytes(n int64) Option {
 			return fmt.Errorf("discovery: max response bytes must be positive, got %d", n)
 		}
 		o.maxResponseBytes = n
+		return nil
+	}
+}
+
+// WithMaxRetries bounds how many times a request answered with 429 or a
+// 5xx carrying Retry-After (as API Priority and Fairness answers) is sent
+// again, after the wait the server asks for; a wait that would end after
+// the refresh's deadline is not made, and the server's error is returned.
+// Default: DefaultMaxRetries (5); 0 turns retries off.
+func WithMaxRetries(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("discovery: max retries must not be negative, got %d", n)
+		}
+		o.maxRetries = n
 		return nil
 	}
 }
@@ -171,7 +186,10 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 }
 
 // NewForHTTPClient builds a client that sends requests through hc (nil means
-// http.DefaultClient) to the API server at baseURL.
+// http.DefaultClient) to the API server at baseURL. The client uses a copy
+// of hc whose redirect policy follows at most DefaultMaxRedirects
+// redirects, on the server's own scheme and host only: credentials that hc's
+// transport adds never reach another host.
 func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client, error) {
 	base, err := url.Parse(baseURL)
 	if err != nil || base.Scheme == "" || base.Host == "" {
@@ -189,6 +207,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		refreshTimeout:   DefaultRefreshTimeout,
 		legacyParallel:   DefaultLegacyParallel,
 		maxResponseBytes: DefaultMaxResponseBytes,
+		maxRetries:       DefaultMaxRetries,
 		logger:           slog.New(slog.DiscardHandler),
 		clock:            clock.RealClock{},
 	}
@@ -202,7 +221,16 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	}
 	b := *base
 	b.Path = strings.TrimSuffix(b.Path, "/")
-	c := &Client{hc: hc, base: &b, opts: o, lastFailed: map[string]string{}}
+	c := &Client{base: &b, opts: o, lastFailed: map[string]string{}}
+	// A copy of the caller's client: every request it sends is counted, and
+	// redirects stay on the server's host (httpx.CheckRedirect says why).
+	hcCopy := httpx.WithRedirectPolicy(hc, DefaultMaxRedirects)
+	next := hcCopy.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hcCopy.Transport = countingTransport{next: next, n: &c.stats.requests}
+	c.hc = hcCopy
 	c.refreshes.Timeout = o.refreshTimeout
 	return c, nil
 }
@@ -305,7 +333,8 @@ func (c *Client) logFailures(s *Snapshot) {
 	c.lastFailed = now
 }
 
-// get sends one GET and reads the body within the size limit.
+// get sends one GET, again after a 429 or 503 with Retry-After, and reads
+// the body within the size limit.
 func (c *Client) get(ctx context.Context, path, accept, etag string) (*http.Response, []byte, error) {
 	u := *c.base
 	u.Path += path
@@ -323,62 +352,26 @@ func (c *Client) get(ctx context.Context, path, accept, etag string) (*http.Resp
 		// API server compresses discovery above 128 KiB).
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
-	c.stats.requests.Add(1)
-	resp, err := c.hc.Do(req)
+	return c.do(ctx, req, path)
+}
+
+// do sends req (retrying as httpx.Do does) and reads its body.
+func (c *Client) do(ctx context.Context, req *http.Request, path string) (*http.Response, []byte, error) {
+	resp, err := httpx.Do(ctx, c.hc, req, c.opts.maxRetries)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := readBody(resp, c.opts.maxResponseBytes+1)
-	c.stats.bytes.Add(int64(len(body)))
-	if err == nil && strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
-		body, err = gunzip(body, c.opts.maxResponseBytes+1)
+	body, wire, err := httpx.ReadBody(ctx, resp, httpx.Options{Limit: c.opts.maxResponseBytes})
+	c.stats.bytes.Add(wire)
+	if errors.Is(err, ErrTooLarge) {
+		return resp, nil, &ResponseError{Path: path, ContentType: resp.Header.Get("Content-Type"), Err: err}
 	}
 	if err != nil {
 		return resp, nil, fmt.Errorf("discovery: GET %s: reading body: %w", path, err)
-	}
-	if int64(len(body)) > c.opts.maxResponseBytes {
-		return resp, nil, &ResponseError{Path: path, ContentType: resp.Header.Get("Content-Type"),
-			Err: fmt.Errorf("%w (%d bytes)", ErrTooLarge, c.opts.maxResponseBytes)}
 	}
 	if resp.StatusCode == http.StatusNotModified {
 		c.stats.notModified.Add(1)
 	}
 	return resp, body, nil
-}
-
-// gunzip decompresses a gzip body into a buffer of the size its trailer
-// states (trusted only up to limit: a larger claim, or more output than
-// claimed, falls back to growing), reading at most limit bytes.
-func gunzip(compressed []byte, limit int64) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(compressed))
-	if err != nil {
-		return nil, fmt.Errorf("gzip: %w", err)
-	}
-	defer zr.Close()
-	var out bytes.Buffer
-	if n := len(compressed); n >= 4 {
-		if size := int64(binary.LittleEndian.Uint32(compressed[n-4:])); size < limit {
-			out.Grow(int(size) + bytes.MinRead)
-		}
-	}
-	if _, err := out.ReadFrom(io.LimitReader(zr, limit)); err != nil {
-		return nil, fmt.Errorf("gzip: %w", err)
-	}
-	return out.Bytes(), nil
-}
-
-// readBody reads at most limit bytes, in one allocation when the length is
-// known (the snapshot keeps the body alive, so it should not be oversized).
-func readBody(resp *http.Response, limit int64) ([]byte, error) {
-	r := io.LimitReader(resp.Body, limit)
-	if n := resp.ContentLength; n > 0 && n < limit {
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		// A body longer than announced is an error, as net/http would say.
-		return buf, nil
-	}
-	return io.ReadAll(r)
 }

@@ -343,7 +343,7 @@ func TestBadResponses(t *testing.T) {
 			func(err error) bool { return errors.Is(err, discovery.ErrTooLarge) }},
 		{"500", discoverytest.GenerationV2, discoverytest.Fault{Status: 500}, nil, apierrors.IsInternalError},
 		{"404", discoverytest.GenerationV2, discoverytest.Fault{Status: 404}, nil, apierrors.IsNotFound},
-		{"429", discoverytest.GenerationV2, discoverytest.Fault{Status: 429, RetryAfter: 7 * time.Second}, nil, func(err error) bool {
+		{"429", discoverytest.GenerationV2, discoverytest.Fault{Status: 429, RetryAfter: 7 * time.Second}, []discovery.Option{discovery.WithMaxRetries(0)}, func(err error) bool {
 			d, ok := apierrors.SuggestsClientDelay(err)
 			return apierrors.IsTooManyRequests(err) && ok && d == 7
 		}},

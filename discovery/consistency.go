@@ -48,14 +48,7 @@ func (c *Client) CheckConsistency(ctx context.Context, samples int) (*Consistenc
 		}
 		req.Header.Set("Accept", accept)
 		req.Close = true // a new connection for every sample
-		c.stats.requests.Add(1)
-		resp, err := c.hc.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("discovery: consistency sample: %w", err)
-		}
-		body, err := readBody(resp, c.opts.maxResponseBytes+1)
-		resp.Body.Close()
-		c.stats.bytes.Add(int64(len(body)))
+		resp, body, err := c.do(ctx, req, "/apis")
 		if err != nil {
 			return nil, fmt.Errorf("discovery: consistency sample: %w", err)
 		}

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
 // ErrStale is the cause of a GroupVersionError for a group-version the
@@ -84,7 +86,13 @@ func (e *ResponseError) Unwrap() error { return e.Err }
 
 // ErrTooLarge is the cause of a ResponseError for a body over the limit set
 // by WithMaxResponseBytes.
-var ErrTooLarge = errors.New("response body exceeds the size limit")
+// It is the same error as openapi3.ErrTooLarge.
+var ErrTooLarge = httpx.ErrTooLarge
+
+// ErrRedirect is the cause of the error for a redirect that is not
+// followed: more than DefaultMaxRedirects, or to another host (the
+// credentials that the HTTP client adds must not leave the server's host).
+var ErrRedirect = httpx.ErrRedirect
 
 // statusError turns an HTTP error response into the apimachinery error a
 // client-go user expects: the server's own Status when it sent one, else a

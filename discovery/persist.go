@@ -69,7 +69,8 @@ func (c *Client) persist(s *Snapshot) {
 	buf = append(buf, s.core.raw.body...)
 	buf = append(buf, s.named.raw.body...)
 	if err := c.opts.disk.Put(c.persistKey(), buf); err != nil {
-		c.opts.logger.Warn("discovery: could not persist snapshot", "err", err)
+		// The cache says once that it cannot write; no need to say it per refresh.
+		c.opts.logger.Debug("discovery: could not persist snapshot", "err", err)
 		return
 	}
 	c.persistedAt.Store(s.validated.UnixNano())

@@ -1,13 +1,14 @@
 package discovery
 
 import (
+	"net/http"
 	"sync/atomic"
 	"time"
 )
 
 // Stats counts what a Client did since it was built.
 type Stats struct {
-	Requests    int64 // HTTP requests sent
+	Requests    int64 // HTTP requests sent, retries and redirects included
 	Bytes       int64 // response body bytes read
 	NotModified int64 // 304 answers
 	// CacheHits counts Snapshot calls answered from the current snapshot
@@ -17,6 +18,17 @@ type Stats struct {
 	RefreshErrors int64 // refreshes that produced no snapshot
 	RefreshTime   time.Duration
 	DiskLoads     int64 // snapshots read from the disk cache (warm starts)
+}
+
+// countingTransport counts every request sent: retries and redirects too.
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.next.RoundTrip(req)
 }
 
 type counters struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/url"
@@ -87,10 +88,9 @@ type Cache struct {
 	entries map[string]*entryInfo
 	total   int64
 	stats   Stats
-	// openapi maps an OpenAPI document's path and Accept to the file of
-	// its newest ?hash= this process knows, so a new hash replaces the old
-	// file at once instead of at the next compaction.
-	openapi map[string]string
+	// warned holds the kinds of trouble already logged: a cache that
+	// cannot be written, or holds special files, says so once.
+	warned sync.Map
 	// dirs holds the entry directories this process has made, so that a
 	// write costs no MkdirAll (one is made again if it went missing).
 	dirs sync.Map
@@ -120,7 +120,7 @@ func Open(root, serverURL string, opts ...Option) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
-	c := &Cache{dir: dir, opts: o, entries: map[string]*entryInfo{}, openapi: map[string]string{}}
+	c := &Cache{dir: dir, opts: o, entries: map[string]*entryInfo{}}
 	if err := c.scan(); err != nil {
 		return nil, err
 	}
@@ -148,8 +148,16 @@ func ClusterDir(serverURL string) string {
 }
 
 // fileName is where a key's entry lives: two levels keep directories small.
+// An OpenAPI document at a ?hash= URL is named by its path and Accept
+// alone, so that its next hash replaces its file, in any process, and a
+// cache holds one file per live document; the key stored in the file tells
+// one hash from another.
 func (c *Cache) fileName(key string) (dir, name string) {
-	sum := sha256.Sum256([]byte(key))
+	id := key
+	if oid, ok := openAPIIdentity(key); ok {
+		id = "openapi-document\n" + oid
+	}
+	sum := sha256.Sum256([]byte(id))
 	h := hex.EncodeToString(sum[:16])
 	return filepath.Join(c.dir, h[:2]), h
 }
@@ -210,17 +218,41 @@ func decode(buf []byte) (key string, value []byte, err error) {
 	return string(buf[headerSize : headerSize+kl]), buf[headerSize+kl:], nil
 }
 
-// Get returns the value stored for key.
+// Get returns the value stored for key. Only a regular file is read,
+// never a symbolic link, FIFO or device put in an entry's place, and no more
+// than its header declares and its size confirms.
 func (c *Cache) Get(key string) ([]byte, bool) {
 	dir, name := c.fileName(key)
 	path := filepath.Join(dir, name)
-	buf, err := os.ReadFile(path)
+	buf, err := readEntry(path)
 	if err != nil {
 		c.count(func(s *Stats) { s.Misses++ })
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, errCorrupt):
+			c.count(func(s *Stats) { s.Corrupt++ })
+			c.opts.logger.Warn("diskcache: dropping unreadable entry", "path", path, "err", err)
+			_ = os.Remove(path)
+			c.forget(name)
+		case c.removeSpecial(path):
+		default:
+			c.warnOnce("read", "diskcache: cannot read entries; going on without them", "path", path, "err", err)
+		}
 		return nil, false
 	}
 	k, value, err := decode(buf)
-	if err != nil || k != key {
+	if err == nil && k != key {
+		if id, ok := openAPIIdentity(key); ok {
+			if other, _ := openAPIIdentity(k); other == id {
+				// The document at another ?hash=: a plain miss, and the
+				// next Put replaces it.
+				c.count(func(s *Stats) { s.Misses++ })
+				return nil, false
+			}
+		}
+		err = errOtherKey
+	}
+	if err != nil {
 		// Torn, foreign, or (astronomically unlikely) another key: a miss,
 		// and the file goes so the next Set starts clean.
 		c.count(func(s *Stats) { s.Corrupt++; s.Misses++ })
@@ -232,6 +264,67 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	c.touch(name, int64(len(buf)))
 	c.count(func(s *Stats) { s.Hits++ })
 	return value, true
+}
+
+var (
+	errOtherKey   = errors.New("the entry holds another key")
+	errNotRegular = errors.New("not a regular file")
+)
+
+// readEntry reads an entry's file, refusing anything but a regular file
+// and reading no more than its header declares (which must be its size).
+func readEntry(path string) ([]byte, error) {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: path, Err: errNotRegular}
+	}
+	var head [headerSize]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	if [8]byte(head[:8]) != magic {
+		return nil, fmt.Errorf("%w: not an entry of this cache", errCorrupt)
+	}
+	kl := uint64(binary.LittleEndian.Uint32(head[8+sumSize:]))
+	vl := binary.LittleEndian.Uint64(head[8+sumSize+4:])
+	if vl > uint64(info.Size()) || headerSize+kl+vl != uint64(info.Size()) {
+		return nil, fmt.Errorf("%w: header declares %d bytes, the file has %d", errCorrupt, headerSize+kl+vl, info.Size())
+	}
+	buf := make([]byte, info.Size())
+	copy(buf, head[:])
+	if _, err := io.ReadFull(f, buf[headerSize:]); err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	return buf, nil
+}
+
+// removeSpecial removes what stands at path if it is not a regular file
+// (a symbolic link, FIFO, socket, device or directory in an entry's place),
+// saying so once, and reports whether it did.
+func (c *Cache) removeSpecial(path string) bool {
+	info, err := os.Lstat(path)
+	if err != nil || info.Mode().IsRegular() {
+		return false
+	}
+	c.warnOnce("special", "diskcache: removing what is not a regular file from the cache", "path", path, "mode", info.Mode().String())
+	// RemoveAll removes a link, not what it points to.
+	_ = os.RemoveAll(path)
+	return true
+}
+
+// warnOnce logs msg the first time trouble of its kind occurs.
+func (c *Cache) warnOnce(kind, msg string, args ...any) {
+	if _, seen := c.warned.LoadOrStore(kind, true); !seen {
+		c.opts.logger.Warn(msg, args...)
+	}
 }
 
 // Put stores value for key, atomically, and compacts when over a bound.
@@ -278,7 +371,10 @@ func (c *Cache) put(key string, parts ...[]byte) error {
 		werr = os.Chmod(tmp.Name(), 0o600)
 	}
 	if werr == nil {
-		werr = os.Rename(tmp.Name(), filepath.Join(dir, name))
+		target := filepath.Join(dir, name)
+		if werr = os.Rename(tmp.Name(), target); werr != nil && c.removeSpecial(target) {
+			werr = os.Rename(tmp.Name(), target)
+		}
 	}
 	if werr != nil {
 		_ = os.Remove(tmp.Name())
@@ -286,36 +382,25 @@ func (c *Cache) put(key string, parts ...[]byte) error {
 	}
 	c.touch(name, size)
 	c.count(func(s *Stats) { s.Writes++ })
-	if id, ok := openAPIIdentity(key); ok {
-		c.mu.Lock()
-		old := c.openapi[id]
-		c.openapi[id] = name
-		c.mu.Unlock()
-		if old != "" && old != name {
-			if err := os.Remove(filepath.Join(c.dir, old[:2], old)); err == nil {
-				c.forget(old)
-				c.count(func(s *Stats) { s.Evictions++ })
-			}
-		}
-	}
 	if c.overBounds() {
 		return c.Compact()
 	}
 	return nil
 }
 
+// writeFailed counts a failed write and logs the first: a cache that
+// cannot be written (a read-only directory, a full disk) says so once, not
+// on every write.
 func (c *Cache) writeFailed(err error) error {
 	c.count(func(s *Stats) { s.WriteErrors++ })
-	return fmt.Errorf("diskcache: write: %w", err)
+	err = fmt.Errorf("diskcache: write: %w", err)
+	c.warnOnce("write", "diskcache: cannot write entries; going on without storing them", "dir", c.dir, "err", err)
+	return err
 }
 
-// Set is httpcache's Put; an error is logged, as the interface cannot
-// return it, and counted in Stats.WriteErrors.
-func (c *Cache) Set(key string, value []byte) {
-	if err := c.Put(key, value); err != nil {
-		c.opts.logger.Warn("diskcache: could not store entry", "key", key, "err", err)
-	}
-}
+// Set is httpcache's Put; an error is logged (the first of them), as the
+// interface cannot return it, and counted in Stats.WriteErrors.
+func (c *Cache) Set(key string, value []byte) { _ = c.Put(key, value) }
 
 // Delete removes key's entry.
 func (c *Cache) Delete(key string) {
@@ -376,33 +461,96 @@ func (c *Cache) overBounds() bool {
 }
 
 // scan learns the entries already on disk, with their modification time as
-// their recency.
+// their recency, and tidies the directory on the way (see walk).
 func (c *Cache) scan() error {
 	found := map[string]*entryInfo{}
 	var total int64
-	err := filepath.WalkDir(c.dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed by another process meanwhile
-			}
-			return err
-		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), ".") {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		found[d.Name()] = &entryInfo{size: info.Size(), used: info.ModTime()}
-		total += info.Size()
-		return nil
+	err := c.walk(func(e diskEntry) {
+		found[e.name] = &entryInfo{size: e.size, used: e.used}
+		total += e.size
 	})
 	if err != nil {
-		return fmt.Errorf("diskcache: scanning %s: %w", c.dir, err)
+		return err
 	}
 	c.mu.Lock()
 	c.entries, c.total = found, total
 	c.mu.Unlock()
 	return nil
+}
+
+// walk visits every entry file and tidies what is not one, so that junk
+// never stays for good: temporary files of writers that died (older than
+// staleTemp), files that are not entries, and anything that is not a regular
+// file where an entry or a file belongs. Directories it does not know are
+// left alone (and not descended into). A subdirectory that cannot be read
+// is skipped, said once; only the cache's own directory must be readable.
+func (c *Cache) walk(visit func(diskEntry)) error {
+	now := c.opts.clock.Now()
+	var junk int
+	err := filepath.WalkDir(c.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed by another process meanwhile
+			}
+			if path == c.dir {
+				return err
+			}
+			c.warnOnce("walk", "diskcache: skipping what cannot be read in the cache", "path", path, "err", err)
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(c.dir, path)
+		depth := strings.Count(rel, string(filepath.Separator))
+		name := d.Name()
+		switch {
+		case path == c.dir:
+			return nil
+		case d.IsDir():
+			if depth == 0 && isHex(name, 2) {
+				return nil
+			}
+			if depth == 1 && isHex(name, 32) {
+				c.removeSpecial(path) // a directory in an entry's place
+			}
+			return fs.SkipDir
+		case depth == 0 && name == ".lock":
+			return nil
+		case depth == 1 && d.Type().IsRegular() && isHex(name, 32):
+			info, err := d.Info()
+			if err == nil {
+				visit(diskEntry{path: path, name: name, size: info.Size(), used: info.ModTime()})
+			}
+			return nil
+		case depth == 1 && d.Type().IsRegular() && strings.HasPrefix(name, ".tmp-"):
+			if info, err := d.Info(); err == nil && now.Sub(info.ModTime()) <= staleTemp {
+				return nil // a write under way
+			}
+		}
+		if err := os.Remove(path); err == nil {
+			junk++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("diskcache: scanning %s: %w", c.dir, err)
+	}
+	if junk > 0 {
+		c.opts.logger.Debug("diskcache: removed files that were not entries", "dir", c.dir, "count", junk)
+	}
+	return nil
+}
+
+// isHex: s is n lowercase hexadecimal digits, as entry names are.
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := range len(s) {
+		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -49,14 +49,9 @@ func (c *Cache) Compact() error {
 		return err
 	}
 	var remove []diskEntry
+	// Files of the layout before documents were named by path (one file
+	// per ?hash=) are superseded by the newer file of their path.
 	entries, remove = supersededOpenAPI(entries)
-	c.mu.Lock()
-	for _, e := range entries {
-		if id, ok := openAPIIdentity(e.key); ok {
-			c.openapi[id] = e.name
-		}
-	}
-	c.mu.Unlock()
 
 	c.mu.Lock()
 	maxBytes, maxEntries := c.opts.maxBytes*9/10, c.opts.maxEntries*9/10
@@ -84,8 +79,7 @@ func (c *Cache) Compact() error {
 }
 
 // listEntries reads every entry's header (for its key) and its recency: the
-// later of its modification time and this process's last use. Temporary
-// files of writers that died are removed.
+// later of its modification time and this process's last use.
 func (c *Cache) listEntries() ([]diskEntry, error) {
 	c.mu.Lock()
 	used := make(map[string]time.Time, len(c.entries))
@@ -93,52 +87,27 @@ func (c *Cache) listEntries() ([]diskEntry, error) {
 		used[name] = e.used
 	}
 	c.mu.Unlock()
-	now := c.opts.clock.Now()
 	var out []diskEntry
-	err := filepath.WalkDir(c.dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".tmp-") {
-			if now.Sub(info.ModTime()) > staleTemp {
-				_ = os.Remove(path)
-			}
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".") {
-			return nil
-		}
-		e := diskEntry{path: path, name: d.Name(), size: info.Size(), used: info.ModTime()}
+	err := c.walk(func(e diskEntry) {
 		if u, ok := used[e.name]; ok && u.After(e.used) {
 			e.used = u
 		}
-		e.key = readKey(path)
+		e.key = readKey(e.path)
 		out = append(out, e)
-		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("diskcache: listing %s: %w", c.dir, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // readKey reads the key from an entry's header, or "" for an unreadable one.
 func readKey(path string) string {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return ""
+	}
 	head := make([]byte, headerSize)
 	if _, err := io.ReadFull(f, head); err != nil || [8]byte(head[:8]) != magic {
 		return ""

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -31,7 +30,6 @@ import (
 	cgdiscovery "k8s.io/client-go/discovery"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 )
 
@@ -126,14 +124,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stop()
 
-	root, err := cli.CacheRoot()
-	if err != nil {
-		return err
-	}
-	disk, err := diskcache.Open(root, cli.CacheName(cfg, embedded), diskcache.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	if err != nil {
-		return err
-	}
+	disk := cli.OpenCache(cli.CacheName(cfg, embedded), stderr)
 	maxAge := discovery.DefaultMaxAge
 	if o.cached {
 		maxAge = 100 * 365 * 24 * time.Hour

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -113,5 +114,47 @@ func TestOutputs(t *testing.T) {
 	var errOut bytes.Buffer
 	if err := run([]string{"-o", "yaml"}, &bytes.Buffer{}, &errOut); err == nil {
 		t.Errorf("-o yaml accepted")
+	}
+}
+
+// TestCacheDirectoryProblems: as kubectl does, the command works without
+// its cache when the cache directory cannot be used, and says so once.
+func TestCacheDirectoryProblems(t *testing.T) {
+	_, base := discoverytest.Start(t)
+	want, _ := apiResources(t, t.TempDir(), "--server", base, "-o", "name")
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T) string
+	}{
+		{"a file where the cache directory should be", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "cache")
+			os.WriteFile(p, []byte("not a directory"), 0o600)
+			return p
+		}},
+		{"a file where the cluster's directory should be", func(t *testing.T) string {
+			root := t.TempDir()
+			apiResources(t, root, "--server", base, "-o", "name")
+			entries, _ := os.ReadDir(root)
+			for _, e := range entries {
+				os.RemoveAll(filepath.Join(root, e.Name()))
+				os.WriteFile(filepath.Join(root, e.Name()), []byte("x"), 0o600)
+			}
+			return root
+		}},
+		{"the cache directory below a file", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "file")
+			os.WriteFile(p, nil, 0o600)
+			return filepath.Join(p, "cache")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, stderr := apiResources(t, tc.setup(t), "--server", base, "-o", "name")
+			if got != want {
+				t.Errorf("output differs without a cache:\n%s", got)
+			}
+			if n := strings.Count(stderr, "warning"); n != 1 || !strings.Contains(stderr, "without a disk cache") {
+				t.Errorf("want one warning, got:\n%s", stderr)
+			}
+		})
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 	"github.com/kubeatlas/kubeatlas/restmapper"
@@ -63,14 +62,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stop()
-	root, err := cli.CacheRoot()
-	if err != nil {
-		return err
-	}
-	disk, err := diskcache.Open(root, cli.CacheName(cfg, embedded))
-	if err != nil {
-		return err
-	}
+	disk := cli.OpenCache(cli.CacheName(cfg, embedded), stderr)
 	dc, err := discovery.New(cfg, discovery.WithDiskCache(disk))
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/diskcache"
 )
 
 // Connection is kubectl's way of naming a cluster.
@@ -73,6 +75,24 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 	ts := httptest.NewServer(srv)
 	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", ts.URL)
 	return &rest.Config{Host: ts.URL}, ts.Close, true, nil
+}
+
+// OpenCache opens the disk cache of the cluster named name, logging its
+// warnings to stderr. A cache that cannot be opened (a read-only or foreign
+// directory, a file where a directory should be) is not a reason to fail,
+// as it is not for kubectl: the command runs without one, after one
+// warning, and nil is returned.
+func OpenCache(name string, stderr io.Writer) *diskcache.Cache {
+	root, err := CacheRoot()
+	if err == nil {
+		var c *diskcache.Cache
+		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if c, err = diskcache.Open(root, name, diskcache.WithLogger(logger)); err == nil {
+			return c
+		}
+	}
+	fmt.Fprintf(stderr, "warning: running without a disk cache: %v\n", err)
+	return nil
 }
 
 // CacheRoot is $KUBECACHEDIR, else kubeatlas's directory in the user cache

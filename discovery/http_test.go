@@ -1,0 +1,79 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+// TestRedirectKeepsCredentialsOnTheHost: a redirect from /api or /apis to
+// another host is not followed, so the bearer token that client-go's
+// transport adds to every request never reaches that host.
+func TestRedirectKeepsCredentialsOnTheHost(t *testing.T) {
+	var leaked atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Add(1)
+		t.Errorf("another host received %s with Authorization %q", r.URL.Path, r.Header.Get("Authorization"))
+	}))
+	defer other.Close()
+	_, base := discoverytest.Start(t)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api":
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+		case "/apis":
+			http.Redirect(w, r, base+"/apis", http.StatusFound) // same host? no: another port
+		}
+	}))
+	defer front.Close()
+	c, err := discovery.New(&rest.Config{Host: front.URL, BearerToken: "secret-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Snapshot(context.Background())
+	if !errors.Is(err, discovery.ErrRedirect) {
+		t.Fatalf("err = %v, want ErrRedirect", err)
+	}
+	if leaked.Load() != 0 {
+		t.Fatalf("%d requests reached another host", leaked.Load())
+	}
+}
+
+// TestRetryAfter: API Priority and Fairness answers 429 with Retry-After;
+// the client waits as asked and tries again, as kubectl does, instead of
+// failing the caller at once.
+func TestRetryAfter(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Second, Times: 2})
+	srv.InjectFault("/api", discoverytest.Fault{Status: http.StatusServiceUnavailable, RetryAfter: time.Second, Times: 1})
+	c := newClient(t, base)
+	s, err := c.Snapshot(context.Background())
+	if err != nil || s == nil {
+		t.Fatalf("after two 429s and a 503 with Retry-After: %v", err)
+	}
+	if got := c.Stats().Requests; got != 5 {
+		t.Errorf("%d requests, want 2 + 3 retries", got)
+	}
+
+	// A wait the caller's deadline cannot afford is not made: the caller
+	// gets the server's 429, with its Retry-After, before its deadline.
+	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Hour})
+	fresh := newClient(t, base, discovery.WithRefreshTimeout(10*time.Second))
+	_, err = fresh.Snapshot(context.Background())
+	if d, ok := apierrors.SuggestsClientDelay(err); !apierrors.IsTooManyRequests(err) || !ok || d != 3600 {
+		t.Fatalf("err = %v, want the server's 429 with Retry-After 3600", err)
+	}
+	if got := fresh.Stats().Requests; got != 2 {
+		t.Errorf("%d requests, want 2 (no retry of the 429)", got)
+	}
+}

@@ -1,0 +1,140 @@
+package httpx
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// ErrTooLarge is the cause of the error for a body over the size limit.
+var ErrTooLarge = errors.New("response body exceeds the size limit")
+
+// Sizes that bound what a body costs beyond its own bytes.
+const (
+	// presizeMax bounds the buffer allocated on a server's word (a
+	// Content-Length or a gzip trailer): a 60 MB claim followed by 1 KB
+	// costs this much, not 60 MB.
+	presizeMax = 8 << 20
+	// chunkMax bounds one read buffer; a body is read into chunks of
+	// doubling size and joined once at the end, so reading a body costs at
+	// most about twice its size, never the repeated regrowth of a single
+	// buffer.
+	chunkMax = 8 << 20
+	// LargeBody is the size past which ReadBody takes Options.Large.
+	LargeBody = 16 << 20
+)
+
+// Options says how ReadBody reads.
+type Options struct {
+	// Limit is the most a body may hold, after decompression.
+	Limit int64
+	// Large, when not nil, is acquired (weight 1) while a body grows past
+	// LargeBody, so that concurrent readers of oversized bodies (FetchAll
+	// against a server that sends nothing but huge documents) hold one
+	// limit's worth at a time instead of one each.
+	Large *semaphore.Weighted
+}
+
+// ReadBody reads resp's body within o.Limit, decompressing it when its
+// Content-Encoding is gzip (the caller asked for gzip itself, so Go's
+// transport left it compressed). A body over the limit is an error wrapping
+// ErrTooLarge; a Content-Length over the limit is refused before a byte is
+// read. Whatever the server sends, reading costs about twice the limit at
+// most, plus presizeMax. wire is the number of bytes received (compressed).
+func ReadBody(ctx context.Context, resp *http.Response, o Options) (body []byte, wire int64, err error) {
+	gzipped := strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip")
+	if resp.ContentLength > o.Limit {
+		return nil, 0, fmt.Errorf("%w (%d bytes; Content-Length %d)", ErrTooLarge, o.Limit, resp.ContentLength)
+	}
+	body, err = readAtMost(ctx, resp.Body, o, resp.ContentLength)
+	if err != nil {
+		return nil, 0, err
+	}
+	wire = int64(len(body))
+	if gzipped {
+		if body, err = gunzip(ctx, body, o); err != nil {
+			return nil, wire, err
+		}
+	}
+	return body, wire, nil
+}
+
+// gunzip decompresses a gzip body into a buffer of the size its trailer
+// states (trusted only up to presizeMax), reading at most limit+1 bytes.
+func gunzip(ctx context.Context, compressed []byte, o Options) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(compressed))
+	if err != nil {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	defer zr.Close()
+	var hint int64
+	if n := len(compressed); n >= 4 {
+		hint = int64(binary.LittleEndian.Uint32(compressed[n-4:]))
+	}
+	out, err := readAtMost(ctx, zr, o, hint)
+	if err != nil && !errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	return out, err
+}
+
+// readAtMost reads r to its end, or fails with ErrTooLarge as soon as it
+// has read more than the limit, starting with a buffer of hint bytes (bounded by presizeMax).
+func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte, error) {
+	want := o.Limit + 1
+	first := int64(32 << 10)
+	if hint > 0 {
+		first = hint + 1 // one more, to see the end without another buffer
+	}
+	buf := make([]byte, 0, min(first, presizeMax, want))
+	var chunks [][]byte
+	var total int64
+	large := false
+	defer func() {
+		if large {
+			o.Large.Release(1)
+		}
+	}()
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		total += int64(n)
+		if total >= want {
+			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, o.Limit)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) < cap(buf) {
+			continue
+		}
+		if total > LargeBody && o.Large != nil && !large {
+			if err := o.Large.Acquire(ctx, 1); err != nil {
+				return nil, err
+			}
+			large = true
+		}
+		chunks = append(chunks, buf)
+		next := min(max(2*int64(cap(buf)), 32<<10), chunkMax, want-total)
+		buf = make([]byte, 0, next)
+	}
+	if chunks == nil {
+		return buf, nil
+	}
+	out := make([]byte, 0, total)
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return append(out, buf...), nil
+}

@@ -1,0 +1,280 @@
+package httpx
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+func TestCheckRedirect(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the other host received %s with Authorization %q", r.URL, r.Header.Get("Authorization"))
+	}))
+	defer other.Close()
+	var hops atomic.Int32
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/x", http.StatusFound)
+		case "/loop":
+			hops.Add(1)
+			http.Redirect(w, r, "/loop", http.StatusMovedPermanently)
+		case "/here":
+			http.Redirect(w, r, "/there", http.StatusMovedPermanently)
+		case "/there":
+			io.WriteString(w, "ok")
+		}
+	}))
+	defer srv.Close()
+	hc := WithRedirectPolicy(srv.Client(), 3)
+	for _, tc := range []struct {
+		path    string
+		wantErr bool
+	}{{"/away", true}, {"/loop", true}, {"/here", false}} {
+		resp, err := hc.Get(srv.URL + tc.path)
+		if tc.wantErr {
+			if !errors.Is(err, ErrRedirect) {
+				t.Errorf("%s: err = %v, want ErrRedirect", tc.path, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		resp.Body.Close()
+	}
+	if n := hops.Load(); n != 4 {
+		t.Errorf("a redirect loop was followed %d times, want the first request and 3 redirects", n)
+	}
+}
+
+func TestDoRetriesAfterRetryAfter(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/twice":
+			if calls.Add(1) <= 2 {
+				w.Header().Set("Retry-After", "0")
+				http.Error(w, "too many requests", http.StatusTooManyRequests)
+				return
+			}
+			io.WriteString(w, "ok")
+		case "/always":
+			calls.Add(1)
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		case "/long":
+			calls.Add(1)
+			w.Header().Set("Retry-After", "3600")
+			http.Error(w, "come back in an hour", http.StatusTooManyRequests)
+		case "/plain":
+			calls.Add(1)
+			http.Error(w, "no Retry-After", http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	get := func(ctx context.Context, path string) (int, string, int32) {
+		t.Helper()
+		calls.Store(0)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		resp, err := Do(ctx, srv.Client(), req, 3)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b)), calls.Load()
+	}
+	ctx := context.Background()
+	if code, body, n := get(ctx, "/twice"); code != 200 || body != "ok" || n != 3 {
+		t.Errorf("/twice: %d %q after %d requests, want 200 after 3", code, body, n)
+	}
+	if code, body, n := get(ctx, "/always"); code != 503 || body != "unavailable" || n != 4 {
+		t.Errorf("/always: %d %q after %d requests, want the server's 503 after 1+3", code, body, n)
+	}
+	if code, _, n := get(ctx, "/plain"); code != 500 || n != 1 {
+		t.Errorf("/plain: %d after %d requests, want 500 at once (no Retry-After)", code, n)
+	}
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if code, body, n := get(short, "/long"); code != 429 || body != "come back in an hour" || n != 1 {
+		t.Errorf("/long with a 5s deadline: %d %q after %d requests, want the 429 at once", code, body, n)
+	}
+}
+
+func TestRetryAfterForms(t *testing.T) {
+	for _, tc := range []struct {
+		code   int
+		header string
+		want   time.Duration
+		ok     bool
+	}{
+		{429, "2", 2 * time.Second, true},
+		{503, "0", 0, true},
+		{500, "1", time.Second, true},
+		{404, "1", 0, false},
+		{429, "", 0, false},
+		{429, "-1", 0, false},
+		{429, "soon", 0, false},
+		{429, time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat), 0, true},
+	} {
+		resp := &http.Response{StatusCode: tc.code, Header: http.Header{}}
+		if tc.header != "" {
+			resp.Header.Set("Retry-After", tc.header)
+		}
+		got, ok := RetryAfter(resp)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%d Retry-After %q: %v %v, want %v %v", tc.code, tc.header, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// endless is a body that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+func response(body io.Reader, contentLength int64, header ...string) *http.Response {
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
+	}
+	return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(body), ContentLength: contentLength}
+}
+
+func TestReadBody(t *testing.T) {
+	ctx := context.Background()
+	doc := bytes.Repeat([]byte("0123456789"), 100_000) // 1 MB
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(doc)
+	zw.Close()
+	lying := bytes.Clone(gz.Bytes())
+	binary.LittleEndian.PutUint32(lying[len(lying)-4:], 10) // claims 10 bytes; gzip checks ISIZE
+	for _, tc := range []struct {
+		name    string
+		resp    *http.Response
+		limit   int64
+		want    []byte
+		tooBig  bool
+		anyFail bool
+	}{
+		{"known length", response(bytes.NewReader(doc), int64(len(doc))), 2 << 20, doc, false, false},
+		{"unknown length", response(bytes.NewReader(doc), -1), 2 << 20, doc, false, false},
+		{"exactly the limit", response(bytes.NewReader(doc), -1), int64(len(doc)), doc, false, false},
+		{"one byte over", response(bytes.NewReader(doc), -1), int64(len(doc)) - 1, nil, true, false},
+		{"Content-Length over the limit", response(endless{}, 1<<40), 1 << 20, nil, true, false},
+		{"endless", response(endless{}, -1), 1 << 20, nil, true, false},
+		{"gzip", response(bytes.NewReader(gz.Bytes()), -1, "Content-Encoding", "gzip"), 2 << 20, doc, false, false},
+		{"gzip over the limit", response(bytes.NewReader(gz.Bytes()), -1, "Content-Encoding", "gzip"), 1 << 19, nil, true, false},
+		{"gzip with a lying trailer", response(bytes.NewReader(lying), -1, "Content-Encoding", "gzip"), 2 << 20, nil, false, true},
+		{"not gzip", response(strings.NewReader("plain"), -1, "Content-Encoding", "gzip"), 1 << 20, nil, false, true},
+		{"shorter than announced", response(strings.NewReader("short"), 1000), 1 << 20, []byte("short"), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := ReadBody(ctx, tc.resp, Options{Limit: tc.limit})
+			switch {
+			case tc.tooBig:
+				if !errors.Is(err, ErrTooLarge) {
+					t.Fatalf("err = %v, want ErrTooLarge", err)
+				}
+			case tc.anyFail:
+				if err == nil {
+					t.Fatal("no error")
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !bytes.Equal(got, tc.want):
+				t.Fatalf("got %d bytes, want %d", len(got), len(tc.want))
+			}
+		})
+	}
+}
+
+// allocated is how many bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func TestReadBodyMemoryIsBoundedByTheLimit(t *testing.T) {
+	const limit = 32 << 20
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		resp func() *http.Response
+		most uint64
+	}{
+		// Without a length the body is read to just past the limit: the
+		// chunks add up to the limit, never more.
+		{"endless body", func() *http.Response { return response(endless{}, -1) }, limit + limit/4},
+		// A claim of 60 MB (within a 64 MB limit) that sends 1 KB costs the
+		// presize bound, not the claim.
+		{"large claim, small body", func() *http.Response { return response(strings.NewReader("tiny"), 60<<20) }, presizeMax + 1<<20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := int64(limit)
+			if tc.name == "large claim, small body" {
+				lim = 64 << 20
+			}
+			n := allocated(func() { ReadBody(ctx, tc.resp(), Options{Limit: lim}) })
+			if n > tc.most {
+				t.Errorf("allocated %d MB, want at most %d MB", n>>20, tc.most>>20)
+			}
+		})
+	}
+	t.Run("a body just within the limit costs about twice its size", func(t *testing.T) {
+		body := bytes.Repeat([]byte("y"), limit)
+		n := allocated(func() {
+			got, _, err := ReadBody(ctx, response(bytes.NewReader(body), -1), Options{Limit: limit})
+			if err != nil || len(got) != limit {
+				t.Errorf("%d bytes, %v", len(got), err)
+			}
+		})
+		if n > 2*limit+limit/4 {
+			t.Errorf("allocated %d MB for a %d MB body", n>>20, limit>>20)
+		}
+	})
+}
+
+func TestReadBodyLargeGate(t *testing.T) {
+	gate := semaphore.NewWeighted(1)
+	gate.Acquire(context.Background(), 1) // another reader holds it
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	// A small body never asks for the gate.
+	if _, _, err := ReadBody(ctx, response(strings.NewReader("small"), -1), Options{Limit: 1 << 30, Large: gate}); err != nil {
+		t.Fatalf("small body: %v", err)
+	}
+	// A large one waits for it, and gives up with ctx.
+	_, _, err := ReadBody(ctx, response(endless{}, -1), Options{Limit: 1 << 30, Large: gate})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("large body while the gate is held: %v, want the context's deadline", err)
+	}
+	gate.Release(1)
+	if !gate.TryAcquire(1) {
+		t.Fatal("the gate was not released by the reader that gave up")
+	}
+}
