@@ -3,8 +3,11 @@ package diskcache
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,18 +39,81 @@ func Key(rawURL, accept string) string {
 // logic), keyed by Key: immutable OpenAPI documents are served without a
 // request, ETag'd responses are revalidated with If-None-Match, and
 // Cache-Control: no-cache responses are not stored. Responses served from
-// the cache carry the header X-From-Cache: 1. A nil next means
-// http.DefaultTransport.
-func NewTransport(next http.RoundTripper, c *Cache) http.RoundTripper {
+// the cache carry the header X-From-Cache: 1 (a server's own X-From-Cache
+// is removed). A nil next means http.DefaultTransport.
+//
+// Nothing is stored that does not pass its checks: an empty 200, a JSON
+// OpenAPI document at a ?hash= URL whose SHA-512 is not that hash
+// (VerifyHash), other JSON that does not parse, a body over the limit
+// (WithMaxBodyBytes), and whatever WithCheck refuses. Such a response is
+// passed on to the caller as it came.
+func NewTransport(next http.RoundTripper, c *Cache, opts ...TransportOption) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &transport{next: next, cache: c}
+	t := &transport{next: next, cache: c, maxBody: min(DefaultMaxBodyBytes, c.opts.maxBytes)}
+	for _, opt := range opts {
+		opt(t)
+	}
+	return t
+}
+
+// DefaultMaxBodyBytes is the largest body the transport stores, unless
+// WithMaxBodyBytes says otherwise.
+const DefaultMaxBodyBytes = 128 << 20
+
+// TransportOption configures NewTransport.
+type TransportOption func(*transport)
+
+// WithCheck sets a check that a response body must pass, besides the
+// transport's own, before it is stored; resp's Request may be nil. Default:
+// none.
+func WithCheck(check func(resp *http.Response, body []byte) error) TransportOption {
+	return func(t *transport) { t.check = check }
+}
+
+// WithMaxBodyBytes sets the largest body the transport buffers to store: a
+// longer one is passed on without being kept in memory a second time.
+// Default: DefaultMaxBodyBytes, or the cache's WithMaxBytes if smaller.
+func WithMaxBodyBytes(n int64) TransportOption {
+	return func(t *transport) {
+		if n > 0 {
+			t.maxBody = n
+		}
+	}
 }
 
 type transport struct {
-	next  http.RoundTripper
-	cache *Cache
+	next    http.RoundTripper
+	cache   *Cache
+	check   func(*http.Response, []byte) error
+	maxBody int64
+}
+
+// storable says whether a 200 response's body, requested at u, may be
+// stored.
+func (t *transport) storable(u *url.URL, resp *http.Response, body []byte) error {
+	if len(body) == 0 {
+		return errors.New("an empty body")
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		verified, err := VerifyHash(u, body)
+		if err != nil {
+			return err
+		}
+		if !verified && !json.Valid(body) {
+			return errors.New("a JSON body that does not parse")
+		}
+	}
+	if t.check != nil {
+		return t.check(resp, body)
+	}
+	return nil
+}
+
+// refused logs a response that is not stored.
+func (t *transport) refused(u *url.URL, err error) {
+	t.cache.opts.logger.Debug("diskcache: response not stored", "url", u.Redacted(), "err", err)
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -64,7 +130,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// and drops volatile parameters. A Transport is a small struct, so one
 	// per request is cheap.
 	view := keyedView{cache: t.cache, accept: req.Header.Get("Accept")}
-	ht := &httpcache.Transport{Transport: storePolicy{t.next}, Cache: view, MarkCachedResponses: true}
+	ht := &httpcache.Transport{Transport: storePolicy{t}, Cache: view, MarkCachedResponses: true}
 	return ht.RoundTrip(req)
 }
 
@@ -97,6 +163,10 @@ func (t *transport) immutable(req *http.Request, key string) (*http.Response, er
 	if err != nil {
 		return nil, err
 	}
+	resp.Header.Del(httpcache.XFromCache)
+	if resp.Request == nil {
+		resp.Request = req
+	}
 	if resp.StatusCode == http.StatusNotModified && cached != nil {
 		resp.Body.Close()
 		for _, h := range []string{"Cache-Control", "Expires", "Date"} {
@@ -105,25 +175,28 @@ func (t *transport) immutable(req *http.Request, key string) (*http.Response, er
 			}
 		}
 		if freshUntil(cached.Header).After(now) {
-			cached.Body = t.storing(cached, key)
+			cached.Body = t.storing(req.URL, cached, key)
 		}
 		cached.Header.Set(httpcache.XFromCache, "1")
 		return cached, nil
 	}
 	if resp.StatusCode == http.StatusOK && freshUntil(resp.Header).After(now) {
-		resp.Body = t.storing(resp, key)
+		resp.Body = t.storing(req.URL, resp, key)
 	}
 	return resp, nil
 }
 
-// storing wraps resp's body to store resp under key once it is read.
-func (t *transport) storing(resp *http.Response, key string) io.ReadCloser {
-	sb := &storingBody{ReadCloser: resp.Body, resp: resp, store: func(head, body []byte) {
-		if err := t.cache.put(key, head, body); err != nil {
-			t.cache.opts.logger.Warn("diskcache: could not store entry", "key", key, "err", err)
+// storing wraps resp's body to store resp under key once it is read to
+// its end, if it passes the checks (storable).
+func (t *transport) storing(u *url.URL, resp *http.Response, key string) io.ReadCloser {
+	sb := &storingBody{ReadCloser: resp.Body, resp: resp, limit: t.maxBody, store: func(head, body []byte) {
+		if err := t.storable(u, resp, body); err != nil {
+			t.refused(u, err)
+			return
 		}
+		_ = t.cache.put(key, head, body) // a failure is counted and said by the cache
 	}}
-	if n := resp.ContentLength; n > 0 {
+	if n := resp.ContentLength; n > 0 && n <= t.maxBody {
 		// Sized up front, but not beyond what a server may claim cheaply.
 		sb.body = make([]byte, 0, min(n, maxPresize))
 	}
@@ -168,19 +241,27 @@ func freshUntil(h http.Header) time.Time {
 
 // storingBody keeps what the caller reads of a response and stores the
 // whole response once the caller has read it to the end; a response not
-// read to the end is not stored.
+// read to the end, or longer than limit, is not stored (nor kept).
 type storingBody struct {
 	io.ReadCloser
 	resp   *http.Response
 	body   []byte
+	limit  int64
+	over   bool
 	stored bool
 	store  func(head, body []byte)
 }
 
 func (s *storingBody) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
-	s.body = append(s.body, p[:n]...)
-	if err == io.EOF && !s.stored {
+	if !s.over {
+		if int64(len(s.body)+n) > s.limit {
+			s.over, s.body = true, nil
+		} else {
+			s.body = append(s.body, p[:n]...)
+		}
+	}
+	if err == io.EOF && !s.stored && !s.over {
 		s.stored = true
 		var head bytes.Buffer
 		fmt.Fprintf(&head, "HTTP/1.1 %s\r\n", s.resp.Status)
@@ -199,15 +280,48 @@ func (s *storingBody) Read(p []byte) (int, error) {
 // root, legacy discovery) would be revalidated with If-Modified-Since, whose
 // one-second resolution hands back a stale root (and with it stale ?hash=
 // URLs) after a change within the same second.
-type storePolicy struct{ next http.RoundTripper }
+//
+// A response that may be stored is read here first (it is small: the root,
+// legacy discovery) and checked as the immutable path checks documents; one
+// that fails is marked no-store, so httpcache neither stores it nor keeps an
+// older entry: a server that sends an ETag with an empty body cannot make a
+// broken root stick.
+type storePolicy struct{ t *transport }
 
 func (s storePolicy) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := s.next.RoundTrip(req)
+	resp, err := s.t.next.RoundTrip(req)
 	if err != nil || resp.StatusCode == http.StatusNotModified {
 		return resp, err
 	}
+	resp.Header.Del(httpcache.XFromCache)
+	if resp.Request == nil {
+		resp.Request = req
+	}
 	cc := resp.Header.Get("Cache-Control")
 	if resp.Header.Get("ETag") == "" && !strings.Contains(cc, "immutable") && !strings.Contains(cc, "max-age") && resp.Header.Get("Expires") == "" {
+		resp.Header.Set("Cache-Control", "no-store")
+		return resp, nil
+	}
+	if resp.StatusCode != http.StatusOK || req.Method != http.MethodGet {
+		return resp, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, s.t.maxBody+1))
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	if int64(len(body)) > s.t.maxBody {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		resp.Header.Set("Cache-Control", "no-store")
+		return resp, nil
+	}
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err := s.t.storable(req.URL, resp, body); err != nil {
+		s.t.refused(req.URL, err)
 		resp.Header.Set("Cache-Control", "no-store")
 	}
 	return resp, nil

@@ -1,12 +1,9 @@
 package openapi3
 
 import (
-	"bytes"
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -16,12 +13,14 @@ import (
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/flight"
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
 // Defaults of the options.
@@ -30,6 +29,7 @@ const (
 	DefaultMaxRedirects     = 3
 	DefaultMaxResponseBytes = 128 << 20
 	DefaultMaxAge           = 30 * time.Second
+	DefaultMaxRetries       = httpx.DefaultMaxRetries
 )
 
 type options struct {
@@ -37,6 +37,7 @@ type options struct {
 	parallelism      int
 	maxRedirects     int
 	maxResponseBytes int64
+	maxRetries       int
 	maxAge           time.Duration
 	clock            clock.PassiveClock
 	maxDocuments     int
@@ -111,6 +112,20 @@ func WithMaxRedirects(n int) Option {
 	}
 }
 
+// WithMaxRetries bounds how many times a request answered with 429 or a
+// 5xx carrying Retry-After is sent again, after the wait the server asks
+// for (never past the caller's deadline). Default: DefaultMaxRetries (5);
+// 0 turns retries off.
+func WithMaxRetries(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("openapi3: max retries must not be negative, got %d", n)
+		}
+		o.maxRetries = n
+		return nil
+	}
+}
+
 // WithMaxResponseBytes caps one document. Default: DefaultMaxResponseBytes.
 func WithMaxResponseBytes(n int64) Option {
 	return func(o *options) error {
@@ -138,6 +153,11 @@ type Client struct {
 	rootFetch flight.Group[struct{}, map[string]string]
 	docFetch  flight.Group[string, *Document]
 	pbFetch   flight.Group[string, *openapi_v3.Document]
+
+	// large lets one document at a time grow past httpx.LargeBody, so
+	// that FetchAll against a server of oversized documents holds about
+	// one limit's worth of memory, not one per parallel fetch.
+	large *semaphore.Weighted
 
 	docMu  sync.Mutex               // guards docs and recent; never held across I/O
 	docs   map[string]*list.Element // path -> its element of recent
@@ -175,6 +195,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		parallelism:      DefaultParallelism,
 		maxRedirects:     DefaultMaxRedirects,
 		maxResponseBytes: DefaultMaxResponseBytes,
+		maxRetries:       DefaultMaxRetries,
 		maxAge:           DefaultMaxAge,
 		clock:            clock.RealClock{},
 	}
@@ -184,33 +205,27 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		}
 	}
 	// A copy of the caller's client: its transport under the disk cache,
-	// and a redirect policy of our own.
-	c := *hc
-	if o.disk != nil {
-		c.Transport = diskcache.NewTransport(hc.Transport, o.disk)
-	}
+	// and the redirect policy discovery has too (httpx.CheckRedirect).
+	c := httpx.WithRedirectPolicy(hc, o.maxRedirects)
 	b := *base
 	b.Path = strings.TrimSuffix(b.Path, "/")
-	cl := &Client{base: &b, opts: o, docs: map[string]*list.Element{}, recent: list.New()}
+	cl := &Client{hc: c, base: &b, opts: o, docs: map[string]*list.Element{}, recent: list.New(), large: semaphore.NewWeighted(1)}
+	if o.disk != nil {
+		c.Transport = diskcache.NewTransport(hc.Transport, o.disk,
+			diskcache.WithCheck(checkBeforeStoring), diskcache.WithMaxBodyBytes(o.maxResponseBytes))
+	}
 	cl.rootFetch.Timeout, cl.docFetch.Timeout, cl.pbFetch.Timeout = fetchTimeout, fetchTimeout, fetchTimeout
-	c.CheckRedirect = cl.checkRedirect
-	cl.hc = &c
 	return cl, nil
 }
 
 // ErrRedirect is the cause of an error for a redirect that is not followed:
 // too many, or to another host (credentials never leave the server's host).
-var ErrRedirect = errors.New("openapi3: redirect not followed")
+// It is the same error as discovery.ErrRedirect.
+var ErrRedirect = httpx.ErrRedirect
 
-func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > c.opts.maxRedirects {
-		return fmt.Errorf("%w: more than %d", ErrRedirect, c.opts.maxRedirects)
-	}
-	if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
-		return fmt.Errorf("%w: to %s, another host", ErrRedirect, req.URL.Host)
-	}
-	return nil
-}
+// ErrTooLarge is the cause of the error for a response over the size limit
+// (WithMaxResponseBytes). It is the same error as discovery.ErrTooLarge.
+var ErrTooLarge = httpx.ErrTooLarge
 
 // Paths lists the group-version paths of the root ("apis/apps/v1", "api/v1")
 // and their current URLs. The root is read on first use; one older than
@@ -268,7 +283,8 @@ const missRefresh = time.Second
 // fetchTimeout bounds a fetch that concurrent callers share.
 const fetchTimeout = 2 * time.Minute
 
-// get fetches one path relative to the server, within the size limit.
+// get fetches one path relative to the server, within the size limit,
+// again after a 429 or 503 with Retry-After.
 func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, *http.Response, error) {
 	u, err := c.base.Parse(c.base.Path + pathAndQuery)
 	if err != nil {
@@ -279,36 +295,19 @@ func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, 
 		return nil, nil, err
 	}
 	req.Header.Set("Accept", accept)
-	resp, err := c.hc.Do(req)
+	resp, err := httpx.Do(ctx, c.hc, req, c.opts.maxRetries)
 	if err != nil {
 		return nil, nil, fmt.Errorf("openapi3: GET %s: %w", pathAndQuery, err)
 	}
 	defer resp.Body.Close()
-	body, err := readBody(resp, c.opts.maxResponseBytes)
+	body, _, err := httpx.ReadBody(ctx, resp, httpx.Options{Limit: c.opts.maxResponseBytes, Large: c.large})
 	if err != nil {
 		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", pathAndQuery, err)
-	}
-	if int64(len(body)) > c.opts.maxResponseBytes {
-		return nil, resp, fmt.Errorf("openapi3: GET %s: response over %d bytes", pathAndQuery, c.opts.maxResponseBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, resp, fmt.Errorf("openapi3: GET %s: %s: %s", pathAndQuery, resp.Status, strings.TrimSpace(string(body[:min(len(body), 256)])))
 	}
 	return body, resp, nil
-}
-
-// readBody reads a response's body, up to limit+1 bytes, into a buffer
-// sized from its Content-Length where it has one (io.ReadAll alone would
-// grow its buffer by doubling through a megabyte document).
-func readBody(resp *http.Response, limit int64) ([]byte, error) {
-	r := io.LimitReader(resp.Body, limit+1)
-	n := resp.ContentLength
-	if n < 0 || n > limit {
-		return io.ReadAll(r)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, min(n, 32<<20)+bytes.MinRead))
-	_, err := buf.ReadFrom(r)
-	return buf.Bytes(), err
 }
 
 // urlFor is the current URL of path's document, from the root. A path the
@@ -358,6 +357,9 @@ func (c *Client) documentAt(ctx context.Context, path, u string) (*Document, err
 			return nil, err
 		}
 		if err := wantType(resp, "application/json"); err != nil {
+			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
+		}
+		if err := c.verify(resp, body); err != nil {
 			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
 		}
 		return NewDocument(path, u, body)

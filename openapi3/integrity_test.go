@@ -1,0 +1,170 @@
+package openapi3_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+)
+
+// mangler stands in front of a server and, while set, replaces the body of
+// the responses to one path (headers kept: immutable, a year's Expires,
+// the ETag), as a broken proxy or a damaged connection could.
+type mangler struct {
+	next http.Handler
+	mu   sync.Mutex
+	path string
+	body func(real []byte) []byte
+	hdr  map[string]string
+}
+
+func (m *mangler) set(path string, body func([]byte) []byte, hdr map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.path, m.body, m.hdr = path, body, hdr
+}
+
+func (m *mangler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	path, body, hdr := m.path, m.body, m.hdr
+	m.mu.Unlock()
+	if body == nil || r.URL.Path != path {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	m.next.ServeHTTP(rec, r)
+	b := body(rec.Body.Bytes())
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	for k, v := range hdr {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+	w.WriteHeader(rec.Code)
+	w.Write(b)
+}
+
+func mangled(t *testing.T) (*discoverytest.Server, *mangler, string) {
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mangler{next: srv}
+	ts := httptest.NewServer(m)
+	t.Cleanup(ts.Close)
+	return srv, m, ts.URL
+}
+
+// TestBadDocumentsAreNeitherUsedNorStored: a 200 whose body is garbage,
+// empty or cleanly cut short, at a ?hash= URL served as immutable for a
+// year, fails the SHA-512 check: it is an error, it is not stored, and once
+// the server is right again the document is read, by this process and the
+// next, instead of a year of failures.
+func TestBadDocumentsAreNeitherUsedNorStored(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body func([]byte) []byte
+		hdr  map[string]string
+	}{
+		{"garbage", func([]byte) []byte { return []byte("<html>proxy error</html>") }, nil},
+		{"empty", func([]byte) []byte { return nil }, nil},
+		{"cut short", func(b []byte) []byte { return b[:len(b)/2] }, nil},
+		{"valid JSON, other bytes", func([]byte) []byte { return []byte(`{"openapi":"3.0.0","paths":{},"components":{"schemas":{}}}`) }, nil},
+		{"garbage claiming to come from a cache", func([]byte) []byte { return []byte("{}") }, map[string]string{"X-From-Cache": "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, m, base := mangled(t)
+			dir := t.TempDir()
+			for _, withCache := range []bool{false, true} {
+				var opts []openapi3.Option
+				var dc *diskcache.Cache
+				if withCache {
+					var err error
+					if dc, err = diskcache.Open(dir, base); err != nil {
+						t.Fatal(err)
+					}
+					opts = append(opts, openapi3.WithDiskCache(dc))
+				}
+				m.set("/openapi/v3/apis/apps/v1", tc.body, tc.hdr)
+				c := newClient(t, base, opts...)
+				ctx := context.Background()
+				if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, openapi3.ErrHashMismatch) {
+					t.Fatalf("cache %v: err = %v, want ErrHashMismatch", withCache, err)
+				}
+				if dc != nil && dc.Stats().Writes != 0 {
+					t.Fatalf("a bad document was stored: %+v", dc.Stats())
+				}
+				m.set("", nil, nil)
+				if _, err := c.Document(ctx, "apis/apps/v1"); err != nil {
+					t.Fatalf("cache %v: after the server recovered: %v", withCache, err)
+				}
+				if withCache {
+					next := newClient(t, base, openapi3.WithDiskCache(dc))
+					if d, err := next.Document(ctx, "apis/apps/v1"); err != nil || d == nil {
+						t.Fatalf("the next process: %v", err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBrokenRootIsNotStored: a root sent with an ETag and Last-Modified
+// (real servers send neither) but an empty or garbage body is not stored,
+// so it cannot be served again on a 304.
+func TestBrokenRootIsNotStored(t *testing.T) {
+	for _, body := range []string{"", "not json", `{"paths":`} {
+		_, m, base := mangled(t)
+		dc, err := diskcache.Open(t.TempDir(), base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.set("/openapi/v3", func([]byte) []byte { return []byte(body) },
+			map[string]string{"ETag": `"root"`, "Last-Modified": "Mon, 23 Nov 2026 00:00:00 GMT", "Cache-Control": "public"})
+		if _, err := newClient(t, base, openapi3.WithDiskCache(dc)).Paths(context.Background()); err == nil {
+			t.Fatalf("root %q: no error", body)
+		}
+		if st := dc.Stats(); st.Writes != 0 {
+			t.Fatalf("root %q was stored: %+v", body, st)
+		}
+		m.set("", nil, nil)
+		paths, err := newClient(t, base, openapi3.WithDiskCache(dc)).Paths(context.Background())
+		if err != nil || paths["apis/apps/v1"] == "" {
+			t.Fatalf("after the server recovered (root %q): %v", body, err)
+		}
+	}
+}
+
+// TestBadProtobufIsNotStored: the protobuf form has no hash to check, so
+// it is stored only once it decodes.
+func TestBadProtobufIsNotStored(t *testing.T) {
+	_, m, base := mangled(t)
+	dc, err := diskcache.Open(t.TempDir(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.set("/openapi/v3/apis/apps/v1", func([]byte) []byte { return []byte("\xff\xff\xff garbage") }, nil)
+	c := newClient(t, base, openapi3.WithDiskCache(dc))
+	if _, err := c.Gnostic(context.Background(), "apis/apps/v1"); err == nil {
+		t.Fatal("garbage protobuf decoded")
+	}
+	if st := dc.Stats(); st.Writes != 0 {
+		t.Fatalf("garbage protobuf stored: %+v", st)
+	}
+	m.set("", nil, nil)
+	if _, err := c.Gnostic(context.Background(), "apis/apps/v1"); err != nil {
+		t.Fatal(err)
+	}
+	if dc.Stats().Writes == 0 {
+		t.Error("a good protobuf document was not stored")
+	}
+}
