@@ -156,6 +156,7 @@ type Client struct {
 
 	warmOnce    sync.Once
 	persistedAt atomic.Int64 // unix nanos of the last persisted validation
+	failedAt    atomic.Int64 // unix nanos of the last failed refresh
 
 	subs     subscribers
 	notifyMu sync.Mutex // keeps change notifications in order
@@ -243,6 +244,16 @@ func (c *Client) Current() *Snapshot { return c.current.Load() }
 // none. When the snapshot is older than the max age it is returned at once
 // and revalidated in the background. The error is the snapshot's own
 // (Snapshot.Err) or, without a snapshot, why none could be read.
+//
+// Snapshot waits for the network in two cases only: when there is no
+// snapshot, and once after a warm start (WithDiskCache) from a snapshot
+// older than the max age, which is revalidated before it is answered from
+// (two 304s when nothing changed). Each waits at most one refresh, bounded
+// by ctx and WithRefreshTimeout. When that refresh fails, the persisted
+// snapshot is returned with the failure in its RefreshError, and no later
+// call waits for it again. After a failed refresh, the next background one
+// starts no sooner than the max age (at least a second) later, so that a
+// dead server does not get a request per call.
 func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 	s := c.current.Load()
 	if s == nil {
@@ -251,13 +262,18 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 			return c.Refresh(ctx)
 		}
 	}
-	if c.opts.clock.Since(s.validated) > c.opts.maxAge {
-		if s.fromDisk {
-			// A persisted snapshot may be hours old: revalidate before
-			// answering (two 304s when nothing changed).
-			return c.Refresh(ctx)
+	now := c.opts.clock.Now()
+	if now.Sub(s.validated) > c.opts.maxAge {
+		switch {
+		case s.fromDisk && s.refreshErr == nil:
+			r, err := c.Refresh(ctx)
+			if r != nil && r.refreshErr != nil {
+				err = r.err // the failure is told by the snapshot
+			}
+			return r, err
+		case s.refreshErr == nil || now.Sub(time.Unix(0, c.failedAt.Load())) >= max(c.opts.maxAge, time.Second):
+			c.refreshInBackground()
 		}
-		c.refreshInBackground()
 	}
 	c.stats.cacheHits.Add(1)
 	return s, s.err
@@ -266,9 +282,13 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 // Refresh revalidates discovery now: a conditional request per endpoint,
 // so an unchanged cluster costs two 304s and no decoding. Concurrent calls
 // share one refresh; each caller waits at most until its ctx ends, and a
-// refresh that every caller has given up on is cancelled. A failed refresh
-// keeps the previous snapshot current.
+// refresh that every caller has given up on is cancelled. With
+// WithDiskCache, the first Refresh revalidates the persisted snapshot. A
+// failed refresh
+// keeps the previous snapshot's content current, marked with the failure
+// (Snapshot.RefreshError), and returns it with the error.
 func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
+	c.warmStart() // revalidate what is on disk rather than read it all again
 	s, err := c.refreshes.Do(ctx, struct{}{}, c.refresh)
 	if s == nil { // ctx ended first
 		s = c.current.Load()
@@ -296,7 +316,18 @@ func (c *Client) refresh(ctx context.Context) (*Snapshot, error) {
 			c.lastRefreshErr = msg
 		}
 		c.logMu.Unlock()
-		return prev, err
+		if prev == nil || errors.Is(ctx.Err(), context.Canceled) {
+			// Nothing to mark, or a refresh that everyone left: that is
+			// not the server's failure (running out of time is).
+			return prev, err
+		}
+		c.failedAt.Store(c.opts.clock.Now().UnixNano())
+		marked := *prev
+		marked.refreshErr = err
+		if c.current.CompareAndSwap(prev, &marked) {
+			return &marked, err
+		}
+		return c.current.Load(), err
 	}
 	if c.lastRefreshErr != "" {
 		c.opts.logger.Info("discovery refresh works again")

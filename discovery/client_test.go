@@ -365,8 +365,10 @@ func TestBadResponses(t *testing.T) {
 			if !tc.check(err) {
 				t.Errorf("error %v (%T) is not the expected kind", err, err)
 			}
-			if s != good || c.Current() != good {
-				t.Errorf("a failed refresh must keep the previous snapshot")
+			if s == nil || s.Generation() != good.Generation() || c.Current() != s || s.Validated() != good.Validated() {
+				t.Errorf("a failed refresh must keep the previous snapshot's content")
+			} else if s.RefreshError() != err || good.RefreshError() != nil {
+				t.Errorf("the snapshot served after a failed refresh does not say why: %v", s.RefreshError())
 			}
 			fresh := newClient(t, base, tc.opts...)
 			if s, err := fresh.Snapshot(context.Background()); s != nil || err == nil {

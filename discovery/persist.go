@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
@@ -21,11 +25,15 @@ func WithDiskCache(c *diskcache.Cache) Option {
 	return func(o *options) error { o.disk = c; return nil }
 }
 
-// persisted is the header of the entry; the two bodies follow it.
+// persisted is the header of the entry; the two bodies follow it, then,
+// when LastKnown is not zero, the last known resources of group-versions
+// that were not current (an aggregated API server that went away), which
+// the bodies no longer hold: an APIGroupDiscoveryList in JSON.
 type persisted struct {
 	Version   int           `json:"version"`
 	Validated time.Time     `json:"validated"`
 	Parts     [2]storedPart `json:"parts"` // /api, /apis
+	LastKnown int           `json:"lastKnown,omitempty"`
 }
 
 type storedPart struct {
@@ -59,15 +67,22 @@ func (c *Client) persist(s *Snapshot) {
 	for i, p := range []*part{&s.core, &s.named} {
 		h.Parts[i] = storedPart{ETag: p.etag, ContentType: p.raw.contentType, Length: len(p.raw.body)}
 	}
+	lastKnown, err := encodeLastKnown(s.groups)
+	if err != nil {
+		c.opts.logger.Debug("discovery: could not encode last known resources", "err", err)
+		return
+	}
+	h.LastKnown = len(lastKnown)
 	header, err := json.Marshal(h)
 	if err != nil {
 		return
 	}
-	buf := make([]byte, 4, 4+len(header)+len(s.core.raw.body)+len(s.named.raw.body))
+	buf := make([]byte, 4, 4+len(header)+len(s.core.raw.body)+len(s.named.raw.body)+len(lastKnown))
 	binary.LittleEndian.PutUint32(buf, uint32(len(header)))
 	buf = append(buf, header...)
 	buf = append(buf, s.core.raw.body...)
 	buf = append(buf, s.named.raw.body...)
+	buf = append(buf, lastKnown...)
 	if err := c.opts.disk.Put(c.persistKey(), buf); err != nil {
 		// The cache says once that it cannot write; no need to say it per refresh.
 		c.opts.logger.Debug("discovery: could not persist snapshot", "err", err)
@@ -112,6 +127,18 @@ func (c *Client) load() (*Snapshot, error) {
 		p.raw = &raw{body: body, contentType: sp.ContentType}
 		parts[i] = *p
 	}
+	if h.LastKnown < 0 || h.LastKnown != len(rest) {
+		return nil, errors.New("persisted snapshot body lengths do not add up")
+	}
+	if h.LastKnown > 0 {
+		groups, _, err := decodeAggregated(rest, mediatype.Discovery{Aggregated: true, Version: "v2"})
+		if err != nil {
+			return nil, fmt.Errorf("persisted last known resources: %w", err)
+		}
+		known := &Snapshot{content: newContent(part{groups: groups}, part{}, h.Validated)}
+		keepLastKnown(&parts[0], known)
+		keepLastKnown(&parts[1], known)
+	}
 	s := &Snapshot{content: newContent(parts[0], parts[1], h.Validated), validated: h.Validated}
 	s.generation = c.generations.Add(1)
 	s.fromDisk = true
@@ -135,4 +162,60 @@ func (c *Client) warmStart() {
 			c.notify(nil, s)
 		}
 	})
+}
+
+// encodeLastKnown writes the group-versions whose resources are last known
+// (not in the documents as received) as an aggregated discovery list in
+// JSON, the form decodeAggregated reads back field for field; nil when
+// there are none.
+func encodeLastKnown(groups []Group) ([]byte, error) {
+	var items []apidiscoveryv2.APIGroupDiscovery
+	for _, g := range groups {
+		var versions []apidiscoveryv2.APIVersionDiscovery
+		for _, v := range g.Versions {
+			if v.LastKnown {
+				versions = append(versions, apidiscoveryv2.APIVersionDiscovery{Version: v.Version, Resources: toAggregated(v.Resources)})
+			}
+		}
+		if versions != nil {
+			item := apidiscoveryv2.APIGroupDiscovery{Versions: versions}
+			item.Name = g.Name
+			items = append(items, item)
+		}
+	}
+	if items == nil {
+		return nil, nil
+	}
+	list := apidiscoveryv2.APIGroupDiscoveryList{Items: items}
+	list.APIVersion, list.Kind = "apidiscovery.k8s.io/v2", "APIGroupDiscoveryList"
+	return json.Marshal(&list)
+}
+
+// toAggregated is fromAggregatedResources's inverse.
+func toAggregated(in []Resource) []apidiscoveryv2.APIResourceDiscovery {
+	kind := func(k schema.GroupVersionKind, explicit bool) *metav1.GroupVersionKind {
+		if explicit {
+			return &metav1.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+		}
+		return &metav1.GroupVersionKind{Kind: k.Kind}
+	}
+	out := make([]apidiscoveryv2.APIResourceDiscovery, 0, len(in))
+	for _, r := range in {
+		scope := apidiscoveryv2.ScopeCluster
+		if r.Namespaced {
+			scope = apidiscoveryv2.ScopeNamespace
+		}
+		d := apidiscoveryv2.APIResourceDiscovery{
+			Resource: r.Name, SingularResource: r.SingularName, Scope: scope,
+			ResponseKind: kind(r.Kind, r.explicitKind),
+			Verbs:        r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories,
+		}
+		for _, sub := range r.Subresources {
+			d.Subresources = append(d.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+				Subresource: sub.Name, ResponseKind: kind(sub.Kind, sub.explicitKind), Verbs: sub.Verbs,
+			})
+		}
+		out = append(out, d)
+	}
+	return out
 }

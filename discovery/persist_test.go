@@ -2,12 +2,17 @@ package discovery_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
@@ -73,5 +78,164 @@ func TestWarmStart(t *testing.T) {
 	}
 	if st := srv.Stats(); st.Requests != 2 || st.NotModified != 0 {
 		t.Errorf("after damage: %+v, want a full read", st)
+	}
+}
+
+// warmClients makes clients that share one disk cache directory, as
+// processes run one after another do.
+func warmClients(t *testing.T, base string, clk *clocktesting.FakeClock, opts ...discovery.Option) func() *discovery.Client {
+	root := t.TempDir()
+	return func() *discovery.Client {
+		d, err := diskcache.Open(root, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newClient(t, base, append([]discovery.Option{discovery.WithDiskCache(d), discovery.WithClock(clk), discovery.WithMaxAge(time.Minute)}, opts...)...)
+	}
+}
+
+// TestWarmStartWaitsOnce: a snapshot read from disk past the max age is
+// revalidated once before it is answered from; after that revalidation
+// (two 304s) Snapshot never waits again, as its doc promises.
+func TestWarmStartWaitsOnce(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	client := warmClients(t, base, clk, discovery.WithRefreshTimeout(2*time.Second))
+	if _, err := client().Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(2 * time.Minute)
+	c := client()
+	srv.ResetRequests()
+	s, err := c.Snapshot(context.Background())
+	if err != nil || s.FromDisk() || s.RefreshError() != nil {
+		t.Fatalf("after revalidation: %v, from disk %v, refresh error %v", err, s.FromDisk(), s.RefreshError())
+	}
+	if st := srv.Stats(); st.NotModified != 2 {
+		t.Fatalf("revalidation: %+v, want two 304s", st)
+	}
+	// The server now hangs; a snapshot past the max age is answered at
+	// once and revalidated in the background.
+	srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
+	clk.Step(2 * time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		if got, err := c.Snapshot(ctx); err != nil || got.Generation() != s.Generation() {
+			t.Fatalf("Snapshot waited for the hanging server: %v", err)
+		}
+	}
+}
+
+// TestWarmStartFailingServer: with a warm cache and a server that fails or
+// hangs, the first call waits at most one refresh, then answers with the
+// cached snapshot and says why it could not be revalidated; later calls do
+// not wait, and do not ask the server again before the max age.
+func TestWarmStartFailingServer(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault discoverytest.Fault
+	}{
+		{"hanging", discoverytest.Fault{Latency: time.Minute}},
+		{"503", discoverytest.Fault{Status: http.StatusServiceUnavailable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, base := discoverytest.Start(t)
+			clk := clocktesting.NewFakeClock(time.Now())
+			client := warmClients(t, base, clk, discovery.WithRefreshTimeout(time.Second))
+			want, err := client().Snapshot(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Step(2 * time.Minute)
+			srv.InjectFault("/apis", tc.fault)
+			c := client()
+			s, err := c.Snapshot(context.Background())
+			if err != nil || s == nil {
+				t.Fatalf("first call: %v", err)
+			}
+			if !s.FromDisk() || s.RefreshError() == nil || !slices.Equal(flatten(s), flatten(want)) {
+				t.Fatalf("first call: from disk %v, refresh error %v: want the cached snapshot and why it is not revalidated", s.FromDisk(), s.RefreshError())
+			}
+			srv.ResetRequests()
+			for range 5 {
+				s, err := c.Snapshot(context.Background())
+				if err != nil || s.RefreshError() == nil {
+					t.Fatalf("later call: %v / %v", err, s.RefreshError())
+				}
+			}
+			if n := srv.Stats().Requests; n != 0 {
+				t.Errorf("%d requests from later calls within the max age of the failure, want none", n)
+			}
+			// Past the max age, one background refresh tries again, and
+			// once the server is back the snapshot is revalidated.
+			srv.ClearFaults()
+			clk.Step(2 * time.Minute)
+			c.Snapshot(context.Background())
+			waitFor(t, "a background refresh", func() bool {
+				s := c.Current()
+				return s.RefreshError() == nil && !s.FromDisk()
+			})
+		})
+	}
+}
+
+// TestLastKnownResourcesPersist: an aggregated API that went away after it
+// was seen is listed with its last known resources by the next process
+// too, which starts from the disk cache.
+func TestLastKnownResourcesPersist(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	gv := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+	live := apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Resources: []apidiscoveryv2.APIResourceDiscovery{{
+		Resource: "pods", SingularResource: "pod", ResponseKind: &metav1.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetrics"},
+		Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"get", "list"}, ShortNames: []string{"pm"}, Categories: []string{"metrics"},
+		Subresources: []apidiscoveryv2.APISubresourceDiscovery{{Subresource: "status", ResponseKind: &metav1.GroupVersionKind{Kind: "PodMetrics"}, Verbs: []string{"get"}}},
+	}, {
+		Resource: "nodes", ResponseKind: &metav1.GroupVersionKind{Kind: "NodeMetrics"}, Scope: apidiscoveryv2.ScopeCluster, Verbs: []string{"get"},
+	}}}
+	if err := srv.SetGroupVersion(gv.Group, live); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	client := warmClients(t, base, clk)
+	first := client()
+	seen, err := first.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := first.Refresh(context.Background())
+	if !errors.Is(err, discovery.ErrStale) {
+		t.Fatalf("refresh: %v, want the stale group-version", err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    *discovery.Client
+		step time.Duration
+	}{{"within the max age, from disk", client(), 0}, {"past it, after two 304s", client(), 2 * time.Minute}} {
+		clk.Step(tc.step)
+		s, err := tc.c.Snapshot(context.Background())
+		if !errors.Is(err, discovery.ErrStale) {
+			t.Fatalf("%s: %v, want the stale group-version", tc.name, err)
+		}
+		v, ok := s.Version(gv)
+		if !ok || !v.LastKnown || v.Freshness != discovery.FreshnessStale {
+			t.Fatalf("%s: %+v, want Stale with last known resources", tc.name, v)
+		}
+		if !slices.Equal(flatten(s), flatten(stale)) || !slices.Equal(flatten(s), flatten(seen)) {
+			t.Errorf("%s: resources differ from those last seen:\n%v\n%v", tc.name, flatten(s), flatten(seen))
+		}
+	}
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

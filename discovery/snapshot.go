@@ -133,13 +133,17 @@ func (g *Group) PreferredVersion() *Version {
 type Snapshot struct {
 	*content
 	validated time.Time
+	// fromDisk: read from a WithDiskCache entry and not revalidated since.
+	fromDisk bool
+	// refreshErr: why the refresh after this snapshot failed, when the
+	// client serves it in place of a newer one.
+	refreshErr error
 }
 
 // content is what two snapshots share when a revalidation found nothing
 // changed (two 304s): only the validation time differs.
 type content struct {
 	generation  uint64
-	fromDisk    bool // read from a WithDiskCache entry, not the network
 	core, named part
 	groups      []Group // core first, then named groups, in server order
 	fetched     time.Time
@@ -227,6 +231,18 @@ func (s *Snapshot) Fetched() time.Time { return s.fetched }
 // Validated is when the server last confirmed the content (by sending it, or
 // by answering 304 Not Modified).
 func (s *Snapshot) Validated() time.Time { return s.validated }
+
+// FromDisk reports whether the snapshot was read from the disk cache
+// (WithDiskCache) and has not been revalidated with the server since:
+// Validated says how old it is.
+func (s *Snapshot) FromDisk() bool { return s.fromDisk }
+
+// RefreshError is why the latest refresh failed, when the client serves
+// this snapshot because no newer one could be read (the server could not
+// be reached, timed out, or answered with an error): the snapshot may be out
+// of date, by Validated. It is nil when the snapshot is the latest
+// refresh's own.
+func (s *Snapshot) RefreshError() error { return s.refreshErr }
 
 // Complete is true when every group-version's resources are current.
 func (s *Snapshot) Complete() bool { return s.err == nil }

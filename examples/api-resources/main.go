@@ -125,11 +125,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 
 	disk := cli.OpenCache(cli.CacheName(cfg, embedded), stderr)
-	maxAge := discovery.DefaultMaxAge
-	if o.cached {
-		maxAge = 100 * 365 * 24 * time.Hour
-	}
-	client, err := discovery.New(cfg, discovery.WithDiskCache(disk), discovery.WithMaxAge(maxAge))
+	// As kubectl does, every run revalidates (two 304s when nothing
+	// changed), so that what is printed is current; --cached does not ask.
+	client, err := discovery.New(cfg, discovery.WithDiskCache(disk), discovery.WithMaxAge(100*365*24*time.Hour))
 	if err != nil {
 		return err
 	}
@@ -139,14 +137,27 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	snap, err := client.Snapshot(ctx)
+	get := client.Refresh
+	if o.cached {
+		get = client.Snapshot
+	}
+	snap, err := get(ctx)
 	if snap == nil {
 		return err
+	}
+	err = snap.Err()
+	if rerr := snap.RefreshError(); rerr != nil {
+		fmt.Fprintf(stderr, "warning: could not revalidate the cached discovery (%s old): %v\n",
+			time.Since(snap.Validated()).Round(time.Second), rerr)
 	}
 	var partial *discovery.PartialError
 	if errors.As(err, &partial) {
 		for _, gve := range partial.Errors {
-			fmt.Fprintf(stderr, "warning: %s: %v (listed with its last known resources)\n", gve.GroupVersion, gve.Err)
+			if v, ok := snap.Version(gve.GroupVersion); ok && v.LastKnown {
+				fmt.Fprintf(stderr, "warning: %s: %v (listed with its last known resources)\n", gve.GroupVersion, gve.Err)
+			} else {
+				fmt.Fprintf(stderr, "warning: %s: %v (its resources are unknown)\n", gve.GroupVersion, gve.Err)
+			}
 		}
 	}
 

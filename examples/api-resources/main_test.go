@@ -76,9 +76,15 @@ func TestWarmStartAndCached(t *testing.T) {
 	_, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 2))
 	cache := t.TempDir()
 	_, first := apiResources(t, cache, "--server", base, "-o", "name", "--stats")
+	_, again := apiResources(t, cache, "--server", base, "-o", "name", "--stats")
 	_, second := apiResources(t, cache, "--server", base, "-o", "name", "--stats", "--cached")
 	if !strings.Contains(first, "stats: 2 requests") {
 		t.Errorf("first run: %s", first)
+	}
+	// Always current, as kubectl is: every run revalidates, at the cost of
+	// two 304s, from the one-file warm start.
+	if !strings.Contains(again, "stats: 2 requests") || !strings.Contains(again, "2 not modified") || !strings.Contains(again, "1 disk loads") {
+		t.Errorf("second run: %s", again)
 	}
 	if !strings.Contains(second, "stats: 0 requests") || !strings.Contains(second, "1 disk loads") {
 		t.Errorf("--cached run: %s", second)
@@ -156,5 +162,22 @@ func TestCacheDirectoryProblems(t *testing.T) {
 				t.Errorf("want one warning, got:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// TestWarmCacheFailingServer: with a warm cache and a server that stopped
+// answering, one run waits at most one refresh timeout, prints the cached
+// list and says on stderr that it is the cached one and why.
+func TestWarmCacheFailingServer(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	cache := t.TempDir()
+	want, _ := apiResources(t, cache, "--server", base, "-o", "name")
+	srv.InjectFault("/apis", discoverytest.Fault{Status: 503})
+	got, stderr := apiResources(t, cache, "--server", base, "-o", "name")
+	if got != want {
+		t.Errorf("the cached list was not printed:\n%s", got)
+	}
+	if !strings.Contains(stderr, "could not revalidate the cached discovery") || !strings.Contains(stderr, "unable to handle the request") {
+		t.Errorf("stderr does not say the list is cached and why:\n%s", stderr)
 	}
 }

@@ -63,9 +63,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stop()
 	disk := cli.OpenCache(cli.CacheName(cfg, embedded), stderr)
-	dc, err := discovery.New(cfg, discovery.WithDiskCache(disk))
+	// Revalidated once, now (two 304s when nothing changed), as kubectl
+	// does on every run; then answered from without asking again.
+	dc, err := discovery.New(cfg, discovery.WithDiskCache(disk), discovery.WithMaxAge(100*365*24*time.Hour))
 	if err != nil {
 		return err
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer rcancel()
+	if snap, err := dc.Refresh(rctx); snap == nil {
+		return err
+	} else if rerr := snap.RefreshError(); rerr != nil {
+		fmt.Fprintf(stderr, "warning: could not revalidate the cached discovery (%s old): %v\n", time.Since(snap.Validated()).Round(time.Second), rerr)
 	}
 	mapper, err := restmapper.New(dc)
 	if err != nil {
