@@ -2,9 +2,11 @@ package discovery
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +54,9 @@ func TestProtobufDecoderMatchesGenerated(t *testing.T) {
 	if len(got) != 20 || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotFailed, wantFailed) {
 		t.Errorf("decoders disagree on the fixture (%d groups vs %d)", len(got), len(want))
 	}
+	if where := aliasing(body, got, gotFailed); where != "" {
+		t.Errorf("a snapshot string points into the response body, which it would keep alive: %s", where)
+	}
 	if _, _, err := decodeAggregatedProtobuf(body, "apidiscovery.k8s.io/v2beta1"); err == nil {
 		t.Errorf("a v2 document accepted as v2beta1")
 	}
@@ -75,5 +80,54 @@ func FuzzDecodeAggregatedProtobuf(f *testing.F) {
 		if err == nil && ok && (!reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotFailed, wantFailed)) {
 			t.Errorf("decoders disagree")
 		}
+		if where := aliasing(in, got, gotFailed); err == nil && where != "" {
+			t.Errorf("a snapshot string points into the body: %s", where)
+		}
 	})
+}
+
+// aliasing names the first string reachable from vs whose bytes lie inside
+// body, or "" when none does: the decoder copies what a snapshot keeps, so
+// that the body (mostly framing) can be dropped.
+func aliasing(body []byte, vs ...any) string {
+	if len(body) == 0 {
+		return ""
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+	hi := lo + uintptr(len(body))
+	var walk func(v reflect.Value, path string) string
+	walk = func(v reflect.Value, path string) string {
+		switch v.Kind() {
+		case reflect.String:
+			if v.Len() > 0 {
+				p := uintptr(unsafe.Pointer(unsafe.StringData(v.String())))
+				if p >= lo && p < hi {
+					return fmt.Sprintf("%s = %q", path, v.String())
+				}
+			}
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				return walk(v.Elem(), path)
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				if w := walk(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); w != "" {
+					return w
+				}
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if w := walk(v.Field(i), path+"."+v.Type().Field(i).Name); w != "" {
+					return w
+				}
+			}
+		}
+		return ""
+	}
+	for _, v := range vs {
+		if w := walk(reflect.ValueOf(v), ""); w != "" {
+			return w
+		}
+	}
+	return ""
 }

@@ -123,7 +123,8 @@ func (c *listCache) intern(scratch []string, a *arena) []string {
 	if c.lists == nil {
 		c.lists = map[string][]string{}
 	}
-	l := slices.Clone(scratch)
+	// The scratch strings point into the body: the kept list gets copies.
+	l := a.keepAll(slices.Clone(scratch))
 	c.lists[string(c.key)] = l
 	return l
 }
