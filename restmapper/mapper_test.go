@@ -3,6 +3,10 @@ package restmapper_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -52,7 +56,10 @@ func clientGoMapper(t testing.TB, base string) (meta.RESTMapper, cgrestmapper.Ca
 // questions builds inputs from the server's own resources: plural,
 // singular, short and kind names, in several cases, with and without group
 // and version, plus names that exist nowhere and partial group names.
-func questions(t *testing.T, c *discovery.Client) ([]schema.GroupVersionResource, []schema.GroupKind) {
+//
+// With stride n > 1, only every nth CRD's resources are asked about
+// (client-go's answers cost up to a millisecond each at 500 CRDs).
+func questions(t *testing.T, c *discovery.Client, stride int) ([]schema.GroupVersionResource, []schema.GroupKind) {
 	snap, err := c.Snapshot(context.Background())
 	if snap == nil {
 		t.Fatal(err)
@@ -74,9 +81,15 @@ func questions(t *testing.T, c *discovery.Client) ([]schema.GroupVersionResource
 	}
 	var rs []schema.GroupVersionResource
 	var ks []schema.GroupKind
+	seen := 0
 	for _, g := range snap.Groups() {
 		for _, v := range g.Versions {
 			for _, r := range v.Resources {
+				if strings.Contains(g.Name, ".example.") {
+					if seen++; seen%stride != 0 {
+						continue
+					}
+				}
 				names := []string{r.Name, r.SingularName, strings.ToUpper(r.Name), strings.ToLower(r.Kind.Kind) + "lists"}
 				for _, s := range r.ShortNames {
 					if len(owners[s]) == 1 {
@@ -128,15 +141,25 @@ func same(t *testing.T, what string, got, want any, gotErr, wantErr error) {
 // several versions.
 func TestSameAnswersAsClientGo(t *testing.T) {
 	for name, opts := range map[string][]discoverytest.Option{
-		"fixture":     nil,
-		"crds":        {discoverytest.WithCRDs(40, 6)},
-		"legacy+crds": {discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(20, 4)},
+		"fixture":                   nil,
+		"crds":                      {discoverytest.WithCRDs(40, 6)},
+		"legacy+crds":               {discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(20, 4)},
+		"real server with 500 CRDs": nil,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, base := discoverytest.Start(t, opts...)
+			var base string
+			if strings.HasPrefix(name, "real") {
+				base = serveCapture(t, "testdata/crd500")
+			} else {
+				_, base = discoverytest.Start(t, opts...)
+			}
 			m, c := newMapper(t, base)
 			ref, refCategories := clientGoMapper(t, base)
-			rs, ks := questions(t, c)
+			stride := 1
+			if strings.HasPrefix(name, "real") {
+				stride = 20
+			}
+			rs, ks := questions(t, c, stride)
 			for _, r := range rs {
 				gvk, err := m.KindFor(r)
 				wgvk, werr := ref.KindFor(r)
@@ -346,4 +369,41 @@ func TestHitsAllocateNothing(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("%v allocations per hit", n)
 	}
+}
+
+// serveCapture serves /api and /apis as a real server answered them
+// (captured aggregated discovery, protobuf or JSON as the Accept header
+// prefers), for questions asked of real data rather than the fake
+// server's.
+func serveCapture(t *testing.T, dir string) string {
+	t.Helper()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bodies := map[string][2][]byte{
+		"/api":  {read("api.v2.pb"), read("api.v2.json")},
+		"/apis": {read("apis.v2.pb"), read("apis.v2.json")},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := bodies[r.URL.Path]
+		accept := r.Header.Get("Accept")
+		if !ok || !strings.Contains(accept, "g=apidiscovery.k8s.io;v=v2;") {
+			http.NotFound(w, r)
+			return
+		}
+		// The first type named decides, as the API server's negotiation does.
+		if strings.HasPrefix(accept, "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;") {
+			w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+			w.Write(b[0])
+			return
+		}
+		w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+		w.Write(b[1])
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -29,6 +29,10 @@ type nativeEntry struct {
 	// guessedSingular: the server gave no singular name; client-go's mapper
 	// guesses one, but its short-name expander does not know it.
 	guessedSingular bool
+	// rank orders entries as client-go's PriorityRESTMapper prefers them:
+	// by group in discovery order, then the group's preferred version (the
+	// first that is not Stale) before its others, in order.
+	rank int64
 }
 
 type nativeIndex struct {
@@ -60,11 +64,23 @@ func (x *nativeIndex) buildNames() {
 	x.usable = true
 	x.entries = make([]nativeEntry, 0, n)
 	singulars := make([]string, 0, n)
-	for _, g := range x.snap.Groups() {
-		for _, v := range g.Versions {
+	for gi, g := range x.snap.Groups() {
+		preferred := 0
+		for vi, v := range g.Versions {
+			if v.Freshness != discovery.FreshnessStale {
+				preferred = vi
+				break
+			}
+		}
+		for vi, v := range g.Versions {
 			if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
 				continue
 			}
+			vrank := int64(vi) + 1
+			if vi == preferred {
+				vrank = 0
+			}
+			rank := int64(gi)<<32 | vrank
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
 			for _, r := range v.Resources {
 				singular := r.SingularName
@@ -74,7 +90,7 @@ func (x *nativeIndex) buildNames() {
 				if r.Name != strings.ToLower(r.Name) || singular != strings.ToLower(singular) || strings.Contains(r.Name, "/") {
 					x.usable = false // names client-go would treat in ways not modelled here
 				}
-				x.entries = append(x.entries, nativeEntry{gv: gv, plural: r.Name, kind: r.Kind.Kind, scope: scopeOf(&r), guessedSingular: r.SingularName == ""})
+				x.entries = append(x.entries, nativeEntry{gv: gv, plural: r.Name, kind: r.Kind.Kind, scope: scopeOf(&r), guessedSingular: r.SingularName == "", rank: rank})
 				singulars = append(singulars, singular)
 			}
 		}
@@ -142,15 +158,20 @@ func risky(name string) bool {
 	return strings.HasSuffix(name, "list") || strings.HasSuffix(name, "lists") || name == ""
 }
 
-// resource finds the single entry an expanded resource input names, as
-// client-go's DefaultRESTMapper matching would, or reports that it cannot.
-func (x *nativeIndex) resource(in schema.GroupVersionResource) (*nativeEntry, bool) {
+// resource finds the entry an expanded resource input names, as client-go's
+// discovery mapper would pick it, or reports that it cannot. Of several
+// candidates it picks as PriorityRESTMapper does for KindFor and
+// ResourceFor: the one in the highest ranked group-version (see
+// nativeEntry.rank); several there are client-go's ambiguity, answered by
+// client-go. multi says there were several candidates: KindsFor and
+// ResourcesFor, which list them all, are then left to client-go.
+func (x *nativeIndex) resource(in schema.GroupVersionResource) (best *nativeEntry, ok, multi bool) {
 	x.namesOnce.Do(x.buildNames)
 	if !x.usable || risky(in.Resource) || in.Resource != strings.ToLower(in.Resource) {
-		return nil, false
+		return nil, false, false
 	}
-	var found *nativeEntry
 	groupMatched, unsure := false, false
+	candidates, ties := 0, 0
 	x.names(in.Resource, func(e *nativeEntry) bool {
 		if in.Group != "" && e.gv.Group != in.Group {
 			// Without a version, client-go also matches groups that merely
@@ -165,17 +186,19 @@ func (x *nativeIndex) resource(in schema.GroupVersionResource) (*nativeEntry, bo
 		if in.Version != "" && e.gv.Version != in.Version {
 			return true
 		}
-		if found != nil {
-			unsure = true // several candidates: client-go's priorities decide
-			return false
+		candidates++
+		switch {
+		case best == nil || e.rank < best.rank:
+			best, ties = e, 1
+		case e.rank == best.rank:
+			ties++
 		}
-		found = e
 		return true
 	})
-	if unsure || found == nil || (in.Group != "" && !groupMatched) {
-		return nil, false // a miss or a group prefix: client-go's errors and rules
+	if unsure || best == nil || ties > 1 || (in.Group != "" && !groupMatched) {
+		return nil, false, false // a miss, a group prefix or an ambiguity: client-go's errors and rules
 	}
-	return found, true
+	return best, true, candidates > 1
 }
 
 // mapping finds the REST mapping of a kind asked for with at most one

@@ -31,8 +31,15 @@ func TestCommonQuestionsSkipClientGo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, r := range []schema.GroupVersionResource{{Resource: "deployments"}, {Resource: "deploy"}, {Resource: "widget0001s", Version: "v1beta1"}, {Resource: "pod"}} {
+	// Several candidates are picked as client-go's priorities pick them:
+	// widget0001s is served in v1 and v1beta1, events in core and
+	// events.k8s.io.
+	for _, r := range []schema.GroupVersionResource{{Resource: "deployments"}, {Resource: "deploy"}, {Resource: "widget0001s", Version: "v1beta1"}, {Resource: "pod"},
+		{Resource: "widget0001s"}, {Version: "v1", Resource: "events"}, {Resource: "events"}} {
 		if _, err := m.KindFor(r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.ResourceFor(r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,12 +47,12 @@ func TestCommonQuestionsSkipClientGo(t *testing.T) {
 	if st.delegate != nil {
 		t.Errorf("client-go's mapper was built for plain questions")
 	}
-	// widget0001s is served in v1 and v1beta1: client-go's priorities decide.
-	if _, err := m.KindFor(schema.GroupVersionResource{Resource: "widget0001s"}); err != nil {
+	// Every candidate, listed: client-go's mapper answers.
+	if _, err := m.KindsFor(schema.GroupVersionResource{Resource: "widget0001s"}); err != nil {
 		t.Fatal(err)
 	}
 	if st.delegate == nil {
-		t.Errorf("an ambiguous question did not go to client-go's mapper")
+		t.Errorf("a question with several answers did not go to client-go's mapper")
 	}
 }
 

@@ -200,8 +200,8 @@ func (st *state) compute(k memoKey, versions []string) *answer {
 func (st *state) computeNative(k memoKey, in schema.GroupVersionResource, versions []string, a *answer) bool {
 	switch k.op {
 	case opKindFor, opKindsFor, opResourceFor, opResourcesFor:
-		e, ok := st.native.resource(in)
-		if !ok {
+		e, ok, multi := st.native.resource(in)
+		if !ok || multi && (k.op == opKindsFor || k.op == opResourcesFor) {
 			return false
 		}
 		gvk, gvr := e.gv.WithKind(e.kind), e.gv.WithResource(e.plural)

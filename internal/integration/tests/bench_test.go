@@ -5,26 +5,34 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/disk"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	cgopenapi3 "k8s.io/client-go/openapi3"
+	cgrestmapper "k8s.io/client-go/restmapper"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/openapi3"
+	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
 // benchCRD is a CRD with a schema shaped like real ones: nested objects,
-// lists of objects, descriptions.
-func benchCRD(group, kind string) *unstructured.Unstructured {
+// lists of objects, descriptions; every third has a short name and is in
+// the category "all", and the CRDs of every fifth group are served in two
+// versions (as in the shared fixtures' capture).
+func benchCRD(group, kind string, i int) *unstructured.Unstructured {
 	props := map[string]any{}
 	for i := range 20 {
 		props[fmt.Sprintf("field%02d", i)] = map[string]any{
@@ -39,19 +47,24 @@ func benchCRD(group, kind string) *unstructured.Unstructured {
 		}
 	}
 	plural := fmt.Sprintf("%ss", lower(kind))
+	names := map[string]any{"plural": plural, "singular": lower(kind), "kind": kind}
+	if i%3 == 0 {
+		names["shortNames"] = []any{fmt.Sprintf("bk%d", i)}
+		names["categories"] = []any{"all"}
+	}
+	schema := map[string]any{"openAPIV3Schema": map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"spec": map[string]any{"type": "object", "description": "The desired state.", "properties": props}},
+	}}
+	versions := []any{map[string]any{"name": "v1", "served": true, "storage": true, "schema": schema}}
+	if (i/10)%5 == 0 {
+		versions = append(versions, map[string]any{"name": "v1beta1", "served": true, "storage": false, "schema": schema})
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": plural + "." + group},
 		"spec": map[string]any{
-			"group": group, "scope": "Namespaced",
-			"names": map[string]any{"plural": plural, "singular": lower(kind), "kind": kind},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type":       "object",
-					"properties": map[string]any{"spec": map[string]any{"type": "object", "description": "The desired state.", "properties": props}},
-				}},
-			}},
+			"group": group, "scope": "Namespaced", "names": names, "versions": versions,
 		},
 	}}
 }
@@ -69,7 +82,10 @@ func lower(s string) string {
 // BenchmarkRealServer: kubeatlas and client-go side by side against a real
 // kube-apiserver v1.36.3 (HTTP/2 over TLS, gzip above 128 KiB, real
 // documents) with KUBEATLAS_BENCH_CRDS CRDs (default 200, ten a group):
-// cold discovery, and every OpenAPI v3 document ready to use without a
+// cold discovery; a REST mapper's first sight of every name a user may type
+// (KindFor, then RESTMapping of the kind found, each input once, on a new
+// mapper over discovery already read: ns/input); and every OpenAPI v3
+// document ready to use without a
 // disk cache, with a cold one and with a warm one (kubeatlas's FetchAll,
 // client-go's openapi3.Root.GVSpec for each group-version). The server
 // shares the machine's cores with the client.
@@ -88,7 +104,7 @@ func BenchmarkRealServer(b *testing.B) {
 	}
 	for i := range n {
 		group := fmt.Sprintf("g%03d.bench.kubeatlas.test", i/10)
-		if _, err := dyn.Resource(crdGVR).Create(ctx, benchCRD(group, fmt.Sprintf("Kind%04d", i)), metav1.CreateOptions{}); err != nil {
+		if _, err := dyn.Resource(crdGVR).Create(ctx, benchCRD(group, fmt.Sprintf("Kind%04d", i), i), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -105,7 +121,7 @@ func BenchmarkRealServer(b *testing.B) {
 		resources := 0
 		for _, g := range s.Groups() {
 			for _, v := range g.Versions {
-				if strings.HasSuffix(g.Name, ".bench.kubeatlas.test") {
+				if strings.HasSuffix(g.Name, ".bench.kubeatlas.test") && v.Version == "v1" {
 					resources += len(v.Resources)
 				}
 			}
@@ -149,6 +165,8 @@ func BenchmarkRealServer(b *testing.B) {
 			}
 		}
 	})
+
+	benchFirstSight(b, c)
 
 	kubeatlas := func(b *testing.B, dir string) {
 		var opts []openapi3.Option
@@ -211,4 +229,80 @@ func BenchmarkRealServer(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchFirstSight measures a new mapper's first answer to every input form:
+// plural, singular and short names, bare, with the group and with group and
+// version, and kinds; KindFor, then RESTMapping of the kind it found.
+func benchFirstSight(b *testing.B, c *cluster) {
+	ctx := context.Background()
+	dc, err := discovery.New(c.config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap, err := dc.Snapshot(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var inputs []schema.GroupVersionResource
+	for _, g := range snap.Groups() {
+		for _, v := range g.Versions {
+			for _, r := range v.Resources {
+				for _, name := range append([]string{r.Name, r.SingularName, lower(r.Kind.Kind)}, r.ShortNames...) {
+					inputs = append(inputs, schema.GroupVersionResource{Resource: name},
+						schema.GroupVersionResource{Group: g.Name, Resource: name},
+						schema.GroupVersionResource{Group: g.Name, Version: v.Version, Resource: name})
+				}
+			}
+		}
+	}
+	slices.SortFunc(inputs, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.String(), b.String()) })
+	inputs = slices.Compact(inputs)
+	run := func(b *testing.B, newMapper func() meta.RESTMapper) {
+		for b.Loop() {
+			b.StopTimer()
+			m := newMapper()
+			b.StartTimer()
+			for _, in := range inputs {
+				gvk, err := m.KindFor(in)
+				if err != nil {
+					continue // ambiguous inputs fail alike in both
+				}
+				if _, err := m.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(inputs)), "ns/input")
+	}
+	b.Run("mapper-first-sight/kubeatlas", func(b *testing.B) {
+		run(b, func() meta.RESTMapper {
+			dc, err := discovery.New(c.config)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := dc.Snapshot(ctx); err != nil {
+				b.Fatal(err)
+			}
+			m, err := restmapper.New(dc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return m
+		})
+	})
+	b.Run("mapper-first-sight/client-go", func(b *testing.B) {
+		run(b, func() meta.RESTMapper {
+			cdc, err := cgdiscovery.NewDiscoveryClientForConfig(c.config)
+			if err != nil {
+				b.Fatal(err)
+			}
+			mc := memory.NewMemCacheClient(cdc)
+			if _, _, err := mc.ServerGroupsAndResources(); err != nil {
+				b.Fatal(err)
+			}
+			return cgrestmapper.NewShortcutExpander(cgrestmapper.NewDeferredDiscoveryRESTMapper(mc), mc, nil)
+		})
+	})
+	b.Logf("%d inputs", len(inputs))
 }
