@@ -146,7 +146,7 @@ func (t *transport) immutable(req *http.Request, key string) (*http.Response, er
 	now := t.cache.opts.clock.Now()
 	var cached *http.Response
 	if b, ok := t.cache.Get(key); ok {
-		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(b)), req)
+		resp, err := readStored(b, req)
 		if err == nil && resp.StatusCode == http.StatusOK {
 			if freshUntil(resp.Header).After(now) {
 				resp.Header.Set(httpcache.XFromCache, "1")
@@ -185,6 +185,35 @@ func (t *transport) immutable(req *http.Request, key string) (*http.Response, er
 	}
 	return resp, nil
 }
+
+// readStored reads a stored response. Its body is the stored bytes
+// themselves, not a copy (documents run to megabytes): it has a Bytes
+// method, which the kubeatlas clients use to take them without copying.
+func readStored(b []byte, req *http.Request) (*http.Response, error) {
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(b)), req)
+	if err != nil {
+		return nil, err
+	}
+	if n := resp.ContentLength; n >= 0 && n <= int64(len(b)) && resp.Header.Get("Content-Encoding") == "" {
+		resp.Body.Close()
+		resp.Body = &StoredBody{Reader: bytes.NewReader(b[int64(len(b))-n:]), b: b[int64(len(b))-n:]}
+	}
+	return resp, nil
+}
+
+// StoredBody is the body of a response served from the cache: a reader
+// over the stored bytes, which Bytes returns without a copy (do not modify
+// them).
+type StoredBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+// Bytes returns the whole body.
+func (s *StoredBody) Bytes() []byte { return s.b }
+
+// Close does nothing.
+func (s *StoredBody) Close() error { return nil }
 
 // storing wraps resp's body to store resp under key once it is read to
 // its end, if it passes the checks (storable).

@@ -64,11 +64,23 @@ func (s *scanner) expect(c byte) error {
 // between the quotes, and whether it holds escapes.
 func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	start := s.i + 1
+	if err := s.skipStr(); err != nil {
+		return nil, false, err
+	}
+	raw = s.b[start : s.i-1]
+	return raw, bytes.IndexByte(raw, '\\') >= 0, nil
+}
+
+// skipStr moves past the string at s.i (its opening quote), without
+// looking inside it beyond the quotes: most of a document's bytes are in
+// strings (descriptions) that the index only steps over.
+func (s *scanner) skipStr() error {
+	start := s.i + 1
 	for j := start; ; {
 		k := bytes.IndexByte(s.b[j:], '"')
 		if k < 0 {
 			s.i = len(s.b)
-			return nil, false, s.fail("unterminated string")
+			return s.fail("unterminated string")
 		}
 		j += k
 		// The quote ends the string unless an odd run of backslashes
@@ -78,11 +90,9 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 			n++
 		}
 		if n%2 == 0 {
-			raw = s.b[start:j]
 			s.i = j + 1
-			return raw, escaped || bytes.IndexByte(raw, '\\') >= 0, nil
+			return nil
 		}
-		escaped = true
 		j++
 	}
 }
@@ -128,14 +138,14 @@ func (s *scanner) value() (span, error) {
 	}
 	switch c := s.b[s.i]; c {
 	case '"':
-		_, _, err := s.str()
+		err := s.skipStr()
 		return span{start, s.i}, err
 	case '{', '[':
 		var stack []byte
 		for s.i < len(s.b) {
 			switch c := s.b[s.i]; c {
 			case '"':
-				if _, _, err := s.str(); err != nil {
+				if err := s.skipStr(); err != nil {
 					return span{}, err
 				}
 				continue

@@ -54,6 +54,14 @@ func ReadBody(ctx context.Context, resp *http.Response, o Options) (body []byte,
 	if resp.ContentLength > o.Limit {
 		return nil, 0, fmt.Errorf("%w (%d bytes; Content-Length %d)", ErrTooLarge, o.Limit, resp.ContentLength)
 	}
+	if b, ok := resp.Body.(interface{ Bytes() []byte }); ok && !gzipped {
+		// A body already in memory (diskcache's StoredBody): taken as it is.
+		body = b.Bytes()
+		if int64(len(body)) > o.Limit {
+			return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, o.Limit)
+		}
+		return body, 0, nil
+	}
 	body, err = readAtMost(ctx, resp.Body, o, resp.ContentLength)
 	if err != nil {
 		return nil, 0, err
