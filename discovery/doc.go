@@ -13,8 +13,15 @@
 //
 // Refresh revalidates with If-None-Match: an unchanged cluster costs two
 // 304 responses and no decoding. Concurrent refreshes share one; Snapshot
-// never waits for a refresh once there is a snapshot, and revalidates in
-// the background when it is older than the max age (WithMaxAge).
+// never waits for a refresh once there is a snapshot read from the server,
+// and revalidates in the background when it is older than the max age
+// (WithMaxAge). A snapshot read from the disk cache (WithDiskCache) past
+// the max age is revalidated once before it is answered from; when that
+// fails, it is answered from with the failure in Snapshot.RefreshError.
+//
+// Requests answered 429 or 5xx with Retry-After are sent again after the
+// wait asked for (WithMaxRetries), within the caller's deadline; redirects
+// are followed only on the server's own host, so credentials stay there.
 //
 // Partial failure is explicit. A group-version whose aggregated API server
 // is down (Stale) or whose legacy document failed stays in the snapshot,
@@ -38,6 +45,6 @@
 // Files: client.go (Client, options, refresh), fetch.go (negotiation and
 // legacy fallback), decode.go and protobuf.go (decoding), snapshot.go (the
 // model), change.go (Diff, Subscribe, Poll), consistency.go (HA check),
-// persist.go (warm starts),
+// persist.go (warm starts, last known resources),
 // errors.go, stats.go, clientgo.go (the adapter).
 package discovery
