@@ -1,7 +1,11 @@
 // Package openapi3 reads a cluster's OpenAPI v3 (KEP-2896): the root once,
 // then one document per group-version through the ?hash= URL the root
 // gives, so that with WithDiskCache an unchanged document costs no request.
-// A stale hash's 301 is followed a few times, to the same host only. A root
+// A stale hash's 301 is followed a few times, to the same host only. A JSON
+// document's SHA-512 must be its ?hash= (ErrHashMismatch otherwise; see
+// diskcache.VerifyHash for when a hash can be checked), and nothing that
+// fails to parse is stored. A 429 or 503 with Retry-After is retried
+// (WithMaxRetries) within the caller's deadline. A root
 // older than the max age (WithMaxAge, 30s) is answered from and read again
 // in the background; a group-version or kind the client has not seen reads
 // it again at once (at most once a second), so a long-lived client follows
