@@ -225,11 +225,28 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	dir, name := c.fileName(key)
 	path := filepath.Join(dir, name)
 	buf, err := readEntry(path)
+	var k string
+	var value []byte
+	if err == nil {
+		if k, value, err = decode(buf); err == nil && k != key {
+			err = errOtherKey
+			if id, ok := openAPIIdentity(key); ok {
+				if other, _ := openAPIIdentity(k); other == id {
+					// The document at another ?hash=: a plain miss, and
+					// the next Put replaces it.
+					c.count(func(s *Stats) { s.Misses++ })
+					return nil, false
+				}
+			}
+		}
+	}
 	if err != nil {
 		c.count(func(s *Stats) { s.Misses++ })
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-		case errors.Is(err, errCorrupt):
+		case errors.Is(err, errCorrupt), errors.Is(err, errOtherKey):
+			// Torn, foreign, or (astronomically unlikely) another key:
+			// the file goes so the next Set starts clean.
 			c.count(func(s *Stats) { s.Corrupt++ })
 			c.opts.logger.Warn("diskcache: dropping unreadable entry", "path", path, "err", err)
 			_ = os.Remove(path)
@@ -238,27 +255,6 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 		default:
 			c.warnOnce("read", "diskcache: cannot read entries; going on without them", "path", path, "err", err)
 		}
-		return nil, false
-	}
-	k, value, err := decode(buf)
-	if err == nil && k != key {
-		if id, ok := openAPIIdentity(key); ok {
-			if other, _ := openAPIIdentity(k); other == id {
-				// The document at another ?hash=: a plain miss, and the
-				// next Put replaces it.
-				c.count(func(s *Stats) { s.Misses++ })
-				return nil, false
-			}
-		}
-		err = errOtherKey
-	}
-	if err != nil {
-		// Torn, foreign, or (astronomically unlikely) another key: a miss,
-		// and the file goes so the next Set starts clean.
-		c.count(func(s *Stats) { s.Corrupt++; s.Misses++ })
-		c.opts.logger.Warn("diskcache: dropping unreadable entry", "path", path, "err", err)
-		_ = os.Remove(path)
-		c.forget(name)
 		return nil, false
 	}
 	c.touch(name, int64(len(buf)))
@@ -271,10 +267,44 @@ var (
 	errNotRegular = errors.New("not a regular file")
 )
 
-// readEntry reads an entry's file, refusing anything but a regular file
-// and reading no more than its header declares (which must be its size).
+// openEntry opens an entry's file and reads its fixed header, refusing
+// anything but a regular file whose size is the one the header declares.
+// The file is left positioned after the header.
+func openEntry(path string) (f *os.File, head [headerSize]byte, keyLen uint64, err error) {
+	if f, err = openNoFollow(path); err != nil {
+		return nil, head, 0, err
+	}
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+	case !info.Mode().IsRegular():
+		err = &os.PathError{Op: "read", Path: path, Err: errNotRegular}
+	default:
+		if _, rerr := io.ReadFull(f, head[:]); rerr != nil {
+			err = fmt.Errorf("%w: %v", errCorrupt, rerr)
+			break
+		}
+		if [8]byte(head[:8]) != magic {
+			err = fmt.Errorf("%w: not an entry of this cache", errCorrupt)
+			break
+		}
+		keyLen = uint64(binary.LittleEndian.Uint32(head[8+sumSize:]))
+		vl := binary.LittleEndian.Uint64(head[8+sumSize+4:])
+		if size := uint64(info.Size()); vl > size || headerSize+keyLen+vl != size {
+			err = fmt.Errorf("%w: header declares %d bytes, the file has %d", errCorrupt, headerSize+keyLen+vl, size)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, head, 0, err
+	}
+	return f, head, keyLen, nil
+}
+
+// readEntry reads an entry's file whole (see openEntry for what it
+// refuses), reading no more than its header declares.
 func readEntry(path string) ([]byte, error) {
-	f, err := openNoFollow(path)
+	f, head, _, err := openEntry(path)
 	if err != nil {
 		return nil, err
 	}
@@ -282,21 +312,6 @@ func readEntry(path string) ([]byte, error) {
 	info, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: errNotRegular}
-	}
-	var head [headerSize]byte
-	if _, err := io.ReadFull(f, head[:]); err != nil {
-		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	if [8]byte(head[:8]) != magic {
-		return nil, fmt.Errorf("%w: not an entry of this cache", errCorrupt)
-	}
-	kl := uint64(binary.LittleEndian.Uint32(head[8+sumSize:]))
-	vl := binary.LittleEndian.Uint64(head[8+sumSize+4:])
-	if vl > uint64(info.Size()) || headerSize+kl+vl != uint64(info.Size()) {
-		return nil, fmt.Errorf("%w: header declares %d bytes, the file has %d", errCorrupt, headerSize+kl+vl, info.Size())
 	}
 	buf := make([]byte, info.Size())
 	copy(buf, head[:])

@@ -2,7 +2,6 @@ package diskcache
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -100,22 +99,11 @@ func (c *Cache) listEntries() ([]diskEntry, error) {
 
 // readKey reads the key from an entry's header, or "" for an unreadable one.
 func readKey(path string) string {
-	f, err := openNoFollow(path)
-	if err != nil {
+	f, _, kl, err := openEntry(path)
+	if err != nil || kl > 1<<16 {
 		return ""
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
-		return ""
-	}
-	head := make([]byte, headerSize)
-	if _, err := io.ReadFull(f, head); err != nil || [8]byte(head[:8]) != magic {
-		return ""
-	}
-	kl := binary.LittleEndian.Uint32(head[8+sumSize:])
-	if kl > 1<<16 {
-		return ""
-	}
 	key := make([]byte, kl)
 	if _, err := io.ReadFull(f, key); err != nil {
 		return ""
