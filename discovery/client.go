@@ -284,9 +284,8 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 // share one refresh; each caller waits at most until its ctx ends, and a
 // refresh that every caller has given up on is cancelled. With
 // WithDiskCache, the first Refresh revalidates the persisted snapshot. A
-// failed refresh
-// keeps the previous snapshot's content current, marked with the failure
-// (Snapshot.RefreshError), and returns it with the error.
+// failed refresh keeps the previous snapshot's content current, marked
+// with the failure (Snapshot.RefreshError), and returns it with the error.
 func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
 	c.warmStart() // revalidate what is on disk rather than read it all again
 	s, err := c.refreshes.Do(ctx, struct{}{}, c.refresh)
@@ -364,7 +363,7 @@ func (c *Client) logFailures(s *Snapshot) {
 	c.lastFailed = now
 }
 
-// get sends one GET, again after a 429 or 503 with Retry-After, and reads
+// get sends one GET, again after a 429 or 5xx with Retry-After, and reads
 // the body within the size limit.
 func (c *Client) get(ctx context.Context, path, accept, etag string) (*http.Response, []byte, error) {
 	u := *c.base

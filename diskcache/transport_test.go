@@ -74,6 +74,19 @@ func TestImmutableDocuments(t *testing.T) {
 	if !get(doc, true) || requests.Load() != 0 {
 		t.Errorf("a fresh immutable document cost %d requests", requests.Load())
 	}
+	// Served from the cache, the body is the stored bytes, whole, taken
+	// without a copy through Bytes.
+	resp, err := hc.Get(ts.URL + doc + "?hash=A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, ok := resp.Body.(*diskcache.StoredBody)
+	if !ok || !strings.Contains(string(sb.Bytes()), doc) || int64(len(sb.Bytes())) != resp.ContentLength {
+		t.Errorf("a cached document's body is %T, not the stored bytes", resp.Body)
+	} else if b, _ := io.ReadAll(resp.Body); string(b) != string(sb.Bytes()) {
+		t.Errorf("reading a stored body gives other bytes than Bytes")
+	}
+	resp.Body.Close()
 	for _, path := range []string{"/openapi/v3/apis/private/v1", "/openapi/v3/apis/expired/v1"} {
 		get(path, true)
 		requests.Store(0)

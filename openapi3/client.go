@@ -284,7 +284,7 @@ const missRefresh = time.Second
 const fetchTimeout = 2 * time.Minute
 
 // get fetches one path relative to the server, within the size limit,
-// again after a 429 or 503 with Retry-After.
+// again after a 429 or 5xx with Retry-After.
 func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, *http.Response, error) {
 	u, err := c.base.Parse(c.base.Path + pathAndQuery)
 	if err != nil {

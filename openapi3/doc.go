@@ -4,7 +4,7 @@
 // A stale hash's 301 is followed a few times, to the same host only. A JSON
 // document's SHA-512 must be its ?hash= (ErrHashMismatch otherwise; see
 // diskcache.VerifyHash for when a hash can be checked), and nothing that
-// fails to parse is stored. A 429 or 503 with Retry-After is retried
+// fails to parse is stored. A 429 or 5xx with Retry-After is retried
 // (WithMaxRetries) within the caller's deadline. A root
 // older than the max age (WithMaxAge, 30s) is answered from and read again
 // in the background; a group-version or kind the client has not seen reads

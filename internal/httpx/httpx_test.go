@@ -278,3 +278,38 @@ func TestReadBodyLargeGate(t *testing.T) {
 		t.Fatal("the gate was not released by the reader that gave up")
 	}
 }
+
+// unread fails a test if anything reads it.
+type unread struct{ t *testing.T }
+
+func (u unread) Read([]byte) (int, error) {
+	u.t.Error("a body over the limit by its Content-Length was read")
+	return 0, io.EOF
+}
+
+// held is a body already in memory, as diskcache's StoredBody is.
+type held struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (h held) Bytes() []byte { return h.b }
+func (h held) Close() error  { return nil }
+
+// TestReadBodyPromises pins what ReadBody's doc says: a Content-Length over
+// the limit is refused before a byte is read, and a body that is already
+// in memory is taken as it is, without a copy, within the limit.
+func TestReadBodyPromises(t *testing.T) {
+	ctx := context.Background()
+	if _, _, err := ReadBody(ctx, &http.Response{Header: http.Header{}, Body: io.NopCloser(unread{t}), ContentLength: 2 << 20}, Options{Limit: 1 << 20}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("err = %v, want ErrTooLarge", err)
+	}
+	doc := []byte(`{"openapi":"3.0.0"}`)
+	got, _, err := ReadBody(ctx, &http.Response{Header: http.Header{}, Body: held{bytes.NewReader(doc), doc}, ContentLength: -1}, Options{Limit: 1 << 20})
+	if err != nil || len(got) != len(doc) || &got[0] != &doc[0] {
+		t.Errorf("a body in memory was copied (or lost): %q, %v", got, err)
+	}
+	if _, _, err := ReadBody(ctx, &http.Response{Header: http.Header{}, Body: held{bytes.NewReader(doc), doc}, ContentLength: -1}, Options{Limit: 4}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a body in memory over the limit: %v, want ErrTooLarge", err)
+	}
+}
