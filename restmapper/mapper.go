@@ -3,6 +3,7 @@ package restmapper
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,9 +61,12 @@ func WithWarningHandler(f func(string)) Option {
 // Mapper is a meta.RESTMapper over a discovery.Client's snapshots, with
 // short names and categories expanded as client-go's ShortcutExpander and
 // category expander do. Answers are client-go's own
-// (restmapper.NewDiscoveryRESTMapper over the same discovery), computed once
-// per snapshot generation and input, so a repeated lookup is one map read
-// and allocates nothing.
+// (restmapper.NewDiscoveryRESTMapper over the same discovery). The common
+// ones (a name, singular, short name or kind with one clear answer) are read
+// from indexes built once per snapshot generation; the rest are computed by
+// client-go's mapper once per generation and input and kept. A lookup
+// allocates nothing, the first one included, except where client-go's
+// answer is a new slice (KindsFor, ResourcesFor).
 //
 // Returned values are shared between callers: do not modify a returned
 // slice or *meta.RESTMapping.
@@ -130,13 +134,13 @@ func (m *Mapper) current(ctx context.Context) (*state, error) {
 	return st, nil
 }
 
-// lookup answers one question, refreshing discovery on a miss when the
+// lookup answers one question (versions: see several), refreshing discovery on a miss when the
 // negative cache allows.
-func (m *Mapper) lookup(k memoKey, versions []string) *answer {
+func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	ctx := context.Background()
 	st, err := m.current(ctx)
 	if st == nil {
-		return &answer{err: err}
+		return answer{err: err}
 	}
 	a := st.answer(k, versions)
 	if a.err == nil || !meta.IsNoMatchError(a.err) || !m.mayRefresh(k) {
@@ -206,13 +210,23 @@ func (m *Mapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.Group
 }
 
 func (m *Mapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	a := m.lookup(kindKey(opRESTMapping, gk, versions), versions)
+	a := m.lookup(kindKey(opRESTMapping, gk, versions), several(versions))
 	return a.mapping, a.err
 }
 
 func (m *Mapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
-	a := m.lookup(kindKey(opRESTMappings, gk, versions), versions)
+	a := m.lookup(kindKey(opRESTMappings, gk, versions), several(versions))
 	return a.mappings, a.err
+}
+
+// several is the versions of a mapping question that its key cannot hold
+// (more than one), copied, else nil: the caller's variadic slice then
+// stays on its stack, and a lookup with one version allocates nothing.
+func several(versions []string) []string {
+	if len(versions) <= 1 {
+		return nil
+	}
+	return slices.Clone(versions)
 }
 
 func (m *Mapper) ResourceSingularizer(resource string) (string, error) {

@@ -375,7 +375,7 @@ func TestHitsAllocateNothing(t *testing.T) {
 // (captured aggregated discovery, protobuf or JSON as the Accept header
 // prefers), for questions asked of real data rather than the fake
 // server's.
-func serveCapture(t *testing.T, dir string) string {
+func serveCapture(t testing.TB, dir string) string {
 	t.Helper()
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))

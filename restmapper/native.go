@@ -24,8 +24,10 @@ import (
 type nativeEntry struct {
 	gv     schema.GroupVersion
 	plural string
-	kind   string
-	scope  meta.RESTScope
+	// singular is the listed singular name, or client-go's guess.
+	singular string
+	kind     string
+	scope    meta.RESTScope
 	// guessedSingular: the server gave no singular name; client-go's mapper
 	// guesses one, but its short-name expander does not know it.
 	guessedSingular bool
@@ -38,23 +40,32 @@ type nativeEntry struct {
 type nativeIndex struct {
 	snap *discovery.Snapshot
 
-	// The name index is built on first use: a process that only maps kinds
-	// never needs it. byName maps a plural or singular name to its first
-	// slot; nextName chains the rest in discovery order. (Chains, not
+	// Built on first use. entries lists every resource in discovery order,
+	// mappings holds each one's REST mapping (one allocation for all, so a
+	// RESTMapping answer allocates nothing), and groups finds a group's
+	// position and its first entry.
+	entriesOnce sync.Once
+	usable      bool
+	entries     []nativeEntry
+	mappings    []meta.RESTMapping
+	// byKind maps a group and kind to its first entry; nextKind chains the
+	// others (other versions) in discovery order, -1 ending a chain.
+	byKind   map[schema.GroupKind]int32
+	nextKind []int32
+
+	// The name index is built on first use too: a process that only maps
+	// kinds never needs it. byName maps a plural or singular name to its
+	// first slot; nextName chains the rest in discovery order. (Chains, not
 	// slices: a slice per key was most of a warm start's allocations.)
 	namesOnce           sync.Once
-	usable              bool
-	entries             []nativeEntry
 	byName              map[string]int32
 	nextName, nameEntry []int32 // per name slot; -1 ends a chain
 }
 
 func newNativeIndex(snap *discovery.Snapshot) *nativeIndex { return &nativeIndex{snap: snap} }
 
-// buildNames lists every resource and links its names, backwards, each new
-// head pointing at the previous one, which leaves every chain in discovery
-// order.
-func (x *nativeIndex) buildNames() {
+// buildEntries lists every resource with its REST mapping.
+func (x *nativeIndex) buildEntries() {
 	n := 0
 	for _, g := range x.snap.Groups() {
 		for _, v := range g.Versions {
@@ -63,8 +74,13 @@ func (x *nativeIndex) buildNames() {
 	}
 	x.usable = true
 	x.entries = make([]nativeEntry, 0, n)
-	singulars := make([]string, 0, n)
+	x.mappings = make([]meta.RESTMapping, 0, n)
+	seen := make(map[string]bool, len(x.snap.Groups()))
 	for gi, g := range x.snap.Groups() {
+		if seen[g.Name] {
+			x.usable = false // a group listed twice: not modelled here
+		}
+		seen[g.Name] = true
 		preferred := 0
 		for vi, v := range g.Versions {
 			if v.Freshness != discovery.FreshnessStale {
@@ -73,9 +89,6 @@ func (x *nativeIndex) buildNames() {
 			}
 		}
 		for vi, v := range g.Versions {
-			if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
-				continue
-			}
 			vrank := int64(vi) + 1
 			if vi == preferred {
 				vrank = 0
@@ -90,11 +103,32 @@ func (x *nativeIndex) buildNames() {
 				if r.Name != strings.ToLower(r.Name) || singular != strings.ToLower(singular) || strings.Contains(r.Name, "/") {
 					x.usable = false // names client-go would treat in ways not modelled here
 				}
-				x.entries = append(x.entries, nativeEntry{gv: gv, plural: r.Name, kind: r.Kind.Kind, scope: scopeOf(&r), guessedSingular: r.SingularName == "", rank: rank})
-				singulars = append(singulars, singular)
+				e := nativeEntry{gv: gv, plural: r.Name, singular: singular, kind: r.Kind.Kind, scope: scopeOf(&r), guessedSingular: r.SingularName == "", rank: rank}
+				x.entries = append(x.entries, e)
+				x.mappings = append(x.mappings, meta.RESTMapping{Resource: gv.WithResource(r.Name), GroupVersionKind: gv.WithKind(r.Kind.Kind), Scope: e.scope})
 			}
 		}
 	}
+	// Linked backwards, as the names are, to leave chains in order.
+	x.byKind = make(map[schema.GroupKind]int32, n)
+	x.nextKind = make([]int32, n)
+	for i := n - 1; i >= 0; i-- {
+		gk := x.entries[i].gv.WithKind(x.entries[i].kind).GroupKind()
+		next, ok := x.byKind[gk]
+		if !ok {
+			next = -1
+		}
+		x.nextKind[i] = next
+		x.byKind[gk] = int32(i)
+	}
+}
+
+// buildNames links every resource's names, backwards, each new head
+// pointing at the previous one, which leaves every chain in discovery
+// order.
+func (x *nativeIndex) buildNames() {
+	x.entriesOnce.Do(x.buildEntries)
+	n := len(x.entries)
 	x.byName = make(map[string]int32, 2*n)
 	x.nextName = make([]int32, 0, 2*n)
 	x.nameEntry = make([]int32, 0, 2*n)
@@ -108,8 +142,8 @@ func (x *nativeIndex) buildNames() {
 		x.nameEntry = append(x.nameEntry, id)
 	}
 	for i := n - 1; i >= 0; i-- {
-		if singulars[i] != x.entries[i].plural {
-			push(singulars[i], int32(i))
+		if e := &x.entries[i]; e.singular != e.plural {
+			push(e.singular, int32(i))
 		}
 		push(x.entries[i].plural, int32(i))
 	}
@@ -122,17 +156,16 @@ func scopeOf(r *discovery.Resource) meta.RESTScope {
 	return meta.RESTScopeRoot
 }
 
-// names calls fn for each entry a name names, in discovery order, until fn
-// returns false.
-func (x *nativeIndex) names(name string, fn func(*nativeEntry) bool) {
+// firstName is the first slot of a name's chain, or -1; nextName[slot]
+// is the next. Each slot's entry is x.entries[x.nameEntry[slot]]. (Loops
+// over slots, not callbacks: the indirect call per entry was a third of a
+// lookup.)
+func (x *nativeIndex) firstName(name string) int32 {
 	x.namesOnce.Do(x.buildNames)
-	slot, ok := x.byName[name]
-	for ok && slot >= 0 {
-		if !fn(&x.entries[x.nameEntry[slot]]) {
-			return
-		}
-		slot = x.nextName[slot]
+	if slot, ok := x.byName[name]; ok {
+		return slot
 	}
+	return -1
 }
 
 // isName says whether name is a resource's plural or (listed) singular
@@ -143,14 +176,13 @@ func (x *nativeIndex) isName(group, name string) (found, known bool) {
 	if strings.Contains(name, "/") {
 		return false, false
 	}
-	x.names(name, func(e *nativeEntry) bool {
+	for slot := x.firstName(name); slot >= 0; slot = x.nextName[slot] {
+		e := &x.entries[x.nameEntry[slot]]
 		if (group == "" || e.gv.Group == group) && (e.plural == name || !e.guessedSingular) {
-			found = true
-			return false
+			return true, true
 		}
-		return true
-	})
-	return found, true
+	}
+	return false, true
 }
 
 // risky names collide with the List kinds client-go guesses ("widgetlists").
@@ -170,21 +202,21 @@ func (x *nativeIndex) resource(in schema.GroupVersionResource) (best *nativeEntr
 	if !x.usable || risky(in.Resource) || in.Resource != strings.ToLower(in.Resource) {
 		return nil, false, false
 	}
-	groupMatched, unsure := false, false
+	groupMatched := false
 	candidates, ties := 0, 0
-	x.names(in.Resource, func(e *nativeEntry) bool {
+	for slot := x.firstName(in.Resource); slot >= 0; slot = x.nextName[slot] {
+		e := &x.entries[x.nameEntry[slot]]
 		if in.Group != "" && e.gv.Group != in.Group {
 			// Without a version, client-go also matches groups that merely
 			// start with the one asked for.
 			if in.Version == "" && strings.HasPrefix(e.gv.Group, in.Group) {
-				unsure = true
-				return false
+				return nil, false, false
 			}
-			return true
+			continue
 		}
 		groupMatched = true
 		if in.Version != "" && e.gv.Version != in.Version {
-			return true
+			continue
 		}
 		candidates++
 		switch {
@@ -193,85 +225,63 @@ func (x *nativeIndex) resource(in schema.GroupVersionResource) (best *nativeEntr
 		case e.rank == best.rank:
 			ties++
 		}
-		return true
-	})
-	if unsure || best == nil || ties > 1 || (in.Group != "" && !groupMatched) {
+	}
+	if best == nil || ties > 1 || (in.Group != "" && !groupMatched) {
 		return nil, false, false // a miss, a group prefix or an ambiguity: client-go's errors and rules
 	}
 	return best, true, candidates > 1
 }
 
 // mapping finds the REST mapping of a kind asked for with at most one
-// version, from the kind's group alone: the mapping in the preferred version
+// version ("" for none), from the kind's entries alone: the mapping in the preferred version
 // (the first that is not Stale) if it serves the kind, else in the first
 // version that does; or in the version asked for.
-func (x *nativeIndex) mapping(gk schema.GroupKind, versions []string) (*meta.RESTMapping, bool) {
-	if len(versions) > 1 || strings.HasSuffix(gk.Kind, "List") || gk.Kind == "" {
+func (x *nativeIndex) mapping(gk schema.GroupKind, version string) (*meta.RESTMapping, bool) {
+	if strings.HasSuffix(gk.Kind, "List") || !hasUpper(gk.Kind) {
+		// Guessed List kinds, and kinds in lower case
+		// (which client-go also matches case-insensitively): client-go's.
 		return nil, false
 	}
-	g, ok := x.snap.Group(gk.Group)
+	x.entriesOnce.Do(x.buildEntries)
+	if !x.usable {
+		return nil, false
+	}
+	slot, ok := x.byKind[gk]
 	if !ok {
 		return nil, false
 	}
-	want := ""
-	for _, v := range g.Versions {
-		if v.Freshness != discovery.FreshnessStale {
-			want = v.Version
-			break
+	exact := version != ""
+	first, pick := int32(-1), int32(-1)
+	for ; slot >= 0; slot = x.nextKind[slot] {
+		e := &x.entries[slot]
+		if first >= 0 && x.entries[first].gv == e.gv || pick >= 0 && x.entries[pick].gv == e.gv {
+			return nil, false // two resources of the kind in one version: client-go keeps the last registered
+		}
+		if first < 0 {
+			first = slot
+		}
+		// Without a version asked for, the preferred version's (rank 0 in
+		// its group: the first that is not Stale).
+		if exact && e.gv.Version == version || !exact && e.rank&(1<<32-1) == 0 {
+			pick = slot
 		}
 	}
-	if want == "" && len(g.Versions) > 0 {
-		want = g.Versions[0].Version
-	}
-	exact := len(versions) == 1 && versions[0] != ""
-	if exact {
-		want = versions[0]
-	}
-	type candidate struct {
-		version string
-		r       *discovery.Resource
-	}
-	var first, pick *candidate
-	for vi := range g.Versions {
-		v := &g.Versions[vi]
-		if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
-			continue
-		}
-		var found *discovery.Resource
-		for i := range v.Resources {
-			r := &v.Resources[i]
-			if strings.Contains(r.Name, "/") || (r.Kind.Kind != gk.Kind && strings.ToLower(r.Kind.Kind) != gk.Kind) {
-				continue
-			}
-			if found != nil {
-				return nil, false // client-go keeps the last registration of a kind: its mapper decides
-			}
-			found = r
-		}
-		if found == nil {
-			continue
-		}
-		if found.Kind.Kind != gk.Kind {
-			return nil, false // matched only in lower case: client-go's rules
-		}
-		c := &candidate{v.Version, found}
-		if first == nil {
-			first = c
-		}
-		if v.Version == want {
-			pick = c
-		}
-	}
-	if pick == nil && !exact {
+	if pick < 0 && !exact {
 		pick = first
 	}
-	if pick == nil {
+	if pick < 0 {
 		return nil, false
 	}
-	gv := schema.GroupVersion{Group: gk.Group, Version: pick.version}
-	return &meta.RESTMapping{
-		Resource:         gv.WithResource(pick.r.Name),
-		GroupVersionKind: gv.WithKind(gk.Kind),
-		Scope:            scopeOf(pick.r),
-	}, true
+	return &x.mappings[pick], true
+}
+
+// hasUpper reports whether s has an upper-case ASCII letter: a kind asked
+// for in lower case also matches kinds case-insensitively in client-go.
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
@@ -79,5 +80,50 @@ func TestMemoIsBounded(t *testing.T) {
 	}
 	if gvk, err := m.KindFor(schema.GroupVersionResource{Resource: "deployments"}); err != nil || gvk.Kind != "Deployment" {
 		t.Errorf("past the bound: %v %v", gvk, err)
+	}
+}
+
+// TestFirstLookupsAllocateNothing pins the Mapper doc: once a generation's
+// indexes are built, a first KindFor and RESTMapping of an input allocate
+// nothing (answers are not kept per input: keeping them was most of the
+// cost of a new mapper's first lookups).
+func TestFirstLookupsAllocateNothing(t *testing.T) {
+	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(200, 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c, _ := discovery.NewForHTTPClient(nil, ts.URL)
+	m, _ := New(c)
+	// Builds the indexes.
+	if _, err := m.KindFor(schema.GroupVersionResource{Resource: "pods"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RESTMapping(schema.GroupKind{Kind: "Pod"}); err != nil {
+		t.Fatal(err)
+	}
+	var inputs []schema.GroupVersionResource
+	for i := range 200 {
+		g := fmt.Sprintf("g%03d.stress.example.com", i%20)
+		inputs = append(inputs, schema.GroupVersionResource{Resource: fmt.Sprintf("widget%04ds", i)},
+			schema.GroupVersionResource{Group: g, Resource: fmt.Sprintf("widget%04d", i)})
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, in := range inputs {
+		gvk, err := m.KindFor(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	// A few allocations may come from elsewhere in the process (the
+	// server's idle connection, the runtime).
+	if n := after.Mallocs - before.Mallocs; n > uint64(len(inputs)/10) {
+		t.Errorf("%d first lookups allocated %d times", 2*len(inputs), n)
 	}
 }

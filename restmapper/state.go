@@ -148,30 +148,43 @@ func (st *state) mapper() meta.RESTMapper {
 	return st.delegate
 }
 
-func (st *state) answer(k memoKey, versions []string) *answer {
-	// A mapping asked for several versions is rare and not memoized.
-	cacheable := len(versions) <= 1
-	if cacheable {
-		if a, ok := st.memo.get(k); ok {
-			return a
-		}
-	}
-	a := st.compute(k, versions)
-	if cacheable {
-		st.memo.put(k, a)
-	}
-	return a
-}
-
-func (st *state) compute(k memoKey, versions []string) *answer {
-	a := &answer{}
+// answer answers one question. What the native index answers is computed
+// afresh each time, without allocating for KindFor and ResourceFor: that
+// costs less than keeping it (the memo's map inserts were the larger part
+// of a first sight). Only client-go's answers, which cost microseconds to
+// milliseconds, are memoized.
+//
+// versions is nil unless a mapping question names more than one version;
+// one version is in the key.
+func (st *state) answer(k memoKey, versions []string) answer {
 	// Resource questions go through short-name expansion first, once.
 	in := schema.GroupVersionResource{Group: k.group, Version: k.version, Resource: k.name}
 	if k.op != opRESTMapping && k.op != opRESTMappings {
 		in = st.shortcutIndex().expand(in)
 	}
-	if st.computeNative(k, in, versions, a) {
+	var a answer
+	if st.computeNative(k, in, versions, &a) {
 		return a
+	}
+	// A mapping asked for several versions is rare and not memoized.
+	cacheable := versions == nil
+	if cacheable {
+		if p, ok := st.memo.get(k); ok {
+			return *p
+		}
+	}
+	p := &answer{}
+	st.compute(k, in, versions, p)
+	if cacheable {
+		st.memo.put(k, p)
+	}
+	return *p
+}
+
+// compute asks client-go's mapper; in is already expanded.
+func (st *state) compute(k memoKey, in schema.GroupVersionResource, versions []string, a *answer) {
+	if versions == nil && k.version != "" && (k.op == opRESTMapping || k.op == opRESTMappings) {
+		versions = []string{k.version}
 	}
 	d := st.mapper()
 	switch k.op {
@@ -192,7 +205,6 @@ func (st *state) compute(k memoKey, versions []string) *answer {
 	default:
 		a.err = fmt.Errorf("restmapper: unknown question %d", k.op)
 	}
-	return a
 }
 
 // computeNative answers from the native index when it can; in is already
@@ -204,11 +216,22 @@ func (st *state) computeNative(k memoKey, in schema.GroupVersionResource, versio
 		if !ok || multi && (k.op == opKindsFor || k.op == opResourcesFor) {
 			return false
 		}
-		gvk, gvr := e.gv.WithKind(e.kind), e.gv.WithResource(e.plural)
-		a.gvk, a.gvks, a.gvr, a.gvrs = gvk, []schema.GroupVersionKind{gvk}, gvr, []schema.GroupVersionResource{gvr}
+		switch k.op {
+		case opKindFor:
+			a.gvk = e.gv.WithKind(e.kind)
+		case opKindsFor:
+			a.gvks = []schema.GroupVersionKind{e.gv.WithKind(e.kind)}
+		case opResourceFor:
+			a.gvr = e.gv.WithResource(e.plural)
+		case opResourcesFor:
+			a.gvrs = []schema.GroupVersionResource{e.gv.WithResource(e.plural)}
+		}
 		return true
 	case opRESTMapping:
-		m, ok := st.native.mapping(schema.GroupKind{Group: k.group, Kind: k.name}, versions)
+		if versions != nil {
+			return false
+		}
+		m, ok := st.native.mapping(schema.GroupKind{Group: k.group, Kind: k.name}, k.version)
 		a.mapping = m
 		return ok
 	}
@@ -278,6 +301,8 @@ type shortcutIndex struct {
 	// short maps a short name to its long forms in discovery order.
 	short map[string][]shortcut
 	warn  func(string)
+	// warned holds the warnings given, each given once.
+	warned *sync.Map
 }
 
 type shortcut struct {
@@ -286,7 +311,7 @@ type shortcut struct {
 }
 
 func newShortcutIndex(snap *discovery.Snapshot, warn func(string)) shortcutIndex {
-	idx := shortcutIndex{snap: snap, short: map[string][]shortcut{}, warn: warn}
+	idx := shortcutIndex{snap: snap, short: map[string][]shortcut{}, warn: warn, warned: &sync.Map{}}
 	for _, g := range snap.Groups() {
 		for _, v := range g.Versions {
 			if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
@@ -333,7 +358,6 @@ func (x *shortcutIndex) expand(r schema.GroupVersionResource) schema.GroupVersio
 		return r
 	}
 	var found *shortcut
-	var warned map[schema.GroupResource]bool
 	for i, s := range x.short[r.Resource] {
 		if r.Group != "" && r.Group != s.shortGroup {
 			continue
@@ -342,14 +366,14 @@ func (x *shortcutIndex) expand(r schema.GroupVersionResource) schema.GroupVersio
 			found = &x.short[r.Resource][i]
 			continue
 		}
-		if s.long == found.long || x.warn == nil || warned[s.long] {
+		if s.long == found.long || x.warn == nil {
 			continue
 		}
-		if warned == nil {
-			warned = map[schema.GroupResource]bool{}
+		// Once per generation, not per lookup: answers are not all kept.
+		msg := fmt.Sprintf("short name %q could also match lower priority resource %s", r.Resource, s.long.String())
+		if _, dup := x.warned.LoadOrStore(msg, true); !dup {
+			x.warn(msg)
 		}
-		x.warn(fmt.Sprintf("short name %q could also match lower priority resource %s", r.Resource, s.long.String()))
-		warned[s.long] = true
 	}
 	if found != nil {
 		return schema.GroupVersionResource{Group: found.long.Group, Resource: found.long.Resource}
