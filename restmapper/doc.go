@@ -10,9 +10,10 @@
 // mapper once per generation and input, then kept: a lookup takes a few
 // hundred nanoseconds or less, the first one included, and allocates
 // nothing, where client-go's deferred mapper scans every resource and its
-// shortcut expander re-reads all of discovery on every call. A lookup that finds nothing refreshes discovery conditionally
-// (two 304s when nothing changed), at most once per backoff period per input,
-// so a kind that was just installed is found and a kind that never existed
+// shortcut expander re-reads all of discovery on every call. A lookup that
+// finds nothing refreshes discovery conditionally (two 304s when nothing
+// changed), at most once a second for the whole mapper, so a kind that was
+// just installed is found within a second and a kind that never existed
 // costs almost nothing to ask for again. Installed, deleted, re-scoped and
 // re-versioned CRDs show after the next refresh, without a new mapper.
 //

@@ -16,33 +16,31 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 )
 
-// Defaults of the options.
-const (
-	DefaultMissBackoff    = time.Second
-	DefaultMaxMissBackoff = time.Minute
-	// DefaultMaxMisses bounds the negative cache; past it, the oldest half
-	// of the entries is forgotten.
-	DefaultMaxMisses = 4096
-)
+// DefaultMissRefreshInterval is how often, at most, lookups that find
+// nothing may refresh discovery.
+const DefaultMissRefreshInterval = time.Second
 
 type options struct {
-	missBackoff, maxMissBackoff time.Duration
-	clock                       clock.PassiveClock
-	warn                        func(string)
+	missInterval time.Duration
+	clock        clock.PassiveClock
+	warn         func(string)
 }
 
 // Option configures a Mapper.
 type Option func(*options) error
 
-// WithMissBackoff sets how soon a key that found nothing may trigger
-// another discovery refresh: first after initial, then doubling up to max.
-// Defaults: DefaultMissBackoff (1s) and DefaultMaxMissBackoff (1m).
-func WithMissBackoff(initial, max time.Duration) Option {
+// WithMissRefreshInterval sets how often, at most, a lookup that finds
+// nothing refreshes discovery: once per interval for the whole mapper,
+// whatever was asked for. A kind that keeps being asked for
+// is therefore found within about one interval of being served, and a loop
+// over a kind that never exists costs one refresh (two 304s) an interval.
+// Default: DefaultMissRefreshInterval (1s).
+func WithMissRefreshInterval(d time.Duration) Option {
 	return func(o *options) error {
-		if initial <= 0 || max < initial {
-			return fmt.Errorf("restmapper: miss backoff needs 0 < initial <= max, got %v and %v", initial, max)
+		if d <= 0 {
+			return fmt.Errorf("restmapper: miss refresh interval must be positive, got %v", d)
 		}
-		o.missBackoff, o.maxMissBackoff = initial, max
+		o.missInterval = d
 		return nil
 	}
 }
@@ -72,10 +70,12 @@ func WithWarningHandler(f func(string)) Option {
 // slice or *meta.RESTMapping.
 //
 // A lookup that finds nothing refreshes discovery conditionally (two 304s
-// when nothing changed) and tries again, at most once per backoff period
-// per input, so a loop over a kind that does not exist costs almost nothing.
-// A snapshot revalidated in the background (discovery.WithMaxAge) replaces
-// the indexes for the next lookup; readers never wait for it.
+// when nothing changed) and tries again, at most once a second for the
+// whole mapper (WithMissRefreshInterval), so a kind asked for before its CRD
+// is served is found within a second of it, and a loop over a kind that
+// does not exist costs almost nothing. Any newer snapshot of the client
+// (revalidated in the background, by discovery's Watch or Poll, or by
+// another caller) answers the next lookup; readers never wait for it.
 type Mapper struct {
 	client *discovery.Client
 	opts   options
@@ -83,8 +83,8 @@ type Mapper struct {
 	state   atomic.Pointer[state]
 	buildMu sync.Mutex // serializes building a generation's state (in memory)
 
-	missMu sync.Mutex
-	misses map[missKey]missEntry
+	// lastMissRefresh is when a miss last refreshed discovery (unix nanos).
+	lastMissRefresh atomic.Int64
 }
 
 var (
@@ -96,13 +96,13 @@ var (
 // New builds a mapper over c. It reads discovery lazily, on the first
 // lookup.
 func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
-	o := options{missBackoff: DefaultMissBackoff, maxMissBackoff: DefaultMaxMissBackoff, clock: clock.RealClock{}}
+	o := options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	return &Mapper{client: c, opts: o, misses: map[missKey]missEntry{}}, nil
+	return &Mapper{client: c, opts: o}, nil
 }
 
 // revalidateEvery is how many lookups share one look at the clock: the
@@ -143,7 +143,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 		return answer{err: err}
 	}
 	a := st.answer(k, versions)
-	if a.err == nil || !meta.IsNoMatchError(a.err) || !m.mayRefresh(k) {
+	if a.err == nil || !meta.IsNoMatchError(a.err) || !m.mayRefresh() {
 		return a
 	}
 	if _, err := m.client.Refresh(ctx); err != nil && m.client.Current() == nil {
@@ -155,38 +155,18 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	return a
 }
 
-type missKey = memoKey
-
-type missEntry struct {
-	next    time.Time
-	backoff time.Duration
-}
-
-// mayRefresh rate-limits refreshes per missing input, with exponential
-// backoff.
-func (m *Mapper) mayRefresh(k missKey) bool {
-	now := m.opts.clock.Now()
-	m.missMu.Lock()
-	defer m.missMu.Unlock()
-	e, seen := m.misses[k]
-	if seen && now.Before(e.next) {
+// mayRefresh says whether a miss may refresh discovery now: at most once
+// per interval for the whole mapper, so that neither one kind asked for in
+// a loop nor many different missing kinds can send more. (A per-input
+// backoff let a kind asked for long before its CRD appeared wait up to its
+// grown backoff, and many inputs multiplied the requests.)
+func (m *Mapper) mayRefresh() bool {
+	now := m.opts.clock.Now().UnixNano()
+	last := m.lastMissRefresh.Load()
+	if last != 0 && now-last < int64(m.opts.missInterval) {
 		return false
 	}
-	backoff := m.opts.missBackoff
-	if seen {
-		backoff = min(2*e.backoff, m.opts.maxMissBackoff)
-	}
-	if len(m.misses) >= DefaultMaxMisses {
-		i := 0
-		for old := range m.misses {
-			if i%2 == 0 {
-				delete(m.misses, old)
-			}
-			i++
-		}
-	}
-	m.misses[k] = missEntry{next: now.Add(backoff), backoff: backoff}
-	return true
+	return m.lastMissRefresh.CompareAndSwap(last, now)
 }
 
 func (m *Mapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {

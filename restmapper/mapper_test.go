@@ -234,38 +234,65 @@ func TestAmbiguousShortName(t *testing.T) {
 
 // TestMissesAreCheap: asking for a kind that does not exist over and over
 // refreshes discovery at most once per backoff period, and each refresh is
-// two 304s.
+// TestMissesAreCheap: lookups that find nothing, of one kind or of many,
+// refresh discovery at most once a second for the whole mapper, each
+// refresh two 304s: 100,000 misses in a loop cost one refresh.
 func TestMissesAreCheap(t *testing.T) {
 	srv, base := discoverytest.Start(t)
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	m, _ := newMapper(t, base, restmapper.WithClock(clk), restmapper.WithMissBackoff(time.Second, 8*time.Second))
+	m, _ := newMapper(t, base, restmapper.WithClock(clk))
 	gk := schema.GroupKind{Group: "nope.example.com", Kind: "Nope"}
 	if _, err := m.RESTMapping(gk); !meta.IsNoMatchError(err) {
 		t.Fatalf("first miss: %v", err)
 	}
 	srv.ResetRequests()
-	for range 1000 {
+	for i := range 100_000 {
+		gk := gk
+		if i%2 == 1 {
+			gk.Kind = fmt.Sprintf("Nope%d", i%1000) // other missing kinds share the limit
+		}
 		if _, err := m.RESTMapping(gk); !meta.IsNoMatchError(err) {
 			t.Fatalf("miss: %v", err)
 		}
 	}
 	if n := srv.Stats().Requests; n != 0 {
-		t.Errorf("1000 misses inside the backoff sent %d requests", n)
+		t.Errorf("100,000 misses within a second of the first sent %d requests", n)
 	}
-	for _, step := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
-		clk.Step(step)
+	for range 3 {
+		clk.Step(time.Second)
 		srv.ResetRequests()
 		m.RESTMapping(gk)
-		m.RESTMapping(gk)
+		m.RESTMapping(schema.GroupKind{Group: "other.example.com", Kind: "Other"})
 		if st := srv.Stats(); st.Requests != 2 || st.NotModified != 2 {
-			t.Errorf("after %v: %+v, want one refresh of two 304s", step, st)
+			t.Errorf("a second later: %+v, want one refresh of two 304s", st)
 		}
-		clk.Step(step / 2)
-		srv.ResetRequests()
-		m.RESTMapping(gk)
-		if n := srv.Stats().Requests; n != 0 {
-			t.Errorf("inside the doubled backoff: %d requests", n)
+	}
+}
+
+// TestLongAskedKindFoundWithinASecond: a kind a controller kept asking for
+// during 45 s before its CRD was served is found within a second of it
+// (the per-input backoff this replaced had grown to 32 s).
+func TestLongAskedKindFoundWithinASecond(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	m, _ := newMapper(t, base, restmapper.WithClock(clk))
+	gk := schema.GroupKind{Group: "late.example.com", Kind: "Late"}
+	for range 450 {
+		if _, err := m.RESTMapping(gk); !meta.IsNoMatchError(err) {
+			t.Fatalf("before install: %v", err)
 		}
+		clk.Step(100 * time.Millisecond)
+	}
+	if err := srv.AddCRD(discoverytest.CRD{Group: gk.Group, Versions: []string{"v1"}, Kind: gk.Kind}); err != nil {
+		t.Fatal(err)
+	}
+	for step := 0; ; step++ {
+		if _, err := m.RESTMapping(gk); err == nil {
+			break
+		} else if step == 10 {
+			t.Fatalf("not found a second after install: %v", err)
+		}
+		clk.Step(100 * time.Millisecond)
 	}
 }
 
@@ -273,7 +300,8 @@ func TestMissesAreCheap(t *testing.T) {
 // are picked up without a new mapper.
 func TestFollowsCRDChanges(t *testing.T) {
 	srv, base := discoverytest.Start(t)
-	m, _ := newMapper(t, base)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	m, _ := newMapper(t, base, restmapper.WithClock(clk))
 	gk := schema.GroupKind{Group: "late.example.com", Kind: "Late"}
 	if _, err := m.RESTMapping(gk); !meta.IsNoMatchError(err) {
 		t.Fatalf("before install: %v", err)
@@ -282,7 +310,8 @@ func TestFollowsCRDChanges(t *testing.T) {
 	if err := srv.AddCRD(crd); err != nil {
 		t.Fatal(err)
 	}
-	// A different key misses, so it refreshes at once.
+	// A second after the last miss, a miss refreshes again.
+	clk.Step(time.Second)
 	mapping, err := m.RESTMapping(gk, "v1")
 	if err != nil || mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		t.Fatalf("after install: %v %v", mapping, err)
@@ -315,7 +344,7 @@ func TestFollowsCRDChanges(t *testing.T) {
 // TestConcurrentLookups runs under -race: lookups while discovery changes.
 func TestConcurrentLookups(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
-	m, _ := newMapper(t, base, restmapper.WithMissBackoff(time.Millisecond, time.Millisecond))
+	m, _ := newMapper(t, base, restmapper.WithMissRefreshInterval(time.Millisecond))
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for i := range 4 {

@@ -67,7 +67,7 @@ func TestMemoIsBounded(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	c, _ := discovery.NewForHTTPClient(nil, ts.URL)
-	m, _ := New(c, WithMissBackoff(time.Hour, time.Hour))
+	m, _ := New(c, WithMissRefreshInterval(time.Hour))
 	st, _ := m.current(context.Background())
 	st.memo.limit = 8 // the real bound, 4096 a shard, takes long to reach
 	for i := range 2000 {

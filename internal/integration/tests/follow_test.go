@@ -68,7 +68,7 @@ func TestFollowsCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := restmapper.New(dc, restmapper.WithMissBackoff(100*time.Millisecond, 100*time.Millisecond))
+	m, err := restmapper.New(dc, restmapper.WithMissRefreshInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
