@@ -159,7 +159,8 @@ type Client struct {
 	failedAt    atomic.Int64 // unix nanos of the last failed refresh
 
 	subs     subscribers
-	notifyMu sync.Mutex // keeps change notifications in order
+	notifyMu sync.Mutex   // keeps change notifications in order
+	watching atomic.Int32 // Watch calls watching (not polling), synced
 }
 
 // New builds a client from a client-go config, so kubeconfig auth, TLS, exec

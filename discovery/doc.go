@@ -32,9 +32,13 @@
 //
 // Change notifications deliver what watchable discovery was proposed for,
 // on the client: Subscribe receives a Change (Diff of two snapshots) when a
-// refresh brings new content, and Poll revalidates every interval, two 304s
-// a round on an unchanged cluster, so a new CRD is seen within an interval
-// without a request storm. CheckConsistency delivers what coordinated
+// refresh brings new content. Watch keeps the snapshot current in near real
+// time: it watches what changes discovery (CRDs as metadata only, and
+// APIServices) and revalidates when an event can change it, until the
+// server shows the change, so a new CRD reaches subscribers about as soon
+// as the server serves it; an idle cluster costs two 304s a minute (the
+// slow poll that catches API server upgrades). Where watching is forbidden
+// it falls back to Poll, which revalidates every interval. CheckConsistency delivers what coordinated
 // discovery was proposed for: whether the API servers behind one URL serve
 // the same discovery (they do not, mid-upgrade), and how their views differ.
 //
@@ -44,7 +48,7 @@
 //
 // Files: client.go (Client, options, refresh), fetch.go (negotiation and
 // legacy fallback), decode.go and protobuf.go (decoding), snapshot.go (the
-// model), change.go (Diff, Subscribe, Poll), consistency.go (HA check),
+// model), change.go (Diff, Subscribe, Poll), watch.go (Watch), consistency.go (HA check),
 // persist.go (warm starts, last known resources),
 // errors.go, stats.go, clientgo.go (the adapter).
 package discovery

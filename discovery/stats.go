@@ -18,6 +18,15 @@ type Stats struct {
 	RefreshErrors int64 // refreshes that produced no snapshot
 	RefreshTime   time.Duration
 	DiskLoads     int64 // snapshots read from the disk cache (warm starts)
+
+	// Watch (see Client.Watch): its list and watch requests (not counted
+	// in Requests), the events they brought, the events that could change
+	// discovery and so asked for a refresh, and whether watching was
+	// refused (403), so that Watch polls instead.
+	WatchRequests  int64
+	WatchEvents    int64
+	WatchTriggers  int64
+	WatchForbidden bool
 }
 
 // countingTransport counts every request sent: retries and redirects too.
@@ -33,18 +42,24 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 type counters struct {
 	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, diskLoads atomic.Int64
+	watchRequests, watchEvents, watchTriggers                                                  atomic.Int64
+	watchForbidden                                                                             atomic.Bool
 }
 
 // Stats returns the client's counters.
 func (c *Client) Stats() Stats {
 	return Stats{
-		Requests:      c.stats.requests.Load(),
-		Bytes:         c.stats.bytes.Load(),
-		NotModified:   c.stats.notModified.Load(),
-		CacheHits:     c.stats.cacheHits.Load(),
-		Refreshes:     c.stats.refreshes.Load(),
-		RefreshErrors: c.stats.refreshErrors.Load(),
-		RefreshTime:   time.Duration(c.stats.refreshNanos.Load()),
-		DiskLoads:     c.stats.diskLoads.Load(),
+		Requests:       c.stats.requests.Load(),
+		Bytes:          c.stats.bytes.Load(),
+		NotModified:    c.stats.notModified.Load(),
+		CacheHits:      c.stats.cacheHits.Load(),
+		Refreshes:      c.stats.refreshes.Load(),
+		RefreshErrors:  c.stats.refreshErrors.Load(),
+		RefreshTime:    time.Duration(c.stats.refreshNanos.Load()),
+		DiskLoads:      c.stats.diskLoads.Load(),
+		WatchRequests:  c.stats.watchRequests.Load(),
+		WatchEvents:    c.stats.watchEvents.Load(),
+		WatchTriggers:  c.stats.watchTriggers.Load(),
+		WatchForbidden: c.stats.watchForbidden.Load(),
 	}
 }

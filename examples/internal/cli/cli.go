@@ -24,6 +24,8 @@ import (
 type Connection struct {
 	Kubeconfig, Context, Server, Token string
 	Insecure                           bool
+	// Embedded is the embedded fake cluster, after Config started it.
+	Embedded *discoverytest.Server
 }
 
 // Register adds the flags as kubectl spells them.
@@ -73,6 +75,7 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 		return nil, nil, false, err
 	}
 	ts := httptest.NewServer(srv)
+	c.Embedded = srv
 	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", ts.URL)
 	return &rest.Config{Host: ts.URL}, ts.Close, true, nil
 }

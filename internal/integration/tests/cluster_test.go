@@ -31,6 +31,11 @@ import (
 
 const token = "kubeatlas-integration-token"
 
+// viewerToken authenticates a user with no role bindings: discovery is
+// allowed (system:discovery binds every authenticated user), listing and
+// watching CRDs and APIServices are not.
+const viewerToken = "kubeatlas-integration-viewer"
+
 // cluster is a running kube-apiserver with its etcd.
 type cluster struct {
 	config *rest.Config
@@ -99,7 +104,7 @@ func startCluster(t testing.TB) *cluster {
 	writePEM(t, filepath.Join(dir, "sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(sa))
 	saPub, _ := x509.MarshalPKIXPublicKey(&sa.PublicKey)
 	writePEM(t, filepath.Join(dir, "sa.pub"), "PUBLIC KEY", saPub)
-	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+`,admin,admin-uid,"system:masters"`+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+`,admin,admin-uid,"system:masters"`+"\n"+viewerToken+`,viewer,viewer-uid`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,0 +1,420 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Discovery changes come from three sources only: CustomResourceDefinitions,
+// APIServices (and their availability), and API server upgrades. Watch
+// watches the first two with client-go's informers and catches the third
+// with a slow conditional poll.
+//
+// CRDs are watched as metadata only (PartialObjectMetadata, protobuf from a
+// real server): a CRD's full object carries its schemas, tens of kilobytes
+// each, and discovery depends only on what its metadata shows: creation,
+// deletion, and spec changes (metadata.generation). Status-only updates and
+// label edits keep the generation and cost no discovery request. APIServices
+// are few and small; they are watched whole (JSON), because their
+// availability, which turns a group-version Stale, is in their status.
+
+// Defaults of the watch options.
+const (
+	DefaultUpgradePoll  = time.Minute
+	DefaultFallbackPoll = 5 * time.Second
+	DefaultSettle       = 10 * time.Second
+	DefaultDebounce     = 50 * time.Millisecond
+)
+
+var (
+	crdResource        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	apiServiceResource = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+)
+
+type watchOptions struct {
+	upgradePoll, fallbackPoll, settle, debounce time.Duration
+}
+
+// WatchOption configures Watch.
+type WatchOption func(*watchOptions) error
+
+func positive(name string, d time.Duration, into *time.Duration) WatchOption {
+	return func(o *watchOptions) error {
+		if d <= 0 {
+			return fmt.Errorf("discovery: %s must be positive, got %v", name, d)
+		}
+		*into = d
+		return nil
+	}
+}
+
+// WithUpgradePoll sets how often Watch revalidates discovery when no event
+// asked it to, which is how an API server upgrade (a change no watched
+// object shows) is caught: two 304s a round. Default: DefaultUpgradePoll
+// (1m).
+func WithUpgradePoll(d time.Duration) WatchOption {
+	return func(o *watchOptions) error { return positive("upgrade poll", d, &o.upgradePoll)(o) }
+}
+
+// WithFallbackPoll sets the interval of the Poll that Watch runs instead
+// when the credentials may not list and watch CRDs and APIServices.
+// Default: DefaultFallbackPoll (5s).
+func WithFallbackPoll(d time.Duration) WatchOption {
+	return func(o *watchOptions) error { return positive("fallback poll", d, &o.fallbackPoll)(o) }
+}
+
+// WithSettle bounds how long Watch keeps revalidating after an event until
+// discovery shows it (a real API server serves a new CRD a moment after
+// its watch event). Default: DefaultSettle (10s).
+func WithSettle(d time.Duration) WatchOption {
+	return func(o *watchOptions) error { return positive("settle", d, &o.settle)(o) }
+}
+
+// WithDebounce sets how long Watch waits after an event for more before it
+// revalidates, so that a burst of CRD edits costs one refresh. Default:
+// DefaultDebounce (50ms).
+func WithDebounce(d time.Duration) WatchOption {
+	return func(o *watchOptions) error { return positive("debounce", d, &o.debounce)(o) }
+}
+
+// Watch keeps the client's snapshot current until ctx ends, in near real
+// time and at almost no cost on an idle cluster; subscribers (Subscribe)
+// hear of every change. Run it in a goroutine of its own; it returns nil
+// when ctx ends, or an error for a bad option.
+//
+// It watches CustomResourceDefinitions (metadata only) and APIServices and
+// revalidates discovery (two conditional requests) when an event can change
+// it: a CRD created, deleted or with a new spec generation, an APIService
+// created, deleted, re-pointed or changing availability. Events within the
+// debounce share one refresh. After a creation or deletion it revalidates,
+// backing off from 100ms to 1s, until discovery shows the change or the
+// settle time passes, so subscribers get the Change that contains the new
+// resource rather than an empty one. A dropped watch resumes from its last
+// resourceVersion; a 410 Gone relists, and what changed meanwhile is
+// handled like events. Between events it revalidates once per upgrade poll.
+//
+// Where the credentials may not list or watch CRDs or APIServices (403), it
+// logs so once, reports it in Stats.WatchForbidden, and polls every
+// fallback interval instead (see Poll).
+func (c *Client) Watch(ctx context.Context, opts ...WatchOption) error {
+	o := watchOptions{upgradePoll: DefaultUpgradePoll, fallbackPoll: DefaultFallbackPoll, settle: DefaultSettle, debounce: DefaultDebounce}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return err
+		}
+	}
+	_, _ = c.Snapshot(ctx) // a baseline; failures are retried by the rounds below
+	if ctx.Err() != nil {
+		return nil
+	}
+	w := &watcher{c: c, o: o, wake: make(chan struct{}, 1), forbidden: make(chan struct{})}
+	if w.run(ctx) {
+		c.stats.watchForbidden.Store(true)
+		c.opts.logger.Warn("discovery: may not watch CustomResourceDefinitions and APIServices; polling instead", "interval", o.fallbackPoll)
+		c.Poll(ctx, o.fallbackPoll)
+	}
+	return nil
+}
+
+// Watching reports whether a Watch is keeping the snapshot current by
+// watching (not by its fallback poll), its informers synced.
+func (c *Client) Watching() bool { return c.watching.Load() > 0 }
+
+// expectation is what an event leads Watch to expect of discovery.
+type expectation struct {
+	// group and plural name a CRD's resource; present says whether it is
+	// to appear or to go. Without a plural, any new content will do.
+	group, plural string
+	present       bool
+	since         uint64 // generation current when the event came
+	deadline      time.Time
+	// rounds, when not 0, is how many refreshes are left to see a change
+	// of unknown effect (which may well be none).
+	rounds int
+}
+
+type watcher struct {
+	c *Client
+	o watchOptions
+
+	mu      sync.Mutex
+	pending []expectation
+
+	wake          chan struct{} // an event came
+	forbidden     chan struct{} // closed on the first 403
+	forbiddenOnce sync.Once
+	synced        atomic.Bool
+}
+
+// run watches until ctx ends (false) or watching is forbidden (true).
+// Every goroutine it starts has ended when it returns.
+func (w *watcher) run(ctx context.Context) (forbidden bool) {
+	hc, cfg := w.c.watchClient()
+	mc, err := metadata.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		w.c.opts.logger.Warn("discovery: cannot watch", "err", err)
+		return true
+	}
+	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		w.c.opts.logger.Warn("discovery: cannot watch", "err", err)
+		return true
+	}
+	crds := metadatainformer.NewFilteredMetadataInformer(mc, crdResource, "", 0, cache.Indexers{}, nil).Informer()
+	apiServices := dynamicinformer.NewFilteredDynamicInformer(dc, apiServiceResource, "", 0, cache.Indexers{}, nil).Informer()
+	for _, inf := range []cache.SharedIndexInformer{crds, apiServices} {
+		_ = inf.SetTransform(slim)
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			if apierrors.IsForbidden(err) {
+				w.forbiddenOnce.Do(func() { close(w.forbidden) })
+				return
+			}
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		})
+	}
+	_, _ = crds.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { w.crdEvent(nil, obj, initial) },
+		UpdateFunc: func(old, obj any) { w.crdEvent(old, obj, false) },
+		DeleteFunc: func(obj any) { w.crdGone(obj) },
+	})
+	_, _ = apiServices.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { w.apiServiceEvent(nil, obj, initial) },
+		UpdateFunc: func(old, obj any) { w.apiServiceEvent(old, obj, false) },
+		DeleteFunc: func(obj any) { w.apiServiceEvent(nil, obj, false) },
+	})
+
+	ictx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	for _, inf := range []cache.SharedIndexInformer{crds, apiServices} {
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.RunWithContext(ictx) }()
+	}
+	go func() {
+		// Counted as watching once both lists are in; what was created
+		// between the first snapshot and the lists is caught by one round.
+		if cache.WaitForCacheSync(ictx.Done(), crds.HasSynced, apiServices.HasSynced) {
+			w.synced.Store(true)
+			w.c.watching.Add(1)
+			w.expect(expectation{rounds: 1})
+		}
+	}()
+	defer func() {
+		if w.synced.Load() {
+			w.c.watching.Add(-1)
+		}
+	}()
+	return w.loop(ctx)
+}
+
+// loop revalidates discovery when events ask for it, until ctx ends (false)
+// or watching is forbidden (true).
+func (w *watcher) loop(ctx context.Context) bool {
+	idle := time.NewTimer(w.o.upgradePoll)
+	defer idle.Stop()
+	var round <-chan time.Time
+	var roundTimer *time.Timer
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-w.forbidden:
+			return true
+		case <-w.wake:
+			if round == nil {
+				roundTimer = time.NewTimer(w.o.debounce)
+				round = roundTimer.C
+				backoff = 100 * time.Millisecond
+			}
+		case <-idle.C:
+			if s := w.c.Current(); s == nil || time.Since(s.Validated()) >= w.o.upgradePoll/2 {
+				_, _ = w.c.Refresh(ctx)
+			}
+			idle.Reset(w.o.upgradePoll)
+		case <-round:
+			round = nil
+			_, _ = w.c.Refresh(ctx)
+			idle.Reset(w.o.upgradePoll)
+			if w.settle() {
+				roundTimer = time.NewTimer(backoff)
+				round = roundTimer.C
+				backoff = min(2*backoff, time.Second)
+			}
+		}
+	}
+}
+
+// settle drops the expectations that the current snapshot meets or that
+// ran out of time, and says whether any are left.
+func (w *watcher) settle() bool {
+	s := w.c.Current()
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	left := w.pending[:0]
+	for _, e := range w.pending {
+		if !now.Before(e.deadline) || e.metBy(s) {
+			continue
+		}
+		if e.rounds > 0 {
+			if e.rounds--; e.rounds == 0 {
+				continue
+			}
+		}
+		left = append(left, e)
+	}
+	clear(w.pending[len(left):])
+	w.pending = left
+	return len(left) > 0
+}
+
+func (e expectation) metBy(s *Snapshot) bool {
+	if s == nil {
+		return false
+	}
+	if e.plural == "" {
+		return s.Generation() != e.since
+	}
+	found := false
+	if g, ok := s.Group(e.group); ok {
+		for _, v := range g.Versions {
+			for _, r := range v.Resources {
+				found = found || r.Name == e.plural
+			}
+		}
+	}
+	return found == e.present
+}
+
+// expect records what an event leads to expect and wakes the loop.
+func (w *watcher) expect(e expectation) {
+	w.c.stats.watchTriggers.Add(1)
+	if s := w.c.Current(); s != nil {
+		e.since = s.Generation()
+	}
+	e.deadline = time.Now().Add(w.o.settle)
+	if e.plural == "" && e.rounds == 0 {
+		// A change of unknown effect: revalidated at once, and once more a
+		// moment later if nothing new was served.
+		e.rounds = 2
+	}
+	w.mu.Lock()
+	w.pending = append(w.pending, e)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// crdName splits a CRD's name, "<plural>.<group>".
+func crdName(name string) (group, plural string) {
+	plural, group, _ = strings.Cut(name, ".")
+	return group, plural
+}
+
+func (w *watcher) crdEvent(old, obj any, initial bool) {
+	w.c.stats.watchEvents.Add(1)
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || initial {
+		return // the initial list is what the first snapshot shows
+	}
+	group, plural := crdName(m.Name)
+	if old == nil {
+		w.expect(expectation{group: group, plural: plural, present: m.DeletionTimestamp == nil})
+		return
+	}
+	o, ok := old.(*metav1.PartialObjectMetadata)
+	if ok && o.Generation == m.Generation && (o.DeletionTimestamp == nil) == (m.DeletionTimestamp == nil) {
+		return // status or labels only: discovery cannot have changed
+	}
+	w.expect(expectation{})
+}
+
+func (w *watcher) crdGone(obj any) {
+	w.c.stats.watchEvents.Add(1)
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		group, plural := crdName(m.Name)
+		w.expect(expectation{group: group, plural: plural, present: false})
+	}
+}
+
+func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
+	w.c.stats.watchEvents.Add(1)
+	if initial {
+		return
+	}
+	if o, ok := old.(*unstructured.Unstructured); ok {
+		if n, ok := obj.(*unstructured.Unstructured); ok && reflect.DeepEqual(o.Object, n.Object) {
+			return // nothing that discovery shows changed (slim keeps only that)
+		}
+	}
+	w.expect(expectation{})
+}
+
+// slim keeps of an object what decides discovery, so that the informers'
+// stores stay small: a CRD's name, generation and deletion; an
+// APIService's spec and Available condition.
+func slim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *metav1.PartialObjectMetadata:
+		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+			Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion, Generation: o.Generation, DeletionTimestamp: o.DeletionTimestamp,
+		}}, nil
+	case *unstructured.Unstructured:
+		spec, _, _ := unstructured.NestedMap(o.Object, "spec")
+		delete(spec, "caBundle")
+		available := ""
+		conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Available" {
+				available, _ = m["status"].(string)
+			}
+		}
+		out := &unstructured.Unstructured{Object: map[string]any{"spec": spec, "available": available}}
+		out.SetName(o.GetName())
+		out.SetUID(o.GetUID())
+		out.SetResourceVersion(o.GetResourceVersion())
+		return out, nil
+	}
+	return obj, nil
+}
+
+// watchClient is the client's HTTP client for watches: no overall timeout
+// (a watch lasts minutes), its requests counted apart from discovery's.
+func (c *Client) watchClient() (*http.Client, *rest.Config) {
+	hc := *c.hc
+	hc.Timeout = 0
+	next := hc.Transport
+	if ct, ok := next.(countingTransport); ok {
+		next = ct.next
+	}
+	hc.Transport = countingTransport{next: next, n: &c.stats.watchRequests}
+	cfg := &rest.Config{Host: c.base.String(), UserAgent: "kubeatlas"}
+	if c.config != nil {
+		cfg.UserAgent = c.config.UserAgent
+	}
+	return &hc, cfg
+}

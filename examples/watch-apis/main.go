@@ -1,0 +1,155 @@
+// Command watch-apis prints a cluster's discovery changes as they happen:
+// resources added and removed, group-versions whose freshness flips (an
+// aggregated API server going down or coming back). It runs discovery's
+// Watch: CRDs and APIServices are watched, and discovery is revalidated
+// only when an event can change it, so an idle cluster costs a watch and
+// two 304s a minute. On exit it prints what that cost.
+//
+//	go run ./examples/watch-apis                       # the embedded fake cluster, with a demo CRD coming and going
+//	go run ./examples/watch-apis --kubeconfig ~/.kube/config --for 10m
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"time"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	conn                      cli.Connection
+	duration                  time.Duration
+	upgradePoll, fallbackPoll time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("watch-apis", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.conn.Register(fs)
+	fs.DurationVar(&o.duration, "for", 0, "stop after this long (default: until interrupted)")
+	fs.DurationVar(&o.upgradePoll, "upgrade-poll", discovery.DefaultUpgradePoll, "revalidate this often when no event asks to (catches API server upgrades)")
+	fs.DurationVar(&o.fallbackPoll, "fallback-poll", discovery.DefaultFallbackPoll, "poll this often when CRDs and APIServices may not be watched")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, stop, _, err := o.conn.Config(stderr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	client, err := discovery.New(cfg, discovery.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var mu sync.Mutex // changes are printed one at a time
+	first := true
+	client.Subscribe(func(ch discovery.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first && ch.Old == nil {
+			first = false
+			fmt.Fprintf(stdout, "%s watching %d group-versions, %d resources\n", stamp(), len(ch.AddedVersions), len(ch.AddedResources))
+			return
+		}
+		printChange(stdout, ch)
+	})
+	if srv := o.conn.Embedded; srv != nil {
+		go demo(ctx, srv, stderr)
+	}
+	err = client.Watch(ctx, discovery.WithUpgradePoll(o.upgradePoll), discovery.WithFallbackPoll(o.fallbackPoll))
+	st := client.Stats()
+	mode := "watching"
+	if st.WatchForbidden {
+		mode = fmt.Sprintf("polling every %v (may not watch CRDs and APIServices)", o.fallbackPoll)
+	}
+	fmt.Fprintf(stdout, "%s %v %s: %d watch events (%d could change discovery), %d watch requests, %d discovery requests (%d not modified), %d bytes\n",
+		stamp(), time.Since(start).Round(time.Millisecond), mode, st.WatchEvents, st.WatchTriggers, st.WatchRequests, st.Requests, st.NotModified, st.Bytes)
+	return err
+}
+
+func stamp() string { return time.Now().Format("15:04:05.000") }
+
+func printChange(w io.Writer, ch discovery.Change) {
+	t := stamp()
+	for _, gv := range ch.AddedVersions {
+		fmt.Fprintf(w, "%s + %s\n", t, gv)
+	}
+	for _, gvr := range ch.AddedResources {
+		fmt.Fprintf(w, "%s +   %s %s\n", t, gvr.GroupVersion(), gvr.Resource)
+	}
+	for _, gvr := range ch.ChangedResources {
+		fmt.Fprintf(w, "%s ~   %s %s\n", t, gvr.GroupVersion(), gvr.Resource)
+	}
+	for _, gvr := range ch.RemovedResources {
+		fmt.Fprintf(w, "%s -   %s %s\n", t, gvr.GroupVersion(), gvr.Resource)
+	}
+	for _, gv := range ch.RemovedVersions {
+		fmt.Fprintf(w, "%s - %s\n", t, gv)
+	}
+	for _, gv := range ch.ChangedVersions {
+		freshness := "?"
+		if v, ok := ch.New.Version(gv); ok {
+			freshness = v.Freshness.String()
+		}
+		fmt.Fprintf(w, "%s ~ %s freshness %s\n", t, gv, freshness)
+	}
+}
+
+// demo makes the embedded cluster change, so that there is something to
+// see: a CRD comes and goes every few seconds.
+func demo(ctx context.Context, srv *discoverytest.Server, stderr io.Writer) {
+	crd := discoverytest.CRD{Group: "demo.example.com", Versions: []string{"v1"}, Kind: "Demo", Namespaced: true}
+	steps := []func() error{
+		func() error { return srv.AddCRD(crd) },
+		func() error { return srv.RemoveCRD(crd.Group, "demos") },
+	}
+	t := time.NewTicker(3 * time.Second)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := steps[i%len(steps)](); err != nil {
+			fmt.Fprintln(stderr, "demo:", err)
+		}
+	}
+}
