@@ -268,7 +268,7 @@ func print(o *options, rows []row, stdout io.Writer) error {
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s", r.r.Name, strings.Join(r.r.ShortNames, ","), r.groupVersion, r.r.Namespaced, r.r.Kind)
 		if o.output == "wide" {
-			fmt.Fprintf(w, "\t%v\t%v", r.r.Verbs, r.r.Categories)
+			fmt.Fprintf(w, "\t%s\t%s", strings.Join(r.r.Verbs, ","), strings.Join(r.r.Categories, ","))
 		}
 		fmt.Fprintln(w)
 	}

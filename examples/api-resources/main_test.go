@@ -70,6 +70,21 @@ func TestSameAsKubectl(t *testing.T) {
 	}
 }
 
+// TestTablesSameAsKubectl: the default table and -o wide are kubectl's,
+// byte for byte (verbs and categories comma-separated, as kubectl joins
+// them, in server order).
+func TestTablesSameAsKubectl(t *testing.T) {
+	testenv.Tool(t, "kubectl")
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(40, 4))
+	for _, args := range [][]string{{"-o", "wide"}, {"-o", "wide", "--api-group", "apps"}, {"-o", "wide", "--categories", "all"}, {}, {"--namespaced=false"}} {
+		args = append([]string{"--server", base}, args...)
+		got, _ := apiResources(t, t.TempDir(), args...)
+		if want := kubectl(t, append([]string{"api-resources"}, args...)...); got != want {
+			t.Errorf("%v:\n got:\n%s\nwant:\n%s", args[2:], got, want)
+		}
+	}
+}
+
 // TestWarmStartAndCached: the second run revalidates with two 304s from a
 // one-file warm start; --cached asks nothing.
 func TestWarmStartAndCached(t *testing.T) {
@@ -106,7 +121,7 @@ func TestEmbeddedClusterWithoutKubeconfig(t *testing.T) {
 func TestOutputs(t *testing.T) {
 	_, base := discoverytest.Start(t)
 	wide, _ := apiResources(t, t.TempDir(), "--server", base, "-o", "wide", "--api-group", "apps")
-	if !strings.Contains(wide, "VERBS") || !strings.Contains(wide, "[create delete deletecollection get list patch update watch]") {
+	if !strings.Contains(wide, "VERBS") || !strings.Contains(wide, " create,delete,deletecollection,get,list,patch,update,watch   all\n") {
 		t.Errorf("wide:\n%s", wide)
 	}
 	js, _ := apiResources(t, t.TempDir(), "--server", base, "-o", "json", "--sort-by", "kind")
