@@ -124,7 +124,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	fmt.Fprintln(stdout, "FIELDS:")
-	printFields(stdout, kind, field, "  ", recursive, 0)
+	printFields(stdout, kind, field, "  ", recursive, map[string]bool{})
 	return nil
 }
 
@@ -198,9 +198,25 @@ func refName(s *spec.Schema) string {
 	return ref[strings.LastIndex(ref, ".")+1:]
 }
 
-const maxDepth = 15
-
-func printFields(w io.Writer, kind *openapi3.Schema, s *spec.Schema, prefix string, recursive bool, depth int) {
+// printFields lists a schema's fields, as kubectl's "fieldList" template
+// does: with recursive, each field's own fields below it, through
+// references, allOf wrappers, array items and map values. As in kubectl, a
+// reference is not expanded again below itself (onPath holds the
+// references being expanded): that is what ends self-referencing schemas
+// (JSONSchemaProps) where kubectl ends them.
+func printFields(w io.Writer, kind *openapi3.Schema, s *spec.Schema, prefix string, recursive bool, onPath map[string]bool) {
+	if ref := s.Ref.String(); ref != "" {
+		if onPath[ref] {
+			return
+		}
+		onPath[ref] = true
+		defer delete(onPath, ref)
+		target, err := kind.Resolve(&spec.Schema{SchemaProps: spec.SchemaProps{Ref: s.Ref}})
+		if err != nil {
+			return
+		}
+		s = target
+	}
 	names := make([]string, 0, len(s.Properties))
 	for name := range s.Properties {
 		names = append(names, name)
@@ -212,22 +228,49 @@ func printFields(w io.Writer, kind *openapi3.Schema, s *spec.Schema, prefix stri
 		if slices.Contains(s.Required, name) {
 			required = " -required-"
 		}
-		fmt.Fprintf(w, "%s%s\t<%s>%s\n", prefix, name, typeName(kind, &p), required)
+		fmt.Fprintf(w, "%s%s\t<%s>%s%s\n", prefix, name, typeName(kind, &p), required, enumLine(p.Enum, prefix))
 		if !recursive {
 			fmt.Fprintf(w, "%s\n\n", indent(p.Description+refDescription(kind, &p), prefix+"  "))
 			continue
 		}
-		if depth >= maxDepth {
-			continue
-		}
-		child, err := kind.Resolve(&p)
-		for err == nil && child.Items != nil && child.Items.Schema != nil {
-			child, err = kind.Resolve(child.Items.Schema)
-		}
-		if err == nil && len(child.Properties) > 0 {
-			printFields(w, kind, child, prefix+"  ", true, depth+1)
-		}
+		printFields(w, kind, &p, prefix+"  ", true, onPath)
 	}
+	if !recursive {
+		return
+	}
+	for i := range s.AllOf {
+		printFields(w, kind, &s.AllOf[i], prefix, true, onPath)
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		printFields(w, kind, s.Items.Schema, prefix, true, onPath)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		printFields(w, kind, s.AdditionalProperties.Schema, prefix, true, onPath)
+	}
+}
+
+// enumLine is what kubectl prints under a field with an enum: its first
+// four values ("" for the empty string), then ", ....".
+func enumLine(enum []any, prefix string) string {
+	if len(enum) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n" + prefix + "enum: ")
+	for i, v := range enum {
+		if i == 4 {
+			b.WriteString(", ....")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if v == "" {
+			v = `""`
+		}
+		fmt.Fprint(&b, v)
+	}
+	return b.String()
 }
 
 // refDescription is the referenced schema's own description, which kubectl

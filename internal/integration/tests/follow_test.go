@@ -204,3 +204,48 @@ func TestAPIResourcesMatchesKubectl(t *testing.T) {
 		t.Errorf("api-resources -o name lists %d names, kubectl %d:\n got %v\nwant %v", len(g), len(w), g, w)
 	}
 }
+
+// TestExplainRecursiveMatchesKubectl: --recursive on a self-referencing
+// schema (JSONSchemaProps, inside a CRD's versions) ends where kubectl's
+// ends, with the same fields in the same order.
+func TestExplainRecursiveMatchesKubectl(t *testing.T) {
+	kubectl := testenv.Tool(t, "kubectl")
+	c := startCluster(t)
+	bin := filepath.Join(t.TempDir(), "explain")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kubeatlas/kubeatlas/examples/explain").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, path := range []string{"customresourcedefinitions.spec.versions.schema", "deployments.spec.template.spec.containers"} {
+		args := []string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify", "--recursive", path}
+		ours := exec.Command(bin, args...)
+		ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
+		got, err := ours.Output()
+		if err != nil {
+			t.Fatalf("explain %s: %v", path, err)
+		}
+		theirs := exec.Command(kubectl, append([]string{"explain", "--cache-dir", t.TempDir()}, args...)...)
+		theirs.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir())
+		want, err := theirs.Output()
+		if err != nil {
+			t.Fatalf("kubectl explain %s: %v", path, err)
+		}
+		if g, w := fieldLines(string(got)), fieldLines(string(want)); !slices.Equal(g, w) {
+			t.Errorf("explain %s --recursive: %d field lines, kubectl %d:\n got %q\nwant %q", path, len(g), len(w), g, w)
+		}
+	}
+}
+
+// fieldLines are the lines after "FIELDS:", each as its indentation and
+// fields (kubectl aligns with a tab writer, we with tabs).
+func fieldLines(out string) []string {
+	_, fields, ok := strings.Cut(out, "FIELDS:\n")
+	if !ok {
+		return nil
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(fields, "\n"), "\n") {
+		indent := len(l) - len(strings.TrimLeft(l, " "))
+		lines = append(lines, fmt.Sprintf("%d %s", indent, strings.Join(strings.Fields(l), " ")))
+	}
+	return lines
+}
