@@ -15,12 +15,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,35 +48,24 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("api-resources", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("api-resources")
 	o.conn.Register(fs)
-	fs.StringVar(&o.output, "output", "", "output format: wide, name or json")
-	fs.StringVar(&o.output, "o", "", "shorthand for --output")
+	fs.StringVarP(&o.output, "output", "o", "", "output format: wide, name or json")
 	fs.StringVar(&o.apiGroup, "api-group", "", "limit to resources in this API group (\"\" is the core group, when given)")
-	fs.Func("namespaced", "true: only namespaced resources; false: only cluster-scoped ones", func(s string) error {
-		b, err := strconv.ParseBool(s)
-		o.namespaced = &b
-		return err
-	})
-	fs.Func("verbs", "limit to resources that support all these verbs (comma-separated)", func(s string) error {
-		o.verbs = splitList(s)
-		return nil
-	})
-	fs.Func("categories", "limit to resources in all these categories (comma-separated)", func(s string) error {
-		o.categories = splitList(s)
-		return nil
-	})
+	namespaced := fs.Bool("namespaced", true, "true: only namespaced resources; false: only cluster-scoped ones (default: both)")
+	fs.StringSliceVar(&o.verbs, "verbs", nil, "limit to resources that support all these verbs (comma-separated, or repeated)")
+	fs.StringSliceVar(&o.categories, "categories", nil, "limit to resources in all these categories (comma-separated, or repeated)")
 	fs.StringVar(&o.sortBy, "sort-by", "", "sort by name or kind (default: API group)")
 	fs.BoolVar(&o.cached, "cached", false, "use the cached list of resources if there is one, without asking the server")
 	fs.BoolVar(&o.stats, "stats", false, "print requests, bytes, 304s, cache hits and wall time to stderr")
 	fs.BoolVar(&o.noHeaders, "no-headers", false, "do not print headers")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return nil, err
 	}
-	apiGroupSet := false
-	fs.Visit(func(f *flag.Flag) { apiGroupSet = apiGroupSet || f.Name == "api-group" })
-	if !apiGroupSet {
+	if fs.Changed("namespaced") {
+		o.namespaced = namespaced
+	}
+	if !fs.Changed("api-group") {
 		o.apiGroup = "\x00" // not given: every group
 	}
 	switch o.output {
@@ -95,16 +82,6 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	return o, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 type row struct {

@@ -50,7 +50,8 @@ func TestSameAsKubectl(t *testing.T) {
 	testenv.Tool(t, "kubectl")
 	for _, gen := range []discoverytest.Generation{discoverytest.GenerationV2, discoverytest.GenerationV2Beta1, discoverytest.GenerationLegacy} {
 		_, base := discoverytest.Start(t, discoverytest.WithGeneration(gen), discoverytest.WithCRDs(40, 4))
-		for _, filter := range [][]string{nil, {"--api-group", "apps"}, {"--api-group", ""}, {"--namespaced=false"}, {"--verbs", "list,watch"}, {"--categories", "all"}, {"--verbs", "create"}} {
+		for _, filter := range [][]string{nil, {"--api-group", "apps"}, {"--api-group", ""}, {"--namespaced=false"}, {"--verbs", "list,watch"}, {"--categories", "all"}, {"--verbs", "create"},
+			{"--namespaced"}, {"--verbs", "create", "--verbs", "list"}, {"--namespaced=true", "--api-group", "apps"}} {
 			args := append([]string{"--server", base, "-o", "name"}, filter...)
 			got, _ := apiResources(t, t.TempDir(), args...)
 			want := kubectl(t, append([]string{"api-resources"}, args...)...)
@@ -135,6 +136,11 @@ func TestOutputs(t *testing.T) {
 	var errOut bytes.Buffer
 	if err := run([]string{"-o", "yaml"}, &bytes.Buffer{}, &errOut); err == nil {
 		t.Errorf("-o yaml accepted")
+	}
+	// A flag error is the command's to print, once (main prints it).
+	errOut.Reset()
+	if err := run([]string{"--no-such-flag"}, &bytes.Buffer{}, &errOut); err == nil || !strings.Contains(err.Error(), "unknown flag: --no-such-flag") || errOut.Len() != 0 {
+		t.Errorf("unknown flag: %v, and on stderr %q", err, errOut.String())
 	}
 }
 

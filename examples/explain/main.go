@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,12 +39,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var conn cli.Connection
 	var recursive bool
 	var apiVersion string
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("explain")
 	conn.Register(fs)
 	fs.BoolVar(&recursive, "recursive", false, "print the names of all fields below, recursively")
 	fs.StringVar(&apiVersion, "api-version", "", "the group/version to explain (default: the preferred one)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -45,6 +45,7 @@ func TestSameAsKubectl(t *testing.T) {
 		{"deploy.spec.template.spec.containers.image"},
 		{"widget0001s.spec"},
 		{"--recursive", "deployments.spec"},
+		{"deployments.spec", "--recursive"}, // flags after arguments, as kubectl takes them
 		{"pods"},
 	} {
 		var out, errOut bytes.Buffer

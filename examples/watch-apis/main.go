@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,13 +41,12 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("watch-apis", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("watch-apis")
 	o.conn.Register(fs)
 	fs.DurationVar(&o.duration, "for", 0, "stop after this long (default: until interrupted)")
 	fs.DurationVar(&o.upgradePoll, "upgrade-poll", discovery.DefaultUpgradePoll, "revalidate this often when no event asks to (catches API server upgrades)")
 	fs.DurationVar(&o.fallbackPoll, "fallback-poll", discovery.DefaultFallbackPoll, "poll this often when CRDs and APIServices may not be watched")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

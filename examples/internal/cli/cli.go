@@ -4,7 +4,7 @@
 package cli
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -29,13 +30,33 @@ type Connection struct {
 }
 
 // Register adds the flags as kubectl spells them.
-func (c *Connection) Register(fs *flag.FlagSet) {
+func (c *Connection) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&c.Context, "context", "", "the kubeconfig context to use")
-	fs.StringVar(&c.Server, "server", "", "the address of the Kubernetes API server")
-	fs.StringVar(&c.Server, "s", "", "shorthand for --server")
+	fs.StringVarP(&c.Server, "server", "s", "", "the address of the Kubernetes API server")
 	fs.StringVar(&c.Token, "token", "", "bearer token for authentication to the API server")
 	fs.BoolVar(&c.Insecure, "insecure-skip-tls-verify", false, "do not verify the server's certificate")
+}
+
+// NewFlagSet is a flag set with kubectl's semantics, from the flag library
+// kubectl uses (spf13/pflag): flags after arguments, boolean flags without
+// a value, repeated list flags that accumulate. Its errors are not printed
+// by it, so that the command prints each once.
+func NewFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// Parse parses args; with -h or --help it prints the flags to stderr and
+// returns ErrHelp.
+func Parse(fs *pflag.FlagSet, args []string, stderr io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprintf(stderr, "Usage of %s:\n%s", fs.Name(), fs.FlagUsages())
+	}
+	return err
 }
 
 // EmbeddedCacheName is the cache name of the embedded cluster, whose port
