@@ -49,11 +49,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("usage: explain [flags] RESOURCE[.FIELD.PATH]")
 	}
-	resource, path, _ := strings.Cut(fs.Arg(0), ".")
-	var fields []string
-	if path != "" {
-		fields = strings.Split(path, ".")
-	}
 
 	cfg, stop, embedded, err := conn.Config(stderr)
 	if err != nil {
@@ -83,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	gvk, err := resolve(mapper, resource, apiVersion)
+	gvk, fields, err := resolve(mapper, fs.Arg(0), apiVersion)
 	if err != nil {
 		return err
 	}
@@ -126,22 +121,42 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// resolve maps the resource (plural, singular or short name, in the
-// group-version given by --api-version if any) to its kind, as kubectl does.
-func resolve(m *restmapper.Mapper, resource, apiVersion string) (schema.GroupVersionKind, error) {
-	gvr := schema.GroupVersionResource{Resource: resource}
+// resolve splits "resource[.group][.field.path]" as kubectl explain does
+// and maps the resource (plural, singular or short name, in the
+// group-version given by --api-version if any) to its kind: the first of
+// the resource's candidates whose "resource.group" starts the input names
+// it with its group, else the first candidate, and the rest is the field
+// path.
+func resolve(m *restmapper.Mapper, in, apiVersion string) (schema.GroupVersionKind, []string, error) {
+	resource, rest, _ := strings.Cut(in, ".")
+	gvrs, err := m.ResourcesFor(schema.GroupVersionResource{Resource: resource})
+	if err != nil || len(gvrs) == 0 {
+		return schema.GroupVersionKind{}, nil, fmt.Errorf("the server doesn't have a resource type %q", resource)
+	}
+	gvr := gvrs[0]
+	for _, c := range gvrs {
+		if gr := c.GroupResource().String(); strings.HasPrefix(in, gr) {
+			gvr, rest = c, strings.TrimPrefix(in[len(gr):], ".")
+			break
+		}
+	}
+	var fields []string
+	if rest != "" {
+		fields = strings.Split(rest, ".")
+	}
+	gvr.Version = ""
 	if apiVersion != "" {
 		gv, err := schema.ParseGroupVersion(apiVersion)
 		if err != nil {
-			return schema.GroupVersionKind{}, err
+			return schema.GroupVersionKind{}, nil, err
 		}
 		gvr.Group, gvr.Version = gv.Group, gv.Version
 	}
 	gvk, err := m.KindFor(gvr)
 	if err != nil {
-		return schema.GroupVersionKind{}, fmt.Errorf("the server doesn't have a resource type %q: %w", resource, err)
+		return schema.GroupVersionKind{}, nil, fmt.Errorf("the server doesn't have a resource type %q in %s: %w", gvr.Resource, apiVersion, err)
 	}
-	return gvk, nil
+	return gvk, fields, nil
 }
 
 // rawField is the field's schema before its reference is followed, which

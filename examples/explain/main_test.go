@@ -47,6 +47,9 @@ func TestSameAsKubectl(t *testing.T) {
 		{"--recursive", "deployments.spec"},
 		{"deployments.spec", "--recursive"}, // flags after arguments, as kubectl takes them
 		{"pods"},
+		{"deployments.apps.spec.replicas"},
+		{"widget0001s.g001.stress.example.com.spec"},
+		{"--api-version", "apps/v1", "deploy.spec"},
 	} {
 		var out, errOut bytes.Buffer
 		if err := run(append([]string{"--server", ts.URL}, args...), &out, &errOut); err != nil {
@@ -62,6 +65,18 @@ func TestSameAsKubectl(t *testing.T) {
 		if !slices.Equal(got, wantLines) || len(got) < 4 {
 			t.Errorf("explain %v:\n got %q\nwant %q", args, got, wantLines)
 		}
+	}
+}
+
+// TestUnservedAPIVersion: --api-version that the server does not serve is
+// an error, as in kubectl, not the preferred version's schema.
+func TestUnservedAPIVersion(t *testing.T) {
+	_, base := discoverytest.Start(t)
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	var out, errOut bytes.Buffer
+	err := run([]string{"--server", base, "--api-version", "apps/v9", "deploy"}, &out, &errOut)
+	if err == nil || out.Len() != 0 {
+		t.Errorf("explain --api-version apps/v9 deploy: %v\n%s", err, out.String())
 	}
 }
 
