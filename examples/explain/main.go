@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -88,14 +89,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	field, description, err := kind.Field(fields...)
-	if err != nil {
-		return err
-	}
+	// The header comes first, as in kubectl, also before a field error.
 	if gvk.Group != "" {
 		fmt.Fprintf(stdout, "GROUP:      %s\n", gvk.Group)
 	}
 	fmt.Fprintf(stdout, "KIND:       %s\nVERSION:    %s\n\n", gvk.Kind, gvk.Version)
+	field, description, err := kind.Field(fields...)
+	if errors.Is(err, openapi3.ErrNotFound) {
+		// kubectl names the last field of the path, whichever is missing.
+		return fmt.Errorf("field %q does not exist", fields[len(fields)-1])
+	}
+	if err != nil {
+		return err
+	}
 	if len(fields) > 0 {
 		raw, err := rawField(kind, fields)
 		if err != nil {

@@ -80,6 +80,21 @@ func TestUnservedAPIVersion(t *testing.T) {
 	}
 }
 
+// TestMissingField: kubectl prints the header, then an error naming the
+// path's last field, whichever is missing.
+func TestMissingField(t *testing.T) {
+	_, base := discoverytest.Start(t)
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	var out, errOut bytes.Buffer
+	err := run([]string{"--server", base, "deploy.spec.nope.deeper"}, &out, &errOut)
+	if err == nil || err.Error() != `field "deeper" does not exist` {
+		t.Errorf("error: %v", err)
+	}
+	if want := "GROUP:      apps\nKIND:       Deployment\nVERSION:    v1\n\n"; out.String() != want {
+		t.Errorf("stdout %q, want kubectl's header %q", out.String(), want)
+	}
+}
+
 // TestWarmCacheAsksOnlyTheRoot: a second explain reads the document from
 // the disk cache.
 func TestWarmCacheAsksOnlyTheRoot(t *testing.T) {
