@@ -70,7 +70,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	} else if rerr := snap.RefreshError(); rerr != nil {
 		fmt.Fprintf(stderr, "warning: could not revalidate the cached discovery (%s old): %v\n", time.Since(snap.Validated()).Round(time.Second), rerr)
 	}
-	mapper, err := restmapper.New(dc)
+	mapper, err := restmapper.New(dc, restmapper.WithWarningHandler(func(msg string) {
+		fmt.Fprintf(stderr, "Warning: %s\n", msg) // as kubectl's warning handler prints it
+	}))
 	if err != nil {
 		return err
 	}

@@ -95,6 +95,20 @@ func TestMissingField(t *testing.T) {
 	}
 }
 
+// TestShortNameWarning: a short name two resources share is explained
+// with kubectl's warning on stderr, once.
+func TestShortNameWarning(t *testing.T) {
+	_, base := discoverytest.Start(t)
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	var out, errOut bytes.Buffer
+	if err := run([]string{"--server", base, "ev"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Warning: short name \"ev\" could also match lower priority resource events.events.k8s.io\n"; errOut.String() != want {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+}
+
 // TestWarmCacheAsksOnlyTheRoot: a second explain reads the document from
 // the disk cache.
 func TestWarmCacheAsksOnlyTheRoot(t *testing.T) {
