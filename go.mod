@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/gnostic-models v0.7.0
 	github.com/gregjones/httpcache v0.0.0-20190611155906-901d90724c79
+	github.com/mitchellh/go-wordwrap v1.0.1
 	github.com/spf13/pflag v1.0.10
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.24.0

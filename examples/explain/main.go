@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mitchellh/go-wordwrap"
 	"io"
 	"os"
 	"slices"
@@ -96,37 +97,86 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "GROUP:      %s\n", gvk.Group)
 	}
 	fmt.Fprintf(stdout, "KIND:       %s\nVERSION:    %s\n\n", gvk.Kind, gvk.Version)
-	field, description, err := kind.Field(fields...)
-	if errors.Is(err, openapi3.ErrNotFound) {
-		// kubectl names the last field of the path, whichever is missing.
-		return fmt.Errorf("field %q does not exist", fields[len(fields)-1])
-	}
-	if err != nil {
-		return err
-	}
+	// What is explained: the kind's schema, or the field's as its parent
+	// lists it (before references are followed), as kubectl's template
+	// walks them.
+	target := kind.Schema
 	if len(fields) > 0 {
-		raw, err := rawField(kind, fields)
-		if err != nil {
+		if _, _, err := kind.Field(fields...); errors.Is(err, openapi3.ErrNotFound) {
+			// kubectl names the last field of the path, whichever is missing.
+			return fmt.Errorf("field %q does not exist", fields[len(fields)-1])
+		} else if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "FIELD: %s <%s>\n\n", fields[len(fields)-1], typeName(kind, raw))
-	}
-	// A list is explained by its items: their description and fields.
-	for field.Items != nil && field.Items.Schema != nil {
-		if field, err = kind.Resolve(field.Items.Schema); err != nil {
+		if target, err = rawField(kind, fields); err != nil {
 			return err
 		}
-		if field.Description != "" && field.Description != description {
-			description += "\n" + field.Description
-		}
+		fmt.Fprintf(stdout, "FIELD: %s <%s>\n%s\n\n", fields[len(fields)-1], typeName(kind, target), enumBlock(target.Enum))
 	}
-	fmt.Fprintf(stdout, "DESCRIPTION:\n%s\n\n", indent(description, "    "))
-	if len(field.Properties) == 0 {
-		return nil
+	description := descriptions(kind, target)
+	if description == "" {
+		description = "<empty>"
 	}
-	fmt.Fprintln(stdout, "FIELDS:")
-	printFields(stdout, kind, field, "  ", recursive, map[string]bool{})
+	fmt.Fprintf(stdout, "DESCRIPTION:\n%s\n", indent(wrap(description, 76), 4))
+	var list strings.Builder
+	printFields(&list, kind, target, 1, recursive, map[string]bool{})
+	if list.Len() > 0 {
+		fmt.Fprintf(stdout, "FIELDS:\n%s", list.String())
+	}
+	fmt.Fprintln(stdout) // kubectl ends with a blank line
 	return nil
+}
+
+// descriptions is kubectl's "description" template: the schema's (or its
+// reference's) description, then those of its allOf alternatives, array
+// items and map values, each ending in a newline.
+func descriptions(kind *openapi3.Schema, s *spec.Schema) string {
+	if s.Ref.String() != "" {
+		target, err := kind.Resolve(&spec.Schema{SchemaProps: spec.SchemaProps{Ref: s.Ref}})
+		if err != nil {
+			return ""
+		}
+		s = target
+	}
+	out := ""
+	if s.Description != "" {
+		out = s.Description + "\n"
+	}
+	for i := range s.AllOf {
+		out += descriptions(kind, &s.AllOf[i])
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		out += descriptions(kind, s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		out += descriptions(kind, s.AdditionalProperties.Schema)
+	}
+	return out
+}
+
+// wrap and indent are kubectl explain's template functions: word wrapping
+// by the library kubectl uses, and a pad after every newline.
+func wrap(s string, width int) string { return wordwrap.WrapString(s, uint(width)) }
+
+func indent(s string, n int) string {
+	pad := strings.Repeat(" ", n)
+	return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
+}
+
+// enumBlock is kubectl's long view of an enum, under a FIELD line.
+func enumBlock(enum []any) string {
+	if len(enum) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("ENUM:")
+	for _, v := range enum {
+		if v == "" {
+			v = `""`
+		}
+		fmt.Fprintf(&b, "\n    %v", v)
+	}
+	return b.String()
 }
 
 // resolve splits "resource[.group][.field.path]" as kubectl explain does
@@ -187,45 +237,42 @@ func rawField(kind *openapi3.Schema, fields []string) (*spec.Schema, error) {
 	return &p, nil
 }
 
-// typeName writes a schema's type the way kubectl explain does: a
-// reference by its short name, unless it names a plain type (Time is a
-// string).
+// typeName is kubectl's "typeGuess": []T for arrays, map[string]T for
+// maps, a single allOf's type, a reference's short name (or its primitive
+// type), else the schema's type, "Object" for objects and for none.
 func typeName(kind *openapi3.Schema, s *spec.Schema) string {
-	if ref := refName(s); ref != "" {
-		if target, err := kind.Resolve(s); err == nil && len(target.Type) > 0 && !target.Type.Contains("object") && !target.Type.Contains("array") {
-			return target.Type[0]
-		}
-		return ref
-	}
 	switch {
-	case s.Type.Contains("array") && s.Items != nil && s.Items.Schema != nil:
+	case s.Items != nil && s.Items.Schema != nil:
 		return "[]" + typeName(kind, s.Items.Schema)
-	case s.Type.Contains("object") && s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
+	case s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
 		return "map[string]" + typeName(kind, s.AdditionalProperties.Schema)
-	case len(s.Type) > 0:
-		return s.Type[0]
+	case len(s.AllOf) == 1 && len(s.Properties) == 0:
+		return typeName(kind, &s.AllOf[0])
+	case s.Ref.String() != "":
+		ref := s.Ref.String()
+		target, err := kind.Resolve(&spec.Schema{SchemaProps: spec.SchemaProps{Ref: s.Ref}})
+		if err != nil || len(target.Type) == 0 || target.Type[0] == "object" {
+			name := ref[strings.LastIndex(ref, "/")+1:]
+			if name = name[strings.LastIndex(name, ".")+1:]; name == "" {
+				return "Object"
+			}
+			return name
+		}
+		return target.Type[0]
+	case len(s.Type) == 0 || s.Type[0] == "object":
+		return "Object"
 	}
-	return "Object"
+	return s.Type[0]
 }
 
-func refName(s *spec.Schema) string {
-	ref := s.Ref.String()
-	if ref == "" && len(s.AllOf) == 1 {
-		ref = s.AllOf[0].Ref.String()
-	}
-	if ref == "" {
-		return ""
-	}
-	return ref[strings.LastIndex(ref, ".")+1:]
-}
-
-// printFields lists a schema's fields, as kubectl's "fieldList" template
-// does: with recursive, each field's own fields below it, through
-// references, allOf wrappers, array items and map values. As in kubectl, a
-// reference is not expanded again below itself (onPath holds the
-// references being expanded): that is what ends self-referencing schemas
-// (JSONSchemaProps) where kubectl ends them.
-func printFields(w io.Writer, kind *openapi3.Schema, s *spec.Schema, prefix string, recursive bool, onPath map[string]bool) {
+// printFields lists a schema's fields at a level of indentation, as
+// kubectl's "fieldList" template does: each with its own description
+// (none with recursive, where each field's own fields follow below it),
+// through references, allOf alternatives, array items and map values. As
+// in kubectl, a reference is not expanded again below itself (onPath holds
+// the references being expanded): that is what ends self-referencing
+// schemas (JSONSchemaProps) where kubectl ends them.
+func printFields(w io.Writer, kind *openapi3.Schema, s *spec.Schema, level int, recursive bool, onPath map[string]bool) {
 	if ref := s.Ref.String(); ref != "" {
 		if onPath[ref] {
 			return
@@ -238,6 +285,7 @@ func printFields(w io.Writer, kind *openapi3.Schema, s *spec.Schema, prefix stri
 		}
 		s = target
 	}
+	pad := strings.Repeat("  ", level)
 	names := make([]string, 0, len(s.Properties))
 	for name := range s.Properties {
 		names = append(names, name)
@@ -249,24 +297,25 @@ func printFields(w io.Writer, kind *openapi3.Schema, s *spec.Schema, prefix stri
 		if slices.Contains(s.Required, name) {
 			required = " -required-"
 		}
-		fmt.Fprintf(w, "%s%s\t<%s>%s%s\n", prefix, name, typeName(kind, &p), required, enumLine(p.Enum, prefix))
+		fmt.Fprintf(w, "%s%s\t<%s>%s%s\n", pad, name, typeName(kind, &p), required, enumLine(p.Enum, pad))
 		if !recursive {
-			fmt.Fprintf(w, "%s\n\n", indent(p.Description+refDescription(kind, &p), prefix+"  "))
+			description := p.Description
+			if description == "" {
+				description = "<no description>"
+			}
+			fmt.Fprintf(w, "%s\n\n", indent(wrap(description, 78-2*level), 2*level+2))
 			continue
 		}
-		printFields(w, kind, &p, prefix+"  ", true, onPath)
-	}
-	if !recursive {
-		return
+		printFields(w, kind, &p, level+1, true, onPath)
 	}
 	for i := range s.AllOf {
-		printFields(w, kind, &s.AllOf[i], prefix, true, onPath)
+		printFields(w, kind, &s.AllOf[i], level, recursive, onPath)
 	}
 	if s.Items != nil && s.Items.Schema != nil {
-		printFields(w, kind, s.Items.Schema, prefix, true, onPath)
+		printFields(w, kind, s.Items.Schema, level, recursive, onPath)
 	}
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		printFields(w, kind, s.AdditionalProperties.Schema, prefix, true, onPath)
+		printFields(w, kind, s.AdditionalProperties.Schema, level, recursive, onPath)
 	}
 }
 
@@ -292,37 +341,4 @@ func enumLine(enum []any, prefix string) string {
 		fmt.Fprint(&b, v)
 	}
 	return b.String()
-}
-
-// refDescription is the referenced schema's own description, which kubectl
-// prints after the field's.
-func refDescription(kind *openapi3.Schema, p *spec.Schema) string {
-	if refName(p) == "" || p.Description == "" {
-		return ""
-	}
-	child, err := kind.Resolve(p)
-	if err != nil || child.Description == "" {
-		return ""
-	}
-	return "\n" + child.Description
-}
-
-// indent wraps text at 80 columns under a prefix.
-func indent(text, prefix string) string {
-	var out []string
-	for _, para := range strings.Split(strings.TrimSpace(text), "\n") {
-		line := prefix
-		for _, word := range strings.Fields(para) {
-			if len(line)+len(word)+1 > 80 && strings.TrimSpace(line) != "" {
-				out = append(out, line)
-				line = prefix
-			}
-			if strings.TrimSpace(line) != "" {
-				line += " "
-			}
-			line += word
-		}
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n")
 }

@@ -181,7 +181,7 @@ func TestAPIResourcesMatchesKubectl(t *testing.T) {
 	kubectl := testenv.Tool(t, "kubectl")
 	c := startCluster(t)
 	bin := filepath.Join(t.TempDir(), "api-resources")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kubeatlas/kubeatlas/examples/api-resources").CombinedOutput(); err != nil {
+	if out, err := buildExample(bin, "api-resources"); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	args := []string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify", "-o", "name"}
@@ -205,18 +205,20 @@ func TestAPIResourcesMatchesKubectl(t *testing.T) {
 	}
 }
 
-// TestExplainRecursiveMatchesKubectl: --recursive on a self-referencing
-// schema (JSONSchemaProps, inside a CRD's versions) ends where kubectl's
-// ends, with the same fields in the same order.
+// TestExplainRecursiveMatchesKubectl: explain prints what kubectl explain
+// prints, byte for byte, on the real server's documents; --recursive on a
+// self-referencing schema (JSONSchemaProps, inside a CRD's versions) ends
+// where kubectl's ends.
 func TestExplainRecursiveMatchesKubectl(t *testing.T) {
 	kubectl := testenv.Tool(t, "kubectl")
 	c := startCluster(t)
 	bin := filepath.Join(t.TempDir(), "explain")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kubeatlas/kubeatlas/examples/explain").CombinedOutput(); err != nil {
+	if out, err := buildExample(bin, "explain"); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, path := range []string{"customresourcedefinitions.spec.versions.schema", "deployments.spec.template.spec.containers"} {
-		args := []string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify", "--recursive", path}
+	for _, path := range []string{"customresourcedefinitions.spec.versions.schema --recursive", "deployments.spec.template.spec.containers --recursive",
+		"deployments", "deployments.apps.spec.strategy", "pods.spec.containers.imagePullPolicy", "customresourcedefinitions.spec", "pods.spec.volumes", "nodes.status.capacity"} {
+		args := append([]string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify"}, strings.Fields(path)...)
 		ours := exec.Command(bin, args...)
 		ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
 		got, err := ours.Output()
@@ -230,7 +232,9 @@ func TestExplainRecursiveMatchesKubectl(t *testing.T) {
 			t.Fatalf("kubectl explain %s: %v", path, err)
 		}
 		if g, w := fieldLines(string(got)), fieldLines(string(want)); !slices.Equal(g, w) {
-			t.Errorf("explain %s --recursive: %d field lines, kubectl %d:\n got %q\nwant %q", path, len(g), len(w), g, w)
+			t.Errorf("explain %s: %d field lines, kubectl %d:\n got %q\nwant %q", path, len(g), len(w), g, w)
+		} else if string(got) != string(want) {
+			t.Errorf("explain %s: not kubectl's bytes:\n got:\n%s\nwant:\n%s", path, got, want)
 		}
 	}
 }
@@ -248,4 +252,12 @@ func fieldLines(out string) []string {
 		lines = append(lines, fmt.Sprintf("%d %s", indent, strings.Join(strings.Fields(l), " ")))
 	}
 	return lines
+}
+
+// buildExample builds a command of examples/ in the kubeatlas module, with
+// that module's requirements (not this one's).
+func buildExample(bin, name string) ([]byte, error) {
+	cmd := exec.Command("go", "build", "-o", bin, "./examples/"+name)
+	cmd.Dir = filepath.Join("..", "..", "..")
+	return cmd.CombinedOutput()
 }
