@@ -202,24 +202,26 @@ func (w *watcher) run(ctx context.Context) (forbidden bool) {
 
 	ictx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer stop()
+	defer func() {
+		stop()
+		wg.Wait() // after it, nothing sets synced any more
+		if w.synced.Load() {
+			w.c.watching.Add(-1)
+		}
+	}()
 	for _, inf := range []cache.SharedIndexInformer{crds, apiServices} {
 		wg.Add(1)
 		go func() { defer wg.Done(); inf.RunWithContext(ictx) }()
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		// Counted as watching once both lists are in; what was created
 		// between the first snapshot and the lists is caught by one round.
 		if cache.WaitForCacheSync(ictx.Done(), crds.HasSynced, apiServices.HasSynced) {
 			w.synced.Store(true)
 			w.c.watching.Add(1)
 			w.expect(expectation{rounds: 1})
-		}
-	}()
-	defer func() {
-		if w.synced.Load() {
-			w.c.watching.Add(-1)
 		}
 	}()
 	return w.loop(ctx)
@@ -230,8 +232,21 @@ func (w *watcher) run(ctx context.Context) (forbidden bool) {
 func (w *watcher) loop(ctx context.Context) bool {
 	idle := time.NewTimer(w.o.upgradePoll)
 	defer idle.Stop()
-	var round <-chan time.Time
+	var round <-chan time.Time // the next round, if one is due
 	var roundTimer *time.Timer
+	var roundAt time.Time
+	schedule := func(d time.Duration) {
+		if roundTimer != nil {
+			roundTimer.Stop()
+		}
+		roundTimer, roundAt = time.NewTimer(d), time.Now().Add(d)
+		round = roundTimer.C
+	}
+	defer func() {
+		if roundTimer != nil {
+			roundTimer.Stop()
+		}
+	}()
 	backoff := 100 * time.Millisecond
 	for {
 		select {
@@ -240,9 +255,9 @@ func (w *watcher) loop(ctx context.Context) bool {
 		case <-w.forbidden:
 			return true
 		case <-w.wake:
-			if round == nil {
-				roundTimer = time.NewTimer(w.o.debounce)
-				round = roundTimer.C
+			// A new event is not kept waiting behind a backed-off round.
+			if round == nil || time.Until(roundAt) > w.o.debounce {
+				schedule(w.o.debounce)
 				backoff = 100 * time.Millisecond
 			}
 		case <-idle.C:
@@ -255,8 +270,7 @@ func (w *watcher) loop(ctx context.Context) bool {
 			_, _ = w.c.Refresh(ctx)
 			idle.Reset(w.o.upgradePoll)
 			if w.settle() {
-				roundTimer = time.NewTimer(backoff)
-				round = roundTimer.C
+				schedule(backoff)
 				backoff = min(2*backoff, time.Second)
 			}
 		}

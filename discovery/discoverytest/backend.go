@@ -28,7 +28,7 @@ type Backend struct {
 	gen     Generation
 	codecs  runtime.NegotiatedSerializer
 	version []byte
-	changed func() // tells the Server, so peer-aggregated views are rebuilt
+	changed func() // tells the Server, so peer-aggregated views and the objects are rebuilt
 
 	// mu guards content and published. It is held only for in-memory work:
 	// updating the real handlers' state, never for a request.

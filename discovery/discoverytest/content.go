@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -35,10 +36,14 @@ type content struct {
 	// its group-versions: "api", "apis", "version", the OIDC documents, and
 	// "apis/<group>" for each built-in group (never for CRD groups).
 	openAPIExtras []string
+	// crds are the CustomResourceDefinitions installed, keyed
+	// "<plural>.<group>" as their object names are, for the objects the
+	// server lists and watches (see objects.go).
+	crds map[string]CRD
 }
 
 func loadFixtureContent(builtins bool) (*content, error) {
-	c := &content{schemaRevision: map[schema.GroupVersion]int{}}
+	c := &content{schemaRevision: map[schema.GroupVersion]int{}, crds: map[string]CRD{}}
 	var core apidiscoveryv2.APIGroupDiscoveryList
 	if err := readFixture("api.v2.json", &core); err != nil {
 		return nil, err
@@ -78,6 +83,10 @@ func (c *content) clone() *content {
 		core:           *c.core.DeepCopy(),
 		groups:         make([]apidiscoveryv2.APIGroupDiscovery, len(c.groups)),
 		schemaRevision: make(map[schema.GroupVersion]int, len(c.schemaRevision)),
+		crds:           make(map[string]CRD, len(c.crds)),
+	}
+	for k, crd := range c.crds {
+		out.crds[k] = crd.clone()
 	}
 	for i := range c.groups {
 		c.groups[i].DeepCopyInto(&out.groups[i])
@@ -153,6 +162,18 @@ func (c *content) removeVersion(gv schema.GroupVersion) error {
 		c.groups = slices.Delete(c.groups, i, i+1)
 	}
 	delete(c.schemaRevision, gv)
+	for name, crd := range c.crds {
+		if crd.Group != gv.Group {
+			continue
+		}
+		crd = crd.clone()
+		crd.Versions = slices.DeleteFunc(crd.Versions, func(v string) bool { return v == gv.Version })
+		if len(crd.Versions) == 0 {
+			delete(c.crds, name)
+		} else {
+			c.crds[name] = crd
+		}
+	}
 	return nil
 }
 
@@ -166,6 +187,7 @@ func (c *content) removeGroup(name string) error {
 	}
 	c.groups = slices.Delete(c.groups, i, i+1)
 	c.openAPIExtras = slices.DeleteFunc(c.openAPIExtras, func(p string) bool { return p == "apis/"+name })
+	maps.DeleteFunc(c.crds, func(_ string, crd CRD) bool { return crd.Group == name })
 	return nil
 }
 
@@ -197,6 +219,16 @@ type CRD struct {
 	Categories []string
 	// Status and Scale add the status and scale subresources.
 	Status, Scale bool
+}
+
+// name is the CRD's object name, "<plural>.<group>"; crd has its defaults.
+func (crd CRD) name() string { return crd.Plural + "." + crd.Group }
+
+func (crd CRD) clone() CRD {
+	crd.Versions = slices.Clone(crd.Versions)
+	crd.ShortNames = slices.Clone(crd.ShortNames)
+	crd.Categories = slices.Clone(crd.Categories)
+	return crd
 }
 
 func (crd CRD) withDefaults() (CRD, error) {
@@ -276,6 +308,7 @@ func (c *content) addCRD(crd CRD) error {
 		}
 		c.schemaRevision[gv]++
 	}
+	c.crds[crd.name()] = crd.clone()
 	return nil
 }
 
@@ -303,6 +336,7 @@ func (c *content) removeCRD(group, plural string) error {
 	if !removed {
 		return fmt.Errorf("discoverytest: no resource %q in group %q", plural, group)
 	}
+	delete(c.crds, plural+"."+group)
 	for _, v := range empty {
 		if err := c.removeVersion(schema.GroupVersion{Group: group, Version: v}); err != nil {
 			return err

@@ -1,5 +1,6 @@
 // Package discoverytest is a fake Kubernetes API server for discovery and
-// OpenAPI v3, to test clients the way net/http/httptest tests HTTP clients.
+// OpenAPI v3 (and the CRD and APIService objects behind them), to test
+// clients the way net/http/httptest tests HTTP clients.
 //
 // It is built on the code a kube-apiserver runs, not on a re-implementation:
 // /api and /apis are served by k8s.io/apiserver's aggregated discovery
@@ -28,8 +29,23 @@
 //   - faults per path (Server.InjectFault): latency, status codes with
 //     Retry-After, a reset or truncated body, a wrong Content-Type, an
 //     oversized body.
+//   - list and watch: every backend serves LIST, GET and WATCH (JSON, or
+//     metadata only for as=PartialObjectMetadata[List], what client-go's
+//     metadata client asks for) of CustomResourceDefinitions and
+//     APIServices, one cluster-wide set of objects that follows the first
+//     backend's content: a CRD per AddCRD, an APIService per group-version
+//     (Available False while SetStale). Watches honour resourceVersion
+//     (resume from a bounded history, or a 410 Expired ERROR event),
+//     sendInitialEvents (WatchList), allowWatchBookmarks
+//     (WithBookmarkInterval) and timeoutSeconds. Server.TouchCRDStatus and
+//     LabelCRD update an object without a spec change; DropWatches ends
+//     open watches (clients resume), CompactWatchHistory makes resumes
+//     expire (clients relist); WithWatchForbidden and SetWatchForbidden
+//     answer 403 as RBAC would; WithDiscoveryDelay sends a CRD's watch
+//     events before discovery shows it, as a real cluster does.
 //   - observation: Server.Requests logs every request (method, path, Accept,
-//     If-None-Match, status, bytes, backend) and Server.Stats sums it.
+//     If-None-Match, status, bytes, backend; a watch while it is open) and
+//     Server.Stats sums it.
 //
 // The real handlers log through klog; a program that wants quiet sets
 // klog's output (examples/fake-apiserver does).

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +35,9 @@ type options struct {
 	routing         Routing
 	peer            bool
 	token           string
+	bookmarks       time.Duration
+	discoveryDelay  time.Duration
+	watchForbidden  bool
 }
 
 // Option configures a Server.
@@ -88,6 +93,42 @@ func WithPeerAggregation() Option {
 	return func(o *options) error { o.peer = true; return nil }
 }
 
+// WithBookmarkInterval sets how often a watch that allows bookmarks gets
+// a BOOKMARK event. It must be positive. Default: 5s.
+func WithBookmarkInterval(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("discoverytest: WithBookmarkInterval(%v): need a positive interval", d)
+		}
+		o.bookmarks = d
+		return nil
+	}
+}
+
+// WithDiscoveryDelay makes Server.AddCRD and Server.RemoveCRD behave as on
+// a real cluster, where a CustomResourceDefinition's watch event comes a
+// little before discovery shows the change: the CRD's and APIServices'
+// watch events go out at once, and discovery (and OpenAPI) change d later.
+// AddCRD and RemoveCRD still return an error for a bad change, at once.
+// Changes made through a Backend are not delayed. Default: 0, every change
+// is visible everywhere before the method returns.
+func WithDiscoveryDelay(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("discoverytest: WithDiscoveryDelay(%v): need a non-negative delay", d)
+		}
+		o.discoveryDelay = d
+		return nil
+	}
+}
+
+// WithWatchForbidden starts the server refusing LIST and WATCH of
+// CustomResourceDefinitions and APIServices with a 403, as RBAC refuses a
+// user without those verbs (see Server.SetWatchForbidden). Default: allowed.
+func WithWatchForbidden() Option {
+	return func(o *options) error { o.watchForbidden = true; return nil }
+}
+
 // Server is a fake Kubernetes API server for discovery and OpenAPI v3,
 // served by the handlers a real kube-apiserver runs. It is an http.Handler:
 //
@@ -96,6 +137,12 @@ func WithPeerAggregation() Option {
 //
 // Mutations through the Server apply to every backend; use Backends to change
 // one. All methods are safe for concurrent use with requests.
+//
+// Besides discovery, every backend serves LIST, GET and WATCH of
+// CustomResourceDefinitions (apiextensions.k8s.io/v1) and APIServices
+// (apiregistration.k8s.io/v1): one set of objects for the cluster, derived
+// from the first backend's content after each change, with a watch
+// history to resume from (see DropWatches, CompactWatchHistory).
 type Server struct {
 	token    string
 	backends []*Backend
@@ -104,12 +151,16 @@ type Server struct {
 	faults   faults
 	log      requestLog
 	handler  http.Handler
+
+	objects        *objectStore
+	discoveryDelay time.Duration
+	applying       sync.Mutex // serializes delayed changes (see applyDue)
 }
 
 // NewServer builds a server. With no options it serves the discovery of a
 // real v1.36.3 cluster with no CRDs, and aggregated discovery v2.
 func NewServer(opts ...Option) (*Server, error) {
-	o := options{builtins: true, backends: 1}
+	o := options{builtins: true, backends: 1, bookmarks: 5 * time.Second}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -127,7 +178,12 @@ func NewServer(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{routing: o.routing, token: o.token}
+	s := &Server{
+		routing:        o.routing,
+		token:          o.token,
+		objects:        newObjectStore(o.bookmarks, o.watchForbidden),
+		discoveryDelay: o.discoveryDelay,
+	}
 	for i := range o.backends {
 		id := fmt.Sprintf("apiserver-%d", i)
 		var peers aggregated.PeerDiscoveryProvider
@@ -138,9 +194,21 @@ func NewServer(opts ...Option) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.changed = s.invalidatePeers
+		first := i == 0
+		b.changed = func() {
+			s.invalidatePeers()
+			if first {
+				s.syncObjects()
+			}
+		}
 		s.backends = append(s.backends, b)
 	}
+	// The objects that exist at start are not in the watch history, as a
+	// real server's watch cache starts from a list.
+	s.syncObjects()
+	s.objects.mu.Lock()
+	s.objects.compactLocked()
+	s.objects.mu.Unlock()
 	s.handler = s.log.wrap(s.faults.wrap(filters.WithCacheControl(s.authenticate(http.HandlerFunc(s.route)))))
 	return s, nil
 }
@@ -160,6 +228,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		b = s.backends[(s.next.Add(1)-1)%uint64(len(s.backends))]
 	}
 	w.Header().Set(backendHeader, b.id)
+	if _, _, ok := objectRoute(r.URL.Path); ok {
+		s.objects.ServeHTTP(w, r)
+		return
+	}
 	b.ServeHTTP(w, r)
 }
 
@@ -176,14 +248,26 @@ func (s *Server) each(fn func(b *Backend) error) error {
 	return errors.Join(errs...)
 }
 
-// AddCRD calls Backend.AddCRD on every backend.
+// AddCRD calls Backend.AddCRD on every backend. Adding a CRD again with
+// other fields updates its object (a MODIFIED event, a new generation).
+// WithDiscoveryDelay delays the discovery change (not the watch events).
 func (s *Server) AddCRD(crd CRD) error {
-	return s.each(func(b *Backend) error { return b.AddCRD(crd) })
+	crd = crd.clone()
+	each := func(b *Backend) error { return b.AddCRD(crd) }
+	if s.discoveryDelay > 0 {
+		return s.later(func(c *content) error { return c.addCRD(crd) }, each)
+	}
+	return s.each(each)
 }
 
-// RemoveCRD calls Backend.RemoveCRD on every backend.
+// RemoveCRD calls Backend.RemoveCRD on every backend. WithDiscoveryDelay
+// delays the discovery change (not the watch events).
 func (s *Server) RemoveCRD(group, plural string) error {
-	return s.each(func(b *Backend) error { return b.RemoveCRD(group, plural) })
+	each := func(b *Backend) error { return b.RemoveCRD(group, plural) }
+	if s.discoveryDelay > 0 {
+		return s.later(func(c *content) error { return c.removeCRD(group, plural) }, each)
+	}
+	return s.each(each)
 }
 
 // SetGroupVersion calls Backend.SetGroupVersion on every backend.
@@ -220,7 +304,8 @@ func (s *Server) ClearFaults() { s.faults.clear() }
 
 // Requests returns every request answered since the server started or the
 // log was last reset, oldest first. A request is logged before any of its
-// response is sent, so a client that has a response finds it logged.
+// response is sent, so a client that has a response finds it logged; a
+// watch is logged as its status line is sent, while it is still open.
 func (s *Server) Requests() []Request { return s.log.snapshot() }
 
 // ResetRequests empties the request log.
@@ -237,6 +322,9 @@ func (s *Server) Stats() Stats {
 		}
 		if r.Status >= 400 || r.Aborted {
 			st.Errors++
+		}
+		if r.Watch {
+			st.Watches++
 		}
 	}
 	return st

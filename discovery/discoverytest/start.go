@@ -14,6 +14,9 @@ func Start(tb testing.TB, opts ...Option) (*Server, string) {
 		tb.Fatalf("discoverytest: %v", err)
 	}
 	ts := httptest.NewServer(srv)
-	tb.Cleanup(ts.Close)
+	tb.Cleanup(func() {
+		srv.StopWatches() // or Close would wait for the watches of clients still running
+		ts.Close()
+	})
 	return srv, ts.URL
 }

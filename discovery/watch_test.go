@@ -1,0 +1,205 @@
+package discovery_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+// changes collects what a subscriber is told.
+type changes struct {
+	mu  sync.Mutex
+	all []discovery.Change
+}
+
+func (c *changes) add(ch discovery.Change) { c.mu.Lock(); c.all = append(c.all, ch); c.mu.Unlock() }
+
+// added and removed report whether a Change delivered so far added or
+// removed gvr.
+func (c *changes) added(gvr schema.GroupVersionResource) bool {
+	return c.any(func(ch discovery.Change) []schema.GroupVersionResource { return ch.AddedResources }, gvr)
+}
+
+func (c *changes) removed(gvr schema.GroupVersionResource) bool {
+	return c.any(func(ch discovery.Change) []schema.GroupVersionResource { return ch.RemovedResources }, gvr)
+}
+
+func (c *changes) any(list func(discovery.Change) []schema.GroupVersionResource, gvr schema.GroupVersionResource) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ch := range c.all {
+		if slices.Contains(list(ch), gvr) {
+			return true
+		}
+	}
+	return false
+}
+
+// startWatch runs Watch until the test ends, and waits until it watches.
+func startWatch(t *testing.T, c *discovery.Client, opts ...discovery.WatchOption) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c.Watch(ctx, opts...); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestWatchDeliversNewCRDs: a CRD created while Watch runs reaches
+// subscribers as the Change that adds it, although the server shows it in
+// discovery only a while after its watch event; its deletion too. Nothing
+// is polled meanwhile (the upgrade poll is an hour).
+func TestWatchDeliversNewCRDs(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithDiscoveryDelay(150*time.Millisecond))
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got changes
+	c.Subscribe(got.add)
+	startWatch(t, c, discovery.WithUpgradePoll(time.Hour))
+	waitFor(t, "watching", c.Watching)
+
+	before := c.Stats().Requests
+	gvr := schema.GroupVersionResource{Group: "late.example.com", Version: "v1", Resource: "lates"}
+	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Late"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Change that adds the CRD", func() bool { return got.added(gvr) })
+	if err := srv.RemoveCRD(gvr.Group, gvr.Resource); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Change that removes the CRD", func() bool { return got.removed(gvr) })
+	// Each event: a round at once, then a few while the server catches up
+	// (backing off from 100ms): two requests a round.
+	if n := c.Stats().Requests - before; n > 16 {
+		t.Errorf("two CRD events cost %d discovery requests", n)
+	}
+	if st := c.Stats(); st.WatchEvents == 0 || st.WatchRequests == 0 || st.WatchForbidden {
+		t.Errorf("stats: %+v", st)
+	}
+}
+
+// TestWatchIgnoresWhatCannotChangeDiscovery: status-only updates and label
+// edits of a CRD cost no discovery request; a burst of new CRDs costs a few
+// rounds, not one each.
+func TestWatchIgnoresWhatCannotChangeDiscovery(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	c, _ := discovery.NewForHTTPClient(nil, base)
+	startWatch(t, c, discovery.WithUpgradePoll(time.Hour))
+	waitFor(t, "watching", c.Watching)
+	// The round after the lists are in.
+	waitFor(t, "the first round", func() bool { return c.Stats().Requests >= 4 })
+	time.Sleep(200 * time.Millisecond)
+
+	st := c.Stats()
+	for range 10 {
+		if err := srv.TouchCRDStatus("g001.stress.example.com", "widget0001s"); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.LabelCRD("g001.stress.example.com", "widget0001s", "team", "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the 20 events", func() bool { return c.Stats().WatchEvents >= st.WatchEvents+20 })
+	time.Sleep(200 * time.Millisecond) // longer than the debounce
+	if n := c.Stats().Requests - st.Requests; n != 0 {
+		t.Errorf("status and label churn cost %d discovery requests", n)
+	}
+
+	st = c.Stats()
+	for i := range 30 {
+		if err := srv.AddCRD(discoverytest.CRD{Group: "burst.example.com", Versions: []string{"v1"}, Kind: "Burst" + string(rune('A'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the burst in discovery", func() bool {
+		s := c.Current()
+		v, ok := s.Version(schema.GroupVersion{Group: "burst.example.com", Version: "v1"})
+		return ok && len(v.Resources) == 30
+	})
+	if n := c.Stats().Requests - st.Requests; n > 10 {
+		t.Errorf("a burst of 30 CRDs cost %d discovery requests", n)
+	}
+}
+
+// TestWatchForbiddenPolls: where the credentials may not watch CRDs, Watch
+// says so in Stats and polls instead, and changes still arrive.
+func TestWatchForbiddenPolls(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithWatchForbidden())
+	c, _ := discovery.NewForHTTPClient(nil, base)
+	var got changes
+	c.Subscribe(got.add)
+	startWatch(t, c, discovery.WithFallbackPoll(50*time.Millisecond))
+	waitFor(t, "the fallback", func() bool { return c.Stats().WatchForbidden })
+	if c.Watching() {
+		t.Error("Watching() while polling")
+	}
+	gvr := schema.GroupVersionResource{Group: "polled.example.com", Version: "v1", Resource: "polleds"}
+	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Polled"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the polled change", func() bool { return got.added(gvr) })
+}
+
+// TestWatchResumesAfterDrop: a dropped watch resumes from where it was,
+// without listing again, and events after the drop still arrive.
+func TestWatchResumesAfterDrop(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	c, _ := discovery.NewForHTTPClient(nil, base)
+	var got changes
+	c.Subscribe(got.add)
+	startWatch(t, c, discovery.WithUpgradePoll(time.Hour))
+	waitFor(t, "watching", c.Watching)
+	lists := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if !r.Watch && (r.Path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" || r.Path == "/apis/apiregistration.k8s.io/v1/apiservices") {
+				n++
+			}
+		}
+		return n
+	}
+	before := lists()
+	srv.DropWatches()
+	gvr := schema.GroupVersionResource{Group: "after.example.com", Version: "v1", Resource: "afters"}
+	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "After"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Change after the drop", func() bool { return got.added(gvr) })
+	if n := lists() - before; n != 0 {
+		t.Errorf("a dropped watch listed %d times again", n)
+	}
+}
+
+// TestWatchLeavesNothingBehind: when ctx ends, Watch returns and every
+// goroutine it started (informers, watches) has ended.
+func TestWatchLeavesNothingBehind(t *testing.T) {
+	_, base := discoverytest.Start(t)
+	ignore := goleak.IgnoreCurrent()
+	c, _ := discovery.NewForHTTPClient(nil, base)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Watch(ctx) }()
+	waitFor(t, "watching", c.Watching)
+	cancel()
+	<-done
+	if c.Watching() {
+		t.Error("Watching() after Watch returned")
+	}
+	http.DefaultClient.CloseIdleConnections()
+	goleak.VerifyNone(t, ignore)
+}
