@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -125,9 +126,11 @@ func (c *Client) Watch(ctx context.Context, opts ...WatchOption) error {
 		return nil
 	}
 	w := &watcher{c: c, o: o, wake: make(chan struct{}, 1), forbidden: make(chan struct{})}
-	if w.run(ctx) {
-		c.stats.watchForbidden.Store(true)
-		c.opts.logger.Warn("discovery: may not watch CustomResourceDefinitions and APIServices; polling instead", "interval", o.fallbackPoll)
+	if err := w.run(ctx); err != nil {
+		if errors.Is(err, errForbidden) {
+			c.stats.watchForbidden.Store(true)
+		}
+		c.opts.logger.Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
 		c.Poll(ctx, o.fallbackPoll)
 	}
 	return nil
@@ -144,6 +147,7 @@ type expectation struct {
 	group, plural string
 	present       bool
 	since         uint64 // generation current when the event came
+	seq           uint64 // order of arrival: only rounds begun after it judge it
 	deadline      time.Time
 	// rounds, when not 0, is how many refreshes are left to see a change
 	// of unknown effect (which may well be none).
@@ -156,6 +160,7 @@ type watcher struct {
 
 	mu      sync.Mutex
 	pending []expectation
+	seq     uint64 // of the last expectation
 
 	wake          chan struct{} // an event came
 	forbidden     chan struct{} // closed on the first 403
@@ -163,19 +168,21 @@ type watcher struct {
 	synced        atomic.Bool
 }
 
-// run watches until ctx ends (false) or watching is forbidden (true).
-// Every goroutine it starts has ended when it returns.
-func (w *watcher) run(ctx context.Context) (forbidden bool) {
+// errForbidden: the credentials may not list or watch what Watch watches.
+var errForbidden = errors.New("list or watch forbidden (403)")
+
+// run watches until ctx ends (nil) or it cannot (errForbidden, or why the
+// watch clients could not be built). Every goroutine it starts has ended
+// when it returns.
+func (w *watcher) run(ctx context.Context) error {
 	hc, cfg := w.c.watchClient()
 	mc, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
-		w.c.opts.logger.Warn("discovery: cannot watch", "err", err)
-		return true
+		return err
 	}
 	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
-		w.c.opts.logger.Warn("discovery: cannot watch", "err", err)
-		return true
+		return err
 	}
 	crds := metadatainformer.NewFilteredMetadataInformer(mc, crdResource, "", 0, cache.Indexers{}, nil).Informer()
 	apiServices := dynamicinformer.NewFilteredDynamicInformer(dc, apiServiceResource, "", 0, cache.Indexers{}, nil).Informer()
@@ -227,9 +234,9 @@ func (w *watcher) run(ctx context.Context) (forbidden bool) {
 	return w.loop(ctx)
 }
 
-// loop revalidates discovery when events ask for it, until ctx ends (false)
-// or watching is forbidden (true).
-func (w *watcher) loop(ctx context.Context) bool {
+// loop revalidates discovery when events ask for it, until ctx ends (nil)
+// or watching is forbidden (errForbidden).
+func (w *watcher) loop(ctx context.Context) error {
 	idle := time.NewTimer(w.o.upgradePoll)
 	defer idle.Stop()
 	var round <-chan time.Time // the next round, if one is due
@@ -251,9 +258,9 @@ func (w *watcher) loop(ctx context.Context) bool {
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return nil
 		case <-w.forbidden:
-			return true
+			return errForbidden
 		case <-w.wake:
 			// A new event is not kept waiting behind a backed-off round.
 			if round == nil || time.Until(roundAt) > w.o.debounce {
@@ -267,9 +274,14 @@ func (w *watcher) loop(ctx context.Context) bool {
 			idle.Reset(w.o.upgradePoll)
 		case <-round:
 			round = nil
+			// Expectations that arrive during the refresh are judged by
+			// the next round: this one may have begun before their change.
+			w.mu.Lock()
+			upTo := w.seq
+			w.mu.Unlock()
 			_, _ = w.c.Refresh(ctx)
 			idle.Reset(w.o.upgradePoll)
-			if w.settle() {
+			if w.settle(upTo) {
 				schedule(backoff)
 				backoff = min(2*backoff, time.Second)
 			}
@@ -277,15 +289,19 @@ func (w *watcher) loop(ctx context.Context) bool {
 	}
 }
 
-// settle drops the expectations that the current snapshot meets or that
-// ran out of time, and says whether any are left.
-func (w *watcher) settle() bool {
+// settle drops the expectations up to seq upTo that the current snapshot
+// meets or that ran out of time, and says whether any are left.
+func (w *watcher) settle(upTo uint64) bool {
 	s := w.c.Current()
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	left := w.pending[:0]
 	for _, e := range w.pending {
+		if e.seq > upTo {
+			left = append(left, e)
+			continue
+		}
 		if !now.Before(e.deadline) || e.metBy(s) {
 			continue
 		}
@@ -332,6 +348,8 @@ func (w *watcher) expect(e expectation) {
 		e.rounds = 2
 	}
 	w.mu.Lock()
+	w.seq++
+	e.seq = w.seq
 	w.pending = append(w.pending, e)
 	w.mu.Unlock()
 	select {
@@ -381,8 +399,9 @@ func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
 		return
 	}
 	if o, ok := old.(*unstructured.Unstructured); ok {
-		if n, ok := obj.(*unstructured.Unstructured); ok && reflect.DeepEqual(o.Object, n.Object) {
-			return // nothing that discovery shows changed (slim keeps only that)
+		if n, ok := obj.(*unstructured.Unstructured); ok &&
+			reflect.DeepEqual(o.Object["spec"], n.Object["spec"]) && o.Object["available"] == n.Object["available"] {
+			return // neither the spec nor availability changed (labels, messages, ...)
 		}
 	}
 	w.expect(expectation{})

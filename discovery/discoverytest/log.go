@@ -18,8 +18,8 @@ type Request struct {
 	Backend     string // ID of the backend that answered
 	Aborted     bool   // the connection was dropped (an injected reset or truncation)
 	// Watch is true for a watch (?watch=true or 1). A watch is logged when its
-	// status line goes out, with the bytes sent so far; Bytes and Duration
-	// grow until it ends.
+	// status line goes out; Bytes grows as it sends, and Bytes and Duration
+	// are final when it ends.
 	Watch    bool
 	Duration time.Duration
 }

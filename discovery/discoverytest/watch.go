@@ -292,6 +292,10 @@ func (st *objectStore) serveWatch(w http.ResponseWriter, r *http.Request, t *res
 		// From now on.
 	case from < st.compacted:
 		expired = apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, st.compacted))
+	case from > st.rv:
+		// A version this server never gave (another server's): a real
+		// server refuses it too rather than skip what comes between.
+		expired = apierrors.NewResourceExpired(fmt.Sprintf("too large resource version: %d, current: %d", from, st.rv))
 	default:
 		for _, e := range st.history {
 			if e.obj.rv > from && e.obj.typ == t {
