@@ -175,8 +175,9 @@ func TestWarmStartRevalidates(t *testing.T) {
 	}
 }
 
-// TestAPIResourcesMatchesKubectl: the example CLI lists what kubectl lists
-// against the real server.
+// TestAPIResourcesMatchesKubectl: the example CLI prints what kubectl
+// prints against the real server, byte for byte, in each table format and
+// with each filter.
 func TestAPIResourcesMatchesKubectl(t *testing.T) {
 	kubectl := testenv.Tool(t, "kubectl")
 	c := startCluster(t)
@@ -184,24 +185,26 @@ func TestAPIResourcesMatchesKubectl(t *testing.T) {
 	if out, err := buildExample(bin, "api-resources"); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	args := []string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify", "-o", "name"}
-	ours := exec.Command(bin, args...)
-	ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
-	got, err := ours.Output()
-	if err != nil {
-		t.Fatalf("api-resources: %v", err)
-	}
-	theirs := exec.Command(kubectl, append([]string{"api-resources", "--cache-dir", t.TempDir()}, args...)...)
-	theirs.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir())
-	want, err := theirs.Output()
-	if err != nil {
-		t.Fatalf("kubectl: %v", err)
-	}
-	g, w := strings.Fields(string(got)), strings.Fields(string(want))
-	slices.Sort(g)
-	slices.Sort(w)
-	if !slices.Equal(g, w) || len(g) < 50 {
-		t.Errorf("api-resources -o name lists %d names, kubectl %d:\n got %v\nwant %v", len(g), len(w), g, w)
+	for _, format := range [][]string{{"-o", "name"}, {}, {"-o", "wide"}} {
+		for _, filter := range [][]string{nil, {"--api-group", "apps"}, {"--api-group", ""}, {"--namespaced=false"}, {"--namespaced"},
+			{"--verbs", "list,watch"}, {"--verbs", "create", "--verbs", "list"}, {"--categories", "all"}, {"--sort-by", "name"}, {"--sort-by", "kind"}, {"--no-headers"}} {
+			args := append(append([]string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify"}, format...), filter...)
+			ours := exec.Command(bin, args...)
+			ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
+			got, err := ours.Output()
+			if err != nil {
+				t.Fatalf("api-resources %v: %v", args[5:], err)
+			}
+			theirs := exec.Command(kubectl, append([]string{"api-resources", "--cache-dir", t.TempDir()}, args...)...)
+			theirs.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir())
+			want, err := theirs.Output()
+			if err != nil {
+				t.Fatalf("kubectl api-resources %v: %v", args[5:], err)
+			}
+			if string(got) != string(want) || len(want) < 20 {
+				t.Errorf("api-resources %v: not kubectl's bytes:\n got:\n%s\nwant:\n%s", args[5:], got, want)
+			}
+		}
 	}
 }
 
