@@ -220,19 +220,24 @@ func TestExplainRecursiveMatchesKubectl(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for _, path := range []string{"customresourcedefinitions.spec.versions.schema --recursive", "deployments.spec.template.spec.containers --recursive",
-		"deployments", "deployments.apps.spec.strategy", "pods.spec.containers.imagePullPolicy", "customresourcedefinitions.spec", "pods.spec.volumes", "nodes.status.capacity"} {
+		"deployments", "deployments.apps.spec.strategy", "pods.spec.containers.imagePullPolicy", "customresourcedefinitions.spec", "pods.spec.volumes", "nodes.status.capacity",
+		"pods", "pods.spec", "pods.spec.containers.ports", "pods.spec.containers.ports.protocol", "pods.spec.containers.resources.limits",
+		"pods.spec.volumes.configMap.items", "services.spec.ports.targetPort", "deployments.spec.strategy.rollingUpdate.maxSurge", "configmaps.data",
+		"secrets.type", "jobs.spec.template.spec.restartPolicy", "cronjobs.spec.jobTemplate", "ingresses.spec.rules.http.paths.pathType",
+		"networkpolicies.spec.ingress.from", "--api-version apps/v1 deployments.spec.replicas", "--api-version autoscaling/v2 hpa.spec.metrics",
+		"hpa --api-version autoscaling/v1", "svc.spec.type", "po.metadata.labels", "ev.reason", "events.events.k8s.io.note",
+		"statefulsets.spec.volumeClaimTemplates.spec --recursive", "roles.rules", "storageclasses.parameters", "crd.spec.versions.schema.openAPIV3Schema"} {
 		args := append([]string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify"}, strings.Fields(path)...)
 		ours := exec.Command(bin, args...)
 		ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
 		got, err := ours.Output()
-		if err != nil {
-			t.Fatalf("explain %s: %v", path, err)
-		}
 		theirs := exec.Command(kubectl, append([]string{"explain", "--cache-dir", t.TempDir()}, args...)...)
 		theirs.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir())
-		want, err := theirs.Output()
-		if err != nil {
-			t.Fatalf("kubectl explain %s: %v", path, err)
+		want, werr := theirs.Output()
+		// kubectl fails on some paths too (events.events.k8s.io.note: it
+		// picks the core group's events, as we do): failing alike is right.
+		if (err == nil) != (werr == nil) {
+			t.Errorf("explain %s: %v, kubectl: %v", path, err, werr)
 		}
 		if g, w := fieldLines(string(got)), fieldLines(string(want)); !slices.Equal(g, w) {
 			t.Errorf("explain %s: %d field lines, kubectl %d:\n got %q\nwant %q", path, len(g), len(w), g, w)
