@@ -113,5 +113,14 @@ func statusError(resp *http.Response, body []byte) error {
 	if len(msg) > 512 {
 		msg = msg[:512] + "..."
 	}
-	return apierrors.NewGenericServerResponse(resp.StatusCode, http.MethodGet, schema.GroupResource{}, "", msg, retryAfter, true)
+	err := apierrors.NewGenericServerResponse(resp.StatusCode, http.MethodGet, schema.GroupResource{}, "", msg, retryAfter, true)
+	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "json") && !strings.Contains(ct, "protobuf") && resp.Request != nil {
+		// A Kubernetes API server answers errors with a Status; anything
+		// else (an HTML 404 from a web server, a proxy's page) says that
+		// the URL is probably not one, which "the server could not find
+		// the requested resource" alone does not.
+		err.ErrStatus.Message += fmt.Sprintf(" (GET %s answered %s with Content-Type %q, not a Kubernetes Status: is this a Kubernetes API server?)",
+			resp.Request.URL.Redacted(), resp.Status, ct)
+	}
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,5 +76,28 @@ func TestRetryAfter(t *testing.T) {
 	}
 	if got := fresh.Stats().Requests; got != 2 {
 		t.Errorf("%d requests, want 2 (no retry of the 429)", got)
+	}
+}
+
+// TestNotAKubernetesServer: a URL whose server answers with a web page, not
+// a Kubernetes Status, is named as probably not an API server, and the
+// error still classifies (IsNotFound).
+func TestNotAKubernetesServer(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte("<html><body>Not Found</body></html>"))
+	}))
+	defer ts.Close()
+	c, err := discovery.NewForHTTPClient(nil, ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Snapshot(context.Background())
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("not a NotFound: %v", err)
+	}
+	if want := "is this a Kubernetes API server?"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), ts.URL) {
+		t.Errorf("error %q does not name the URL and say %q", err, want)
 	}
 }
