@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,14 +57,13 @@ type watchOptions struct {
 // WatchOption configures Watch.
 type WatchOption func(*watchOptions) error
 
-func positive(name string, d time.Duration, into *time.Duration) WatchOption {
-	return func(o *watchOptions) error {
-		if d <= 0 {
-			return fmt.Errorf("discovery: %s must be positive, got %v", name, d)
-		}
-		*into = d
-		return nil
+// setPositive sets *into to d, which must be positive.
+func setPositive(name string, d time.Duration, into *time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("discovery: %s must be positive, got %v", name, d)
 	}
+	*into = d
+	return nil
 }
 
 // WithUpgradePoll sets how often Watch revalidates discovery when no event
@@ -71,28 +71,28 @@ func positive(name string, d time.Duration, into *time.Duration) WatchOption {
 // object shows) is caught: two 304s a round. Default: DefaultUpgradePoll
 // (1m).
 func WithUpgradePoll(d time.Duration) WatchOption {
-	return func(o *watchOptions) error { return positive("upgrade poll", d, &o.upgradePoll)(o) }
+	return func(o *watchOptions) error { return setPositive("upgrade poll", d, &o.upgradePoll) }
 }
 
 // WithFallbackPoll sets the interval of the Poll that Watch runs instead
 // when the credentials may not list and watch CRDs and APIServices.
 // Default: DefaultFallbackPoll (5s).
 func WithFallbackPoll(d time.Duration) WatchOption {
-	return func(o *watchOptions) error { return positive("fallback poll", d, &o.fallbackPoll)(o) }
+	return func(o *watchOptions) error { return setPositive("fallback poll", d, &o.fallbackPoll) }
 }
 
 // WithSettle bounds how long Watch keeps revalidating after an event until
 // discovery shows it (a real API server serves a new CRD a moment after
 // its watch event). Default: DefaultSettle (10s).
 func WithSettle(d time.Duration) WatchOption {
-	return func(o *watchOptions) error { return positive("settle", d, &o.settle)(o) }
+	return func(o *watchOptions) error { return setPositive("settle", d, &o.settle) }
 }
 
 // WithDebounce sets how long Watch waits after an event for more before it
 // revalidates, so that a burst of CRD edits costs one refresh. Default:
 // DefaultDebounce (50ms).
 func WithDebounce(d time.Duration) WatchOption {
-	return func(o *watchOptions) error { return positive("debounce", d, &o.debounce)(o) }
+	return func(o *watchOptions) error { return setPositive("debounce", d, &o.debounce) }
 }
 
 // Watch keeps the client's snapshot current until ctx ends, in near real
@@ -327,8 +327,8 @@ func (e expectation) metBy(s *Snapshot) bool {
 	found := false
 	if g, ok := s.Group(e.group); ok {
 		for _, v := range g.Versions {
-			for _, r := range v.Resources {
-				found = found || r.Name == e.plural
+			if found = slices.ContainsFunc(v.Resources, func(r Resource) bool { return r.Name == e.plural }); found {
+				break
 			}
 		}
 	}

@@ -203,3 +203,18 @@ func TestWatchLeavesNothingBehind(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	goleak.VerifyNone(t, ignore)
 }
+
+// TestWatchRefusesBadOptions: Watch returns at once with an error for an
+// option that is not positive, before any request.
+func TestWatchRefusesBadOptions(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	c, _ := discovery.NewForHTTPClient(nil, base)
+	for _, opt := range []discovery.WatchOption{discovery.WithUpgradePoll(0), discovery.WithFallbackPoll(-time.Second), discovery.WithSettle(0), discovery.WithDebounce(0)} {
+		if err := c.Watch(context.Background(), opt); err == nil {
+			t.Error("a non-positive duration was accepted")
+		}
+	}
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("bad options sent %d requests", n)
+	}
+}
