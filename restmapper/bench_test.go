@@ -3,8 +3,6 @@ package restmapper_test
 import (
 	"context"
 	"net/http/httptest"
-	"slices"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/mapperbench"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -189,10 +188,9 @@ func BenchmarkRepeatedMiss(b *testing.B) {
 }
 
 // BenchmarkFirstSight: a new mapper's first answer to every input form a
-// user types (plural, singular, kind and short names; bare, with the group,
-// with group and version), KindFor then RESTMapping of the kind found, on
-// discovery captured from a real kube-apiserver with 500 CRDs. The
-// integration tier runs the same loop against a live server with 3000.
+// user types (see mapperbench), on discovery captured from a real
+// kube-apiserver with 500 CRDs. The integration tier runs the same
+// benchmark against a live server with 3000.
 func BenchmarkFirstSight(b *testing.B) {
 	klog.LogToStderr(false)
 	base := serveCapture(b, "testdata/crd500")
@@ -204,66 +202,14 @@ func BenchmarkFirstSight(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var inputs []schema.GroupVersionResource
-	for _, g := range snap.Groups() {
-		for _, v := range g.Versions {
-			for _, r := range v.Resources {
-				for _, name := range append([]string{r.Name, r.SingularName, strings.ToLower(r.Kind.Kind)}, r.ShortNames...) {
-					inputs = append(inputs, schema.GroupVersionResource{Resource: name},
-						schema.GroupVersionResource{Group: g.Name, Resource: name},
-						schema.GroupVersionResource{Group: g.Name, Version: v.Version, Resource: name})
-				}
-			}
-		}
-	}
-	slices.SortFunc(inputs, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.String(), b.String()) })
-	inputs = slices.Compact(inputs)
-	run := func(b *testing.B, newMapper func() meta.RESTMapper) {
-		b.ReportAllocs()
-		for b.Loop() {
-			b.StopTimer()
-			m := newMapper()
-			b.StartTimer()
-			for _, in := range inputs {
-				gvk, err := m.KindFor(in)
-				if err != nil {
-					continue // ambiguous inputs fail alike in both
-				}
-				if _, err := m.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(inputs)), "ns/input")
-	}
+	inputs := mapperbench.Inputs(snap)
 	b.Run("kubeatlas", func(b *testing.B) {
-		run(b, func() meta.RESTMapper {
-			c, err := discovery.NewForHTTPClient(nil, base)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := c.Snapshot(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			m, err := restmapper.New(c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return m
+		mapperbench.FirstSight(b, inputs, func() meta.RESTMapper {
+			return mapperbench.Kubeatlas(b, func() (*discovery.Client, error) { return discovery.NewForHTTPClient(nil, base) })
 		})
 	})
 	b.Run("client-go", func(b *testing.B) {
-		run(b, func() meta.RESTMapper {
-			dc, err := cgdiscovery.NewDiscoveryClientForConfig(&rest.Config{Host: base, QPS: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			mc := memory.NewMemCacheClient(dc)
-			if _, _, err := mc.ServerGroupsAndResources(); err != nil {
-				b.Fatal(err)
-			}
-			return cgrestmapper.NewShortcutExpander(cgrestmapper.NewDeferredDiscoveryRESTMapper(mc), mc, nil)
-		})
+		mapperbench.FirstSight(b, inputs, func() meta.RESTMapper { return mapperbench.ClientGo(b, &rest.Config{Host: base, QPS: -1}) })
 	})
 	b.Logf("%d inputs", len(inputs))
 }

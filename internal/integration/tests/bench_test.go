@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,18 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/disk"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	cgopenapi3 "k8s.io/client-go/openapi3"
-	cgrestmapper "k8s.io/client-go/restmapper"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/mapperbench"
 	"github.com/kubeatlas/kubeatlas/openapi3"
-	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
 // benchCRD is a CRD with a schema shaped like real ones: nested objects,
@@ -231,78 +227,25 @@ func BenchmarkRealServer(b *testing.B) {
 	}
 }
 
-// benchFirstSight measures a new mapper's first answer to every input form:
-// plural, singular and short names, bare, with the group and with group and
-// version, and kinds; KindFor, then RESTMapping of the kind it found.
+// benchFirstSight measures a new mapper's first answer to every input form
+// (see mapperbench), kubeatlas and client-go on the live server.
 func benchFirstSight(b *testing.B, c *cluster) {
-	ctx := context.Background()
 	dc, err := discovery.New(c.config)
 	if err != nil {
 		b.Fatal(err)
 	}
-	snap, err := dc.Snapshot(ctx)
+	snap, err := dc.Snapshot(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	var inputs []schema.GroupVersionResource
-	for _, g := range snap.Groups() {
-		for _, v := range g.Versions {
-			for _, r := range v.Resources {
-				for _, name := range append([]string{r.Name, r.SingularName, lower(r.Kind.Kind)}, r.ShortNames...) {
-					inputs = append(inputs, schema.GroupVersionResource{Resource: name},
-						schema.GroupVersionResource{Group: g.Name, Resource: name},
-						schema.GroupVersionResource{Group: g.Name, Version: v.Version, Resource: name})
-				}
-			}
-		}
-	}
-	slices.SortFunc(inputs, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.String(), b.String()) })
-	inputs = slices.Compact(inputs)
-	run := func(b *testing.B, newMapper func() meta.RESTMapper) {
-		for b.Loop() {
-			b.StopTimer()
-			m := newMapper()
-			b.StartTimer()
-			for _, in := range inputs {
-				gvk, err := m.KindFor(in)
-				if err != nil {
-					continue // ambiguous inputs fail alike in both
-				}
-				if _, err := m.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(inputs)), "ns/input")
-	}
+	inputs := mapperbench.Inputs(snap)
 	b.Run("mapper-first-sight/kubeatlas", func(b *testing.B) {
-		run(b, func() meta.RESTMapper {
-			dc, err := discovery.New(c.config)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := dc.Snapshot(ctx); err != nil {
-				b.Fatal(err)
-			}
-			m, err := restmapper.New(dc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return m
+		mapperbench.FirstSight(b, inputs, func() meta.RESTMapper {
+			return mapperbench.Kubeatlas(b, func() (*discovery.Client, error) { return discovery.New(c.config) })
 		})
 	})
 	b.Run("mapper-first-sight/client-go", func(b *testing.B) {
-		run(b, func() meta.RESTMapper {
-			cdc, err := cgdiscovery.NewDiscoveryClientForConfig(c.config)
-			if err != nil {
-				b.Fatal(err)
-			}
-			mc := memory.NewMemCacheClient(cdc)
-			if _, _, err := mc.ServerGroupsAndResources(); err != nil {
-				b.Fatal(err)
-			}
-			return cgrestmapper.NewShortcutExpander(cgrestmapper.NewDeferredDiscoveryRESTMapper(mc), mc, nil)
-		})
+		mapperbench.FirstSight(b, inputs, func() meta.RESTMapper { return mapperbench.ClientGo(b, c.config) })
 	})
 	b.Logf("%d inputs", len(inputs))
 }
