@@ -3,7 +3,6 @@ package restmapper
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -19,14 +18,7 @@ import (
 // builds it. (That the answers are client-go's is the differential test's
 // job.)
 func TestCommonQuestionsSkipClientGo(t *testing.T) {
-	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(20, 4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	c, _ := discovery.NewForHTTPClient(nil, ts.URL)
-	m, _ := New(c)
+	m := newTestMapper(t, []discoverytest.Option{discoverytest.WithCRDs(20, 4)})
 	for _, gk := range []schema.GroupKind{{Group: "apps", Kind: "Deployment"}, {Group: "g001.stress.example.com", Kind: "Widget0001"}, {Kind: "Pod"}} {
 		if _, err := m.RESTMapping(gk); err != nil {
 			t.Fatal(err)
@@ -60,14 +52,7 @@ func TestCommonQuestionsSkipClientGo(t *testing.T) {
 // TestMemoIsBounded: asking for ever new names does not grow the memo
 // without end, and answers stay right past the bound.
 func TestMemoIsBounded(t *testing.T) {
-	srv, err := discoverytest.NewServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	c, _ := discovery.NewForHTTPClient(nil, ts.URL)
-	m, _ := New(c, WithMissRefreshInterval(time.Hour))
+	m := newTestMapper(t, nil, WithMissRefreshInterval(time.Hour))
 	st, _ := m.current(context.Background())
 	st.memo.limit = 8 // the real bound, 4096 a shard, takes long to reach
 	for i := range 2000 {
@@ -88,14 +73,7 @@ func TestMemoIsBounded(t *testing.T) {
 // nothing (answers are not kept per input: keeping them was most of the
 // cost of a new mapper's first lookups).
 func TestFirstLookupsAllocateNothing(t *testing.T) {
-	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(200, 20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	c, _ := discovery.NewForHTTPClient(nil, ts.URL)
-	m, _ := New(c)
+	m := newTestMapper(t, []discoverytest.Option{discoverytest.WithCRDs(200, 20)})
 	// Builds the indexes.
 	if _, err := m.KindFor(schema.GroupVersionResource{Resource: "pods"}); err != nil {
 		t.Fatal(err)
@@ -126,4 +104,19 @@ func TestFirstLookupsAllocateNothing(t *testing.T) {
 	if n := after.Mallocs - before.Mallocs; n > uint64(len(inputs)/10) {
 		t.Errorf("%d first lookups allocated %d times", 2*len(inputs), n)
 	}
+}
+
+// newTestMapper is a mapper over a fake server started with srvOpts.
+func newTestMapper(t *testing.T, srvOpts []discoverytest.Option, opts ...Option) *Mapper {
+	t.Helper()
+	_, base := discoverytest.Start(t, srvOpts...)
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
