@@ -188,31 +188,23 @@ func TestAPIResourcesMatchesKubectl(t *testing.T) {
 	for _, format := range [][]string{{"-o", "name"}, {}, {"-o", "wide"}} {
 		for _, filter := range [][]string{nil, {"--api-group", "apps"}, {"--api-group", ""}, {"--namespaced=false"}, {"--namespaced"},
 			{"--verbs", "list,watch"}, {"--verbs", "create", "--verbs", "list"}, {"--categories", "all"}, {"--sort-by", "name"}, {"--sort-by", "kind"}, {"--no-headers"}} {
-			args := append(append([]string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify"}, format...), filter...)
-			ours := exec.Command(bin, args...)
-			ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
-			got, err := ours.Output()
-			if err != nil {
-				t.Fatalf("api-resources %v: %v", args[5:], err)
-			}
-			theirs := exec.Command(kubectl, append([]string{"api-resources", "--cache-dir", t.TempDir()}, args...)...)
-			theirs.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir())
-			want, err := theirs.Output()
-			if err != nil {
-				t.Fatalf("kubectl api-resources %v: %v", args[5:], err)
+			args := append(append([]string{}, format...), filter...)
+			got, want, err, werr := sideBySide(t, c, bin, kubectl, "api-resources", args)
+			if err != nil || werr != nil {
+				t.Fatalf("api-resources %v: %v; kubectl: %v", args, err, werr)
 			}
 			if string(got) != string(want) || len(want) < 20 {
-				t.Errorf("api-resources %v: not kubectl's bytes:\n got:\n%s\nwant:\n%s", args[5:], got, want)
+				t.Errorf("api-resources %v: not kubectl's bytes:\n got:\n%s\nwant:\n%s", args, got, want)
 			}
 		}
 	}
 }
 
-// TestExplainRecursiveMatchesKubectl: explain prints what kubectl explain
+// TestExplainMatchesKubectl: explain prints what kubectl explain
 // prints, byte for byte, on the real server's documents; --recursive on a
 // self-referencing schema (JSONSchemaProps, inside a CRD's versions) ends
 // where kubectl's ends.
-func TestExplainRecursiveMatchesKubectl(t *testing.T) {
+func TestExplainMatchesKubectl(t *testing.T) {
 	kubectl := testenv.Tool(t, "kubectl")
 	c := startCluster(t)
 	bin := filepath.Join(t.TempDir(), "explain")
@@ -227,13 +219,7 @@ func TestExplainRecursiveMatchesKubectl(t *testing.T) {
 		"networkpolicies.spec.ingress.from", "--api-version apps/v1 deployments.spec.replicas", "--api-version autoscaling/v2 hpa.spec.metrics",
 		"hpa --api-version autoscaling/v1", "svc.spec.type", "po.metadata.labels", "ev.reason", "events.events.k8s.io.note",
 		"statefulsets.spec.volumeClaimTemplates.spec --recursive", "roles.rules", "storageclasses.parameters", "crd.spec.versions.schema.openAPIV3Schema"} {
-		args := append([]string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify"}, strings.Fields(path)...)
-		ours := exec.Command(bin, args...)
-		ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
-		got, err := ours.Output()
-		theirs := exec.Command(kubectl, append([]string{"explain", "--cache-dir", t.TempDir()}, args...)...)
-		theirs.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir())
-		want, werr := theirs.Output()
+		got, want, err, werr := sideBySide(t, c, bin, kubectl, "explain", strings.Fields(path))
 		// kubectl fails on some paths too (events.events.k8s.io.note: it
 		// picks the core group's events, as we do): failing alike is right.
 		if (err == nil) != (werr == nil) {
@@ -268,4 +254,19 @@ func buildExample(bin, name string) ([]byte, error) {
 	cmd := exec.Command("go", "build", "-o", bin, "./examples/"+name)
 	cmd.Dir = filepath.Join("..", "..", "..")
 	return cmd.CombinedOutput()
+}
+
+// sideBySide runs our example command bin and kubectl's command of the same
+// name with args against the cluster, each with a fresh cache and no
+// kubeconfig, and returns both outputs and errors.
+func sideBySide(t *testing.T, c *cluster, bin, kubectl, command string, args []string) (got, want []byte, err, werr error) {
+	t.Helper()
+	args = append([]string{"--server", c.url, "--token", token, "--insecure-skip-tls-verify"}, args...)
+	ours := exec.Command(bin, args...)
+	ours.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir(), "KUBECONFIG=", "HOME="+t.TempDir())
+	got, err = ours.Output()
+	theirs := exec.Command(kubectl, append([]string{command, "--cache-dir", t.TempDir()}, args...)...)
+	theirs.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir())
+	want, werr = theirs.Output()
+	return got, want, err, werr
 }
