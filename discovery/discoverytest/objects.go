@@ -457,14 +457,17 @@ func (s *Server) applyDue(p *pendingChange) {
 	}
 }
 
-// crdLocked finds a CRD's object for an update by a test.
-func (st *objectStore) crdLocked(group, plural string) (*object, *crdExtras, error) {
+// updateCRD runs a test's update of a CRD's object under the store's lock.
+func (st *objectStore) updateCRD(group, plural string, update func(old *object, ex *crdExtras)) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	name := plural + "." + group
 	old, ex := st.objects[crdType][name], st.extras[name]
 	if old == nil || ex == nil {
-		return nil, nil, fmt.Errorf("discoverytest: no CustomResourceDefinition %q", name)
+		return fmt.Errorf("discoverytest: no CustomResourceDefinition %q", name)
 	}
-	return old, ex, nil
+	update(old, ex)
+	return nil
 }
 
 // TouchCRDStatus updates a CustomResourceDefinition's status only, as the
@@ -472,16 +475,10 @@ func (st *objectStore) crdLocked(group, plural string) (*object, *crdExtras, err
 // lastTransitionTime, the object a new resourceVersion and a MODIFIED watch
 // event, and its generation stays. Discovery does not change.
 func (s *Server) TouchCRDStatus(group, plural string) error {
-	st := s.objects
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	old, ex, err := st.crdLocked(group, plural)
-	if err != nil {
-		return err
-	}
-	ex.touchedAt = metav1.NewTime(time.Now().Truncate(time.Second))
-	st.putLocked(crdType, old.meta.Name, old, old.spec, crdStatusOf(ex), ex.labels, true)
-	return nil
+	return s.objects.updateCRD(group, plural, func(old *object, ex *crdExtras) {
+		ex.touchedAt = metav1.NewTime(time.Now().Truncate(time.Second))
+		s.objects.putLocked(crdType, old.meta.Name, old, old.spec, crdStatusOf(ex), ex.labels, true)
+	})
 }
 
 // LabelCRD sets (or, with an empty value, removes) a label on a
@@ -491,25 +488,19 @@ func (s *Server) TouchCRDStatus(group, plural string) error {
 // (as a client that updates the object would make), so a test can count
 // one event per call.
 func (s *Server) LabelCRD(group, plural, key, value string) error {
-	st := s.objects
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	old, ex, err := st.crdLocked(group, plural)
-	if err != nil {
-		return err
-	}
-	labels := maps.Clone(ex.labels)
-	if value == "" {
-		delete(labels, key)
-	} else {
-		if labels == nil {
-			labels = map[string]string{}
+	return s.objects.updateCRD(group, plural, func(old *object, ex *crdExtras) {
+		labels := maps.Clone(ex.labels)
+		if value == "" {
+			delete(labels, key)
+		} else {
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[key] = value
 		}
-		labels[key] = value
-	}
-	ex.labels = labels
-	st.putLocked(crdType, old.meta.Name, old, old.spec, old.status, labels, true)
-	return nil
+		ex.labels = labels
+		s.objects.putLocked(crdType, old.meta.Name, old, old.spec, old.status, labels, true)
+	})
 }
 
 // DropWatches ends every open watch of CustomResourceDefinitions and
