@@ -102,13 +102,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	// walks them.
 	target := kind.Schema
 	if len(fields) > 0 {
-		if _, _, err := kind.Field(fields...); errors.Is(err, openapi3.ErrNotFound) {
+		if target, err = rawField(kind, fields); errors.Is(err, openapi3.ErrNotFound) {
 			// kubectl names the last field of the path, whichever is missing.
 			return fmt.Errorf("field %q does not exist", fields[len(fields)-1])
 		} else if err != nil {
-			return err
-		}
-		if target, err = rawField(kind, fields); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "FIELD: %s <%s>\n%s\n\n", fields[len(fields)-1], typeName(kind, target), enumBlock(target.Enum))
@@ -212,13 +209,18 @@ func resolve(m *restmapper.Mapper, in, apiVersion string) (schema.GroupVersionKi
 	}
 	gvk, err := m.KindFor(gvr)
 	if err != nil {
-		return schema.GroupVersionKind{}, nil, fmt.Errorf("the server doesn't have a resource type %q in %s: %w", gvr.Resource, apiVersion, err)
+		where := ""
+		if apiVersion != "" {
+			where = " in " + apiVersion
+		}
+		return schema.GroupVersionKind{}, nil, fmt.Errorf("the server doesn't have a resource type %q%s: %w", gvr.Resource, where, err)
 	}
 	return gvk, fields, nil
 }
 
 // rawField is the field's schema before its reference is followed, which
-// names its type ("[]Container", "DeploymentSpec").
+// names its type ("[]Container", "DeploymentSpec"); a missing field on the
+// path is openapi3.ErrNotFound.
 func rawField(kind *openapi3.Schema, fields []string) (*spec.Schema, error) {
 	parent, _, err := kind.Field(fields[:len(fields)-1]...)
 	if err != nil {
@@ -232,7 +234,7 @@ func rawField(kind *openapi3.Schema, fields []string) (*spec.Schema, error) {
 	}
 	p, ok := parent.Properties[fields[len(fields)-1]]
 	if !ok {
-		return nil, fmt.Errorf("field %q not found", strings.Join(fields, "."))
+		return nil, fmt.Errorf("%w: field %q", openapi3.ErrNotFound, strings.Join(fields, "."))
 	}
 	return &p, nil
 }
