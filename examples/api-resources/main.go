@@ -90,7 +90,6 @@ type row struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
-	start := time.Now()
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -101,6 +100,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stop()
 
+	start := time.Now() // --stats times discovery, not the embedded cluster's start
 	disk := cli.OpenCache(cli.CacheName(cfg, embedded), stderr)
 	// As kubectl does, every run revalidates (two 304s when nothing
 	// changed), so that what is printed is current; --cached does not ask.

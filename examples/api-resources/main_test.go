@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
 
@@ -107,15 +110,43 @@ func TestWarmStartAndCached(t *testing.T) {
 	}
 }
 
+// TestEmbeddedClusterWithoutKubeconfig: the README's first command works
+// with no kubeconfig, through examples/fake-apiserver run by `go run` as a
+// child process (this command does not link it), which is gone when the
+// command returns.
 func TestEmbeddedClusterWithoutKubeconfig(t *testing.T) {
+	// The go command keeps its caches where they are when HOME moves.
+	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	for i, v := range strings.Split(strings.TrimSpace(string(goenv)), "\n") {
+		t.Setenv([]string{"GOCACHE", "GOMODCACHE", "GOPATH"}[i], v)
+	}
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBECONFIG", "")
+	t.Setenv(cli.FakeAPIServerEnv, "")
 	out, errOut := apiResources(t, t.TempDir())
 	if !strings.Contains(errOut, "embedded fake cluster") {
 		t.Errorf("stderr does not say the cluster is embedded: %q", errOut)
 	}
 	if !strings.HasPrefix(out, "NAME ") || !strings.Contains(out, "widget0199s") || !strings.Contains(out, "deployments") {
 		t.Errorf("output:\n%s", out)
+	}
+	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(errOut)
+	if url == "" {
+		t.Fatalf("no URL on stderr: %q", errOut)
+	}
+	if resp, err := http.Get(url + "/version"); err == nil {
+		resp.Body.Close()
+		t.Errorf("the embedded cluster at %s still serves after the command returned", url)
+	}
+
+	// Where it cannot be started, the error says why and what to do.
+	t.Setenv(cli.FakeAPIServerEnv, filepath.Join(t.TempDir(), "missing"))
+	err = run(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "no kubeconfig found") || !strings.Contains(err.Error(), "--kubeconfig") {
+		t.Errorf("with no fake-apiserver to run: %v", err)
 	}
 }
 

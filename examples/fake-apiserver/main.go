@@ -5,7 +5,8 @@
 //	kubectl --server "$(first line of its output)" api-resources
 //
 // It prints its base URL as the first line of stdout and serves until
-// interrupted.
+// interrupted (or, with --exit-when-stdin-closes, until its stdin closes:
+// the example commands run it so as their embedded cluster).
 package main
 
 import (
@@ -49,6 +50,8 @@ func run() error {
 		stale      = flag.String("stale", "", "a group/version to mark Stale, as an unreachable aggregated API server (e.g. metrics.k8s.io/v1beta1, added if absent)")
 		logRequest = flag.Bool("log-requests", false, "log each request to stderr")
 		token      = flag.String("token", "", "require this bearer token, as a kube-apiserver with a token file does (anonymous: 403, wrong token: 401)")
+		stdinEOF   = flag.Bool("exit-when-stdin-closes", false, "exit when stdin closes (run as a child process that must not outlive its parent)")
+		demoEvery  = flag.Duration("demo-crd-every", 0, "create a demo CRD (demos.demo.example.com), delete it, and so on, this often")
 	)
 	flag.Parse()
 
@@ -103,6 +106,17 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *stdinEOF {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			cancel()
+		}()
+	}
+	if *demoEvery > 0 {
+		go demo(ctx, srv, *demoEvery)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -147,4 +161,26 @@ func markStale(srv *discoverytest.Server, s string) error {
 		}
 	}
 	return srv.SetStale(gv, true)
+}
+
+// demo creates and deletes a CRD by turns, every interval, so that a
+// watcher has something to see.
+func demo(ctx context.Context, srv *discoverytest.Server, every time.Duration) {
+	crd := discoverytest.CRD{Group: "demo.example.com", Versions: []string{"v1"}, Kind: "Demo", Namespaced: true}
+	steps := []func() error{
+		func() error { return srv.AddCRD(crd) },
+		func() error { return srv.RemoveCRD(crd.Group, "demos") },
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := steps[i%len(steps)](); err != nil {
+			fmt.Fprintln(os.Stderr, "fake-apiserver: demo:", err)
+		}
+	}
 }

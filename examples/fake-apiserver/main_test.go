@@ -211,3 +211,64 @@ func TestToken(t *testing.T) {
 		}
 	}
 }
+
+// TestExitsWhenStdinCloses: run as the commands' embedded cluster, the
+// server goes when its parent closes its stdin (or dies), and not before.
+func TestExitsWhenStdinCloses(t *testing.T) {
+	cmd := exec.Command(binary, "--exit-when-stdin-closes")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	resp, err := http.Get(strings.TrimSpace(line) + "/version")
+	if err != nil {
+		t.Fatalf("not serving while stdin is open: %v", err)
+	}
+	resp.Body.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stdin.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exited with %v after stdin closed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still running 10 s after its stdin closed")
+	}
+}
+
+// TestDemoCRD: --demo-crd-every makes a CRD come and go, for watch-apis's
+// embedded demo.
+func TestDemoCRD(t *testing.T) {
+	base := startBinary(t, "--demo-crd-every", "200ms")
+	served := func() bool {
+		resp, err := http.Get(base + "/apis/demo.example.com/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	for _, want := range []bool{true, false} {
+		deadline := time.Now().Add(10 * time.Second)
+		for served() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("demo.example.com/v1 served=%v for 10 s", !want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}

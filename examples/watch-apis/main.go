@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 )
 
@@ -60,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	o.conn.EmbeddedArgs = []string{"--demo-crd-every", "3s"} // something to watch
 	cfg, stop, _, err := o.conn.Config(stderr)
 	if err != nil {
 		return err
@@ -88,9 +88,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		printChange(stdout, ch)
 	})
-	if srv := o.conn.Embedded; srv != nil {
-		go demo(ctx, srv, stderr)
-	}
 	err = client.Watch(ctx, discovery.WithUpgradePoll(o.upgradePoll), discovery.WithFallbackPoll(o.fallbackPoll))
 	st := client.Stats()
 	mode := "watching"
@@ -127,27 +124,5 @@ func printChange(w io.Writer, ch discovery.Change) {
 			freshness = v.Freshness.String()
 		}
 		fmt.Fprintf(w, "%s ~ %s freshness %s\n", t, gv, freshness)
-	}
-}
-
-// demo makes the embedded cluster change, so that there is something to
-// see: a CRD comes and goes every few seconds.
-func demo(ctx context.Context, srv *discoverytest.Server, stderr io.Writer) {
-	crd := discoverytest.CRD{Group: "demo.example.com", Versions: []string{"v1"}, Kind: "Demo", Namespaced: true}
-	steps := []func() error{
-		func() error { return srv.AddCRD(crd) },
-		func() error { return srv.RemoveCRD(crd.Group, "demos") },
-	}
-	t := time.NewTicker(3 * time.Second)
-	defer t.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := steps[i%len(steps)](); err != nil {
-			fmt.Fprintln(stderr, "demo:", err)
-		}
 	}
 }

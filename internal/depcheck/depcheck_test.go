@@ -49,3 +49,22 @@ func TestDependencies(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsAreLight: the example commands run the embedded fake cluster
+// as a child process (examples/fake-apiserver) instead of linking the real
+// server code behind it, which would double their size and start-up.
+func TestCommandsAreLight(t *testing.T) {
+	for _, cmd := range []string{"examples/api-resources", "examples/explain", "examples/watch-apis"} {
+		out, err := exec.Command("go", "list", "-deps", module+cmd).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", cmd, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, b := range banned {
+				if strings.HasPrefix(dep, b) {
+					t.Errorf("%s links %s", cmd, dep)
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,6 @@
 // Package cli holds what the example commands share: kubectl's connection
-// flags, the embedded fake cluster used when there is no kubeconfig, and
-// the cache directory.
+// flags, the embedded fake cluster used when there is no kubeconfig (a
+// child process: embedded.go), and the cache directory.
 package cli
 
 import (
@@ -8,16 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 )
 
@@ -25,8 +22,9 @@ import (
 type Connection struct {
 	Kubeconfig, Context, Server, Token string
 	Insecure                           bool
-	// Embedded is the embedded fake cluster, after Config started it.
-	Embedded *discoverytest.Server
+	// EmbeddedArgs are more flags for examples/fake-apiserver, should
+	// Config start the embedded cluster.
+	EmbeddedArgs []string
 }
 
 // Register adds the flags as kubectl spells them.
@@ -74,8 +72,9 @@ func CacheName(cfg *rest.Config, embedded bool) string {
 
 // Config loads the kubeconfig as kubectl does. With no kubeconfig and no
 // --server it starts the embedded fake cluster (the discovery of a real
-// v1.36.3 server plus 200 CRDs), says so on stderr, and returns a stop
-// function for it (embedded then reports true).
+// v1.36.3 server plus 200 CRDs, served by examples/fake-apiserver in a
+// child process), says so on stderr, and returns a stop function for it
+// (embedded then reports true).
 func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), embedded bool, err error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.Kubeconfig != "" {
@@ -89,16 +88,12 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 	if !clientcmd.IsEmptyConfig(err) || c.Server != "" {
 		return cfg, func() {}, false, err
 	}
-	klog.SetOutput(io.Discard) // the embedded server's handlers log through klog
-	klog.LogToStderr(false)
-	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(200, 20))
+	url, stop, err := startEmbedded(append([]string{"--crds", "200", "--groups", "20"}, c.EmbeddedArgs...))
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, fmt.Errorf("%w: %w (or give --kubeconfig or --server)", errNoEmbedded, err)
 	}
-	ts := httptest.NewServer(srv)
-	c.Embedded = srv
-	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", ts.URL)
-	return &rest.Config{Host: ts.URL}, ts.Close, true, nil
+	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", url)
+	return &rest.Config{Host: url}, stop, true, nil
 }
 
 // OpenCache opens the disk cache of the cluster named name, logging its
