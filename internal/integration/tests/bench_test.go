@@ -83,7 +83,9 @@ func lower(s string) string {
 // mapper over discovery already read: ns/input); and every OpenAPI v3
 // document ready to use without a
 // disk cache, with a cold one and with a warm one (kubeatlas's FetchAll,
-// client-go's openapi3.Root.GVSpec for each group-version). The server
+// client-go's openapi3.Root.GVSpec for each group-version); and a warm
+// `api-resources -o name` of ours against kubectl's as whole processes
+// (benchCLI: medians of wall time and peak RSS). The server
 // shares the machine's cores with the client.
 //
 //	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver go test -run '^$' -bench RealServer -benchtime 5x
@@ -163,6 +165,7 @@ func BenchmarkRealServer(b *testing.B) {
 	})
 
 	benchFirstSight(b, c)
+	b.Run("cli-warm-api-resources-name", func(b *testing.B) { benchCLI(b, c) })
 
 	kubeatlas := func(b *testing.B, dir string) {
 		var opts []openapi3.Option

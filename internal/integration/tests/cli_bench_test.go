@@ -1,0 +1,110 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kubeatlas/kubeatlas/internal/testenv"
+)
+
+// benchCLI times a warm `api-resources -o name` of ours against kubectl's
+// as whole processes, as users run them: one process a run, the same
+// kubeconfig, each with its own warm cache directory, both revalidating
+// (two 304s each). The two alternate, which of them first swapping every
+// round, so that neither gets the quieter moments of the machine. It
+// reports each one's median wall time and peak RSS (the process's
+// high-water mark of resident memory) and our share of kubectl's; the
+// outputs must be the same bytes every round. internal/integration/
+// time-api-resources.sh runs it at 3000 CRDs.
+func benchCLI(b *testing.B, c *cluster) {
+	kubectl := testenv.Tool(b, "kubectl")
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "api-resources")
+	if out, err := buildExample(bin, "api-resources"); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: bench
+  cluster: {server: %q, certificate-authority-data: %s}
+users:
+- name: admin
+  user: {token: %q}
+contexts:
+- name: bench
+  context: {cluster: bench, user: admin}
+current-context: bench
+`, c.url, base64.StdEncoding.EncodeToString(c.config.CAData), token), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+dir, "KUBECACHEDIR="+filepath.Join(dir, "ours"))
+	commands := []*struct {
+		name  string
+		argv  []string
+		walls []time.Duration
+		rss   []int64
+		out   []byte
+	}{
+		{name: "kubeatlas", argv: []string{bin, "-o", "name"}},
+		{name: "kubectl", argv: []string{kubectl, "api-resources", "-o", "name", "--cache-dir", filepath.Join(dir, "kubectl")}},
+	}
+	once := func(i int) {
+		cmd := commands[i]
+		run := exec.Command(cmd.argv[0], cmd.argv[1:]...)
+		run.Env = env
+		var out, errOut bytes.Buffer
+		run.Stdout, run.Stderr = &out, &errOut
+		start := time.Now()
+		if err := run.Run(); err != nil {
+			b.Fatalf("%s: %v\n%s", cmd.name, err, errOut.Bytes())
+		}
+		cmd.walls = append(cmd.walls, time.Since(start))
+		cmd.rss = append(cmd.rss, peakRSS(run.ProcessState))
+		if cmd.out != nil && !bytes.Equal(cmd.out, out.Bytes()) {
+			b.Fatalf("%s printed something else this time", cmd.name)
+		}
+		cmd.out = out.Bytes()
+	}
+	// Warm both caches, then time.
+	once(0)
+	once(1)
+	if !bytes.Equal(commands[0].out, commands[1].out) {
+		b.Fatalf("api-resources -o name differs from kubectl's:\n%s\nkubectl:\n%s", commands[0].out, commands[1].out)
+	}
+	for _, cmd := range commands {
+		cmd.walls, cmd.rss = nil, nil
+	}
+	round := 0
+	for b.Loop() {
+		first := round % 2
+		once(first)
+		once(1 - first)
+		round++
+	}
+	median := func(xs []int64) float64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		return float64(s[len(s)/2])
+	}
+	var wall, rss [2]float64
+	for i, cmd := range commands {
+		ns := make([]int64, len(cmd.walls))
+		for j, w := range cmd.walls {
+			ns[j] = int64(w)
+		}
+		wall[i], rss[i] = median(ns), median(cmd.rss)
+		b.ReportMetric(wall[i]/1e6, cmd.name+"-ms")
+		b.ReportMetric(rss[i]/(1<<20), cmd.name+"-peak-MiB")
+	}
+	b.ReportMetric(wall[0]/wall[1], "wall-share")
+	b.ReportMetric(rss[0]/rss[1], "rss-share")
+}
