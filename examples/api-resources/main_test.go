@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,5 +235,60 @@ func TestWarmCacheFailingServer(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "could not revalidate the cached discovery") || !strings.Contains(stderr, "unable to handle the request") {
 		t.Errorf("stderr does not say the list is cached and why:\n%s", stderr)
+	}
+}
+
+// TestErrorsSayWhatFailed: a server that cannot be reached, one whose
+// certificate is not trusted, one that is not Kubernetes and one that does
+// not answer in time each get an error that says so and names the URL,
+// never kubectl's "the server doesn't have a resource type".
+func TestErrorsSayWhatFailed(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	untrusted := httptest.NewUnstartedServer(http.NotFoundHandler())
+	untrusted.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+	untrusted.StartTLS()
+	defer untrusted.Close()
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, "<html><body>Not a Kubernetes API</body></html>")
+	}))
+	defer web.Close()
+	hung := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(hung)
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"connection refused", []string{"--server", closed.URL}, []string{closed.URL + "/api", "connection refused"}},
+		{"untrusted certificate", []string{"--server", untrusted.URL}, []string{untrusted.URL + "/api", "certificate signed by unknown authority"}},
+		{"not Kubernetes", []string{"--server", web.URL}, []string{web.URL + "/api", "404", "text/html"}},
+		{"timeout", []string{"--server", slow.URL, "--request-timeout", "200ms"}, []string{slow.URL + "/api", "Timeout exceeded"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("KUBECACHEDIR", t.TempDir())
+			err := run(append(c.args, "-o", "name"), &bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q: %v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), "doesn't have a resource type") {
+				t.Errorf("error blames the resource type: %v", err)
+			}
+		})
 	}
 }

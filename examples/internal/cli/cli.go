@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -22,6 +24,9 @@ import (
 type Connection struct {
 	Kubeconfig, Context, Server, Token string
 	Insecure                           bool
+	// RequestTimeout is kubectl's --request-timeout: "0" (no limit), a
+	// number of seconds, or a duration.
+	RequestTimeout string
 	// EmbeddedArgs are more flags for examples/fake-apiserver, should
 	// Config start the embedded cluster.
 	EmbeddedArgs []string
@@ -34,6 +39,22 @@ func (c *Connection) Register(fs *pflag.FlagSet) {
 	fs.StringVarP(&c.Server, "server", "s", "", "the address of the Kubernetes API server")
 	fs.StringVar(&c.Token, "token", "", "bearer token for authentication to the API server")
 	fs.BoolVar(&c.Insecure, "insecure-skip-tls-verify", false, "do not verify the server's certificate")
+	fs.StringVar(&c.RequestTimeout, "request-timeout", "0", "how long to wait for a single server request (1s, 2m, or seconds; 0: no limit)")
+}
+
+// requestTimeout parses --request-timeout as kubectl does.
+func (c *Connection) requestTimeout() (time.Duration, error) {
+	s := c.RequestTimeout
+	if s == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("invalid --request-timeout %q: give an integer number of seconds, or one followed by a unit (1s, 2m, 3h)", s)
 }
 
 // NewFlagSet is a flag set with kubectl's semantics, from the flag library
@@ -84,8 +105,15 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 	overrides.ClusterInfo.Server = c.Server
 	overrides.ClusterInfo.InsecureSkipTLSVerify = c.Insecure
 	overrides.AuthInfo.Token = c.Token
+	timeout, err := c.requestTimeout()
+	if err != nil {
+		return nil, nil, false, err
+	}
 	cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if !clientcmd.IsEmptyConfig(err) || c.Server != "" {
+		if cfg != nil {
+			cfg.Timeout = timeout
+		}
 		return cfg, func() {}, false, err
 	}
 	url, stop, err := startEmbedded(append([]string{"--crds", "200", "--groups", "20"}, c.EmbeddedArgs...))
@@ -93,7 +121,7 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 		return nil, nil, false, fmt.Errorf("%w: %w (or give --kubeconfig or --server)", errNoEmbedded, err)
 	}
 	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", url)
-	return &rest.Config{Host: url}, stop, true, nil
+	return &rest.Config{Host: url, Timeout: timeout}, stop, true, nil
 }
 
 // OpenCache opens the disk cache of the cluster named name, logging its
