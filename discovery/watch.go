@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
@@ -184,8 +184,8 @@ func (w *watcher) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	crds := metadatainformer.NewFilteredMetadataInformer(mc, crdResource, "", 0, cache.Indexers{}, nil).Informer()
-	apiServices := dynamicinformer.NewFilteredDynamicInformer(dc, apiServiceResource, "", 0, cache.Indexers{}, nil).Informer()
+	crds := informerFor(mc.Resource(crdResource), mc, &metav1.PartialObjectMetadata{}, crdResource)
+	apiServices := informerFor(dc.Resource(apiServiceResource), dc, &unstructured.Unstructured{}, apiServiceResource)
 	for _, inf := range []cache.SharedIndexInformer{crds, apiServices} {
 		_ = inf.SetTransform(slim)
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -405,6 +405,24 @@ func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
 		}
 	}
 	w.expect(expectation{})
+}
+
+// informerFor is what client-go's metadatainformer and dynamicinformer
+// build (a shared informer over list and watch, with watch-list semantics
+// where the client supports them), without their packages: those import
+// client-go's informer factory for its interface, and with it every typed
+// clientset and API type, which would triple what a program importing
+// discovery links.
+func informerFor[T runtime.Object](r interface {
+	List(context.Context, metav1.ListOptions) (T, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}, client any, example runtime.Object, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) },
+		WatchFuncWithContext: r.Watch,
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
 }
 
 // slim keeps of an object what decides discovery, so that the informers'
