@@ -23,9 +23,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	cgdiscovery "k8s.io/client-go/discovery"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
@@ -86,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 
 type row struct {
 	group, groupVersion string
-	r                   metav1.APIResource
+	r                   *discovery.Resource
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -105,10 +103,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	// As kubectl does, every run revalidates (two 304s when nothing
 	// changed), so that what is printed is current; --cached does not ask.
 	client, err := discovery.New(cfg, discovery.WithDiskCache(disk), discovery.WithMaxAge(100*365*24*time.Hour))
-	if err != nil {
-		return err
-	}
-	adapter, err := discovery.NewClientGo(client)
 	if err != nil {
 		return err
 	}
@@ -138,13 +132,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	// The same selection kubectl makes: client-go's preferred resources,
-	// here answered from the snapshot.
-	lists, err := cgdiscovery.ServerPreferredResources(adapter)
-	if err != nil && len(lists) == 0 {
+	if len(snap.Groups()) == 0 && err != nil {
 		return err
 	}
-	rows := filter(o, lists)
+	rows := filter(o, preferred(snap))
 	sortRows(o.sortBy, rows)
 	if err := print(o, rows, stdout); err != nil {
 		return err
@@ -157,26 +148,61 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func filter(o *options, lists []*metav1.APIResourceList) []row {
+// preferred makes kubectl's selection (client-go's ServerPreferredResources)
+// from the snapshot, without converting it to client-go's types: each
+// resource of a group in the group's preferred version, or, where that
+// does not serve it, in the first version that does. The preferred version
+// is the first that is not Stale, as client-go's reading of aggregated
+// discovery makes it.
+func preferred(snap *discovery.Snapshot) []row {
 	var rows []row
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			switch {
-			case len(r.Verbs) == 0,
-				o.apiGroup != "\x00" && o.apiGroup != gv.Group,
-				o.namespaced != nil && *o.namespaced != r.Namespaced,
-				!containsAll(r.Verbs, o.verbs),
-				!containsAll(r.Categories, o.categories):
-				continue
+	chosen := map[string]int{} // a resource of the group → its row
+	for gi := range snap.Groups() {
+		g := &snap.Groups()[gi]
+		pref := ""
+		for _, v := range g.Versions {
+			if v.Freshness != discovery.FreshnessStale {
+				pref = v.Version
+				break
 			}
-			rows = append(rows, row{group: gv.Group, groupVersion: gv.String(), r: r})
+		}
+		if pref == "" && len(g.Versions) > 0 {
+			pref = g.Versions[0].Version
+		}
+		clear(chosen)
+		for vi := range g.Versions {
+			v := &g.Versions[vi]
+			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}.String()
+			for ri := range v.Resources {
+				r := row{group: g.Name, groupVersion: gv, r: &v.Resources[ri]}
+				if i, ok := chosen[r.r.Name]; ok {
+					if v.Version == pref {
+						rows[i] = r
+					}
+					continue
+				}
+				chosen[r.r.Name] = len(rows)
+				rows = append(rows, r)
+			}
 		}
 	}
 	return rows
+}
+
+func filter(o *options, rows []row) []row {
+	kept := rows[:0]
+	for _, r := range rows {
+		switch {
+		case len(r.r.Verbs) == 0,
+			o.apiGroup != "\x00" && o.apiGroup != r.group,
+			o.namespaced != nil && *o.namespaced != r.r.Namespaced,
+			!containsAll(r.r.Verbs, o.verbs),
+			!containsAll(r.r.Categories, o.categories):
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
 }
 
 func containsAll(have, want []string) bool {
@@ -197,7 +223,7 @@ func sortRows(by string, rows []row) {
 		case "name":
 			c = cmp.Compare(a.r.Name, b.r.Name)
 		case "kind":
-			c = cmp.Compare(a.r.Kind, b.r.Kind)
+			c = cmp.Compare(a.r.Kind.Kind, b.r.Kind.Kind)
 		default:
 			c = cmp.Compare(a.group, b.group)
 		}
@@ -228,7 +254,7 @@ func print(o *options, rows []row, stdout io.Writer) error {
 		}
 		items := make([]item, 0, len(rows))
 		for _, r := range rows {
-			items = append(items, item{r.r.Name, r.r.ShortNames, r.groupVersion, r.r.Namespaced, r.r.Kind, r.r.Verbs, r.r.Categories})
+			items = append(items, item{r.r.Name, r.r.ShortNames, r.groupVersion, r.r.Namespaced, r.r.Kind.Kind, r.r.Verbs, r.r.Categories})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -243,7 +269,7 @@ func print(o *options, rows []row, stdout io.Writer) error {
 		fmt.Fprintln(w, header)
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s", r.r.Name, strings.Join(r.r.ShortNames, ","), r.groupVersion, r.r.Namespaced, r.r.Kind)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s", r.r.Name, strings.Join(r.r.ShortNames, ","), r.groupVersion, r.r.Namespaced, r.r.Kind.Kind)
 		if o.output == "wide" {
 			fmt.Fprintf(w, "\t%s\t%s", strings.Join(r.r.Verbs, ","), strings.Join(r.r.Categories, ","))
 		}

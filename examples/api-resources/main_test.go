@@ -16,6 +16,10 @@ import (
 	"strings"
 	"testing"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
@@ -290,5 +294,35 @@ func TestErrorsSayWhatFailed(t *testing.T) {
 				t.Errorf("error blames the resource type: %v", err)
 			}
 		})
+	}
+}
+
+// TestPreferredVersionsSameAsKubectl: kubectl lists each resource in its
+// group's preferred version, the first that is not Stale, and a resource
+// that version does not serve in the first version that does; so do we,
+// without client-go's conversion.
+func TestPreferredVersionsSameAsKubectl(t *testing.T) {
+	testenv.Tool(t, "kubectl")
+	srv, base := discoverytest.Start(t)
+	if err := srv.SetStale(schema.GroupVersion{Group: "autoscaling", Version: "v2"}, true); err != nil {
+		t.Fatal(err)
+	}
+	old := apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Resources: []apidiscoveryv2.APIResourceDiscovery{
+		{Resource: "jobs", ResponseKind: &metav1.GroupVersionKind{Kind: "Job"}, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"get", "list"}},
+		{Resource: "oldjobs", ResponseKind: &metav1.GroupVersionKind{Kind: "OldJob"}, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"get", "list"}},
+	}}
+	if err := srv.SetGroupVersion("batch", old); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{}, {"--api-group", "batch"}, {"--api-group", "autoscaling", "-o", "wide"}} {
+		args = append([]string{"--server", base}, args...)
+		got, _ := apiResources(t, t.TempDir(), args...)
+		want := kubectl(t, append([]string{"api-resources"}, args...)...)
+		if got != want {
+			t.Errorf("%v:\n got:\n%s\nwant:\n%s", args[2:], got, want)
+		}
+		if len(args) == 4 && args[3] == "batch" && !strings.Contains(got, "oldjobs ") {
+			t.Errorf("the resource only batch/v1beta1 serves is not listed:\n%s", got)
+		}
 	}
 }
