@@ -139,7 +139,8 @@ type Client struct {
 	base *url.URL
 	opts options
 	// config, when the client was built from one, backs the client-go
-	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2).
+	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2):
+	// see Connection.
 	config *rest.Config
 
 	current     atomic.Pointer[Snapshot]
@@ -235,6 +236,19 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	c.hc = hcCopy
 	c.refreshes.Timeout = o.refreshTimeout
 	return c, nil
+}
+
+// Connection is the HTTP client this client sends its requests through
+// (each counted in Stats.Requests) and a rest.Config for the same server:
+// a copy of New's config, or one with only the host for
+// NewForHTTPClient. It is for adapters that make requests of their own on
+// the same connection, such as discovery/clientgo for the server version
+// and OpenAPI v2.
+func (c *Client) Connection() (*http.Client, *rest.Config) {
+	if c.config != nil {
+		return c.hc, rest.CopyConfig(c.config)
+	}
+	return c.hc, &rest.Config{Host: c.base.String(), UserAgent: "kubeatlas"}
 }
 
 // Current returns the latest snapshot without doing anything, or nil before

@@ -42,13 +42,16 @@
 // discovery was proposed for: whether the API servers behind one URL serve
 // the same discovery (they do not, mid-upgrade), and how their views differ.
 //
-// ClientGo adapts a Client to client-go's DiscoveryInterface,
-// CachedDiscoveryInterface and AggregatedDiscoveryInterface, for code that
-// takes those (restmapper, dynamic informers, controller-runtime).
+// The package discovery/clientgo adapts a Client to client-go's
+// DiscoveryInterface, CachedDiscoveryInterface and
+// AggregatedDiscoveryInterface, for code that takes those (restmapper,
+// dynamic informers, controller-runtime); it is a package of its own so
+// that this one does not link client-go's discovery and the built-in API
+// types behind it.
 //
 // Files: client.go (Client, options, refresh), fetch.go (negotiation and
 // legacy fallback), decode.go and protobuf.go (decoding), snapshot.go (the
 // model), change.go (Diff, Subscribe, Poll), watch.go (Watch), consistency.go (HA check),
 // persist.go (warm starts, last known resources),
-// errors.go, stats.go, clientgo.go (the adapter).
+// errors.go, stats.go.
 package discovery

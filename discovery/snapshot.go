@@ -92,6 +92,11 @@ type Resource struct {
 	explicitKind bool
 }
 
+// ExplicitKind reports whether the server named the kind's group and
+// version (client-go's APIResource.Group and Version are then set) rather
+// than leaving them to be the resource's own.
+func (r *Resource) ExplicitKind() bool { return r.explicitKind }
+
 // Subresource is a resource's subresource, such as "status" or "scale".
 type Subresource struct {
 	Name  string
@@ -101,6 +106,14 @@ type Subresource struct {
 	explicitKind bool
 	singularName string // as legacy discovery listed it
 }
+
+// ExplicitKind reports whether the server named the subresource kind's
+// group and version.
+func (s *Subresource) ExplicitKind() bool { return s.explicitKind }
+
+// LegacySingularName is the singular name legacy discovery listed for the
+// subresource ("" from aggregated discovery, which has none).
+func (s *Subresource) LegacySingularName() string { return s.singularName }
 
 // Version is one version of a group.
 type Version struct {
@@ -151,9 +164,6 @@ type content struct {
 
 	indexOnce sync.Once
 	byGroup   map[string]int
-
-	clientGoOnce sync.Once
-	clientGoView *clientGoView
 }
 
 // part is what one endpoint (/api or /apis) contributed.
@@ -220,6 +230,9 @@ func (s *Snapshot) Generation() uint64 { return s.generation }
 
 // Source says how the snapshot was read.
 func (s *Snapshot) Source() Source { return s.named.source }
+
+// Sources says how /api (core) and /apis (named) were each read.
+func (s *Snapshot) Sources() (core, named Source) { return s.core.source, s.named.source }
 
 // ETags are the entity tags of /api and /apis the snapshot came with; legacy
 // discovery has none.

@@ -119,7 +119,7 @@ func (s *Schema) Field(path ...string) (*spec.Schema, string, error) {
 
 // ClientGo adapts the client to client-go's openapi.Client (and
 // openapi.ClientWithContext), so that openapi3.NewRoot, kubectl-style code
-// and discovery.WithOpenAPIV3 run on kubeatlas.
+// and discovery/clientgo.WithOpenAPIV3 run on kubeatlas.
 func (c *Client) ClientGo() openapi.Client { return clientGo{c} }
 
 type clientGo struct{ c *Client }

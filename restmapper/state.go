@@ -12,6 +12,7 @@ import (
 	cgrestmapper "k8s.io/client-go/restmapper"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/clientgo"
 )
 
 type op uint8
@@ -126,7 +127,7 @@ func (st *state) categoryIndex() map[string][]schema.GroupResource {
 // groupResources is what client-go's GetAPIGroupResources builds from the
 // same discovery.
 func groupResources(snap *discovery.Snapshot) []*cgrestmapper.APIGroupResources {
-	groupList, resources, _ := snap.ClientGoView()
+	groupList, resources, _ := clientgo.View(snap)
 	out := make([]*cgrestmapper.APIGroupResources, 0, len(groupList.Groups))
 	for i := range groupList.Groups {
 		g := &groupList.Groups[i]

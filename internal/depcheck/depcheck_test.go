@@ -14,14 +14,37 @@ const module = "github.com/kubeatlas/kubeatlas/"
 // allowed lists, for each library package, the kubeatlas packages it may
 // depend on (internal ones included by prefix).
 var allowed = map[string][]string{
-	"diskcache":  {},
-	"discovery":  {"diskcache", "internal/"},
-	"restmapper": {"discovery", "diskcache", "internal/"},
-	"openapi3":   {"diskcache", "internal/"},
+	"diskcache":          {},
+	"discovery":          {"diskcache", "internal/"},
+	"discovery/clientgo": {"discovery", "diskcache", "internal/"},
+	"restmapper":         {"discovery", "discovery/clientgo", "diskcache", "internal/"},
+	"openapi3":           {"diskcache", "internal/"},
 }
 
 // banned everywhere in the library: the real server code and the test double.
 var banned = []string{"k8s.io/apiserver/", module + "discovery/discoverytest"}
+
+// heavy is what a program that imports only discovery (or diskcache) does
+// not link: client-go's discovery and informer factory, and through them
+// every typed clientset and built-in API type. The client-go adapter that
+// needs client-go's discovery lives in discovery/clientgo.
+var heavy = []string{"k8s.io/client-go/discovery", "k8s.io/client-go/informers", "k8s.io/client-go/kubernetes", "k8s.io/api/core/"}
+
+func TestDiscoveryIsLean(t *testing.T) {
+	for _, pkg := range []string{"discovery", "diskcache"} {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, h := range heavy {
+				if dep == h || strings.HasPrefix(dep, h+"/") || (strings.HasSuffix(h, "/") && strings.HasPrefix(dep, h)) {
+					t.Errorf("%s links %s", pkg, dep)
+				}
+			}
+		}
+	}
+}
 
 func TestDependencies(t *testing.T) {
 	for pkg, ok := range allowed {

@@ -1,4 +1,4 @@
-package discovery_test
+package clientgo_test
 
 import (
 	"context"
@@ -19,13 +19,23 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/clientgo"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
-func adapter(t testing.TB, base string, opts ...discovery.Option) *discovery.ClientGo {
+func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
 	t.Helper()
-	a, err := discovery.NewClientGo(newClient(t, base, opts...))
+	c, err := discovery.NewForHTTPClient(nil, base, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func adapter(t testing.TB, base string, opts ...discovery.Option) *clientgo.Discovery {
+	t.Helper()
+	a, err := clientgo.New(newClient(t, base, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +263,7 @@ func TestClientGoOpenAPIV3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := discovery.NewClientGo(newClient(t, base), discovery.WithOpenAPIV3(oc.ClientGo()))
+	a, err := clientgo.New(newClient(t, base), clientgo.WithOpenAPIV3(oc.ClientGo()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,20 @@
-package discovery
+// Package clientgo adapts kubeatlas's discovery to client-go's discovery
+// interfaces, for code that takes those: client-go's restmapper, dynamic
+// informers, controller-runtime, kubectl-style commands.
+//
+// It is a package of its own so that a program that imports only
+// discovery does not link client-go's discovery package and, through it,
+// every built-in API type (client-go's scheme).
+//
+// # Files
+//
+// clientgo.go: [Discovery] (the adapter) and [View] (a snapshot in
+// client-go's types).
+package clientgo
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -12,9 +25,11 @@ import (
 	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
 )
 
-// ClientGo adapts a Client to client-go's discovery interfaces, so that
+// Discovery adapts a discovery.Client to client-go's discovery interfaces, so that
 // restmapper.NewDeferredDiscoveryRESTMapper, dynamic informers,
 // controller-runtime and kubectl-style code accept kubeatlas unchanged.
 //
@@ -28,62 +43,71 @@ import (
 // v3 unless WithOpenAPIV3 gives another client (kubeatlas's, say:
 // openapi3.Client.ClientGo()).
 //
+// The conversion of the latest snapshot is kept (one per adapter); a
+// refresh that found nothing changed (two 304s) keeps the same generation
+// and so the same conversion.
+//
 // As with client-go's memory cache, returned objects are shared between
 // callers: do not modify them.
-type ClientGo struct {
-	c           *Client
+type Discovery struct {
+	c           *discovery.Client
 	delegate    *cgdiscovery.DiscoveryClient
 	openAPIV3   openapi.Client // nil: the delegate's
 	invalidated atomic.Bool
+	last        atomic.Pointer[converted]
 }
 
-// ClientGoOption configures a ClientGo.
-type ClientGoOption func(*ClientGo)
+// converted is the conversion of one snapshot generation.
+type converted struct {
+	generation uint64
+	view       *view
+}
+
+// Option configures a Discovery.
+type Option func(*Discovery)
 
 // WithOpenAPIV3 makes OpenAPIV3 (and OpenAPIV3WithContext) return oc, so
 // that code reading OpenAPI v3 through the discovery interface, as kubectl
 // explain does, gets kubeatlas's documents (openapi3.Client.ClientGo(): one
 // root read, the disk cache, documents indexed) instead of client-go's.
 // Default: client-go's own OpenAPI v3 client on the same connection.
-func WithOpenAPIV3(oc openapi.Client) ClientGoOption {
-	return func(a *ClientGo) { a.openAPIV3 = oc }
+func WithOpenAPIV3(oc openapi.Client) Option {
+	return func(a *Discovery) { a.openAPIV3 = oc }
 }
 
 var (
-	_ cgdiscovery.DiscoveryInterface                      = (*ClientGo)(nil)
-	_ cgdiscovery.DiscoveryInterfaceWithContext           = (*ClientGo)(nil)
-	_ cgdiscovery.CachedDiscoveryInterface                = (*ClientGo)(nil)
-	_ cgdiscovery.CachedDiscoveryInterfaceWithContext     = (*ClientGo)(nil)
-	_ cgdiscovery.AggregatedDiscoveryInterface            = (*ClientGo)(nil)
-	_ cgdiscovery.AggregatedDiscoveryInterfaceWithContext = (*ClientGo)(nil)
+	_ cgdiscovery.DiscoveryInterface                      = (*Discovery)(nil)
+	_ cgdiscovery.DiscoveryInterfaceWithContext           = (*Discovery)(nil)
+	_ cgdiscovery.CachedDiscoveryInterface                = (*Discovery)(nil)
+	_ cgdiscovery.CachedDiscoveryInterfaceWithContext     = (*Discovery)(nil)
+	_ cgdiscovery.AggregatedDiscoveryInterface            = (*Discovery)(nil)
+	_ cgdiscovery.AggregatedDiscoveryInterfaceWithContext = (*Discovery)(nil)
 )
 
-// NewClientGo wraps c for client-go.
-func NewClientGo(c *Client, opts ...ClientGoOption) (*ClientGo, error) {
-	cfg := c.config
-	if cfg == nil {
-		cfg = &rest.Config{Host: c.base.String()}
-	}
-	delegate, err := cgdiscovery.NewDiscoveryClientForConfigAndClient(cfg, c.hc)
+// New wraps c for client-go. What kubeatlas does not replace goes through
+// c's connection (discovery.Client.Connection).
+func New(c *discovery.Client, opts ...Option) (*Discovery, error) {
+	hc, cfg := c.Connection()
+	delegate, err := cgdiscovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
-	a := &ClientGo{c: c, delegate: delegate}
+	a := &Discovery{c: c, delegate: delegate}
 	for _, opt := range opts {
 		opt(a)
 	}
 	return a, nil
 }
 
-// clientGoView is a snapshot in client-go's types.
-type clientGoView struct {
+// view is a snapshot in client-go's types.
+type view struct {
 	groups    *metav1.APIGroupList
 	resources map[schema.GroupVersion]*metav1.APIResourceList
 	failed    map[schema.GroupVersion]error
 }
 
-func (a *ClientGo) view(ctx context.Context) (*clientGoView, error) {
-	var s *Snapshot
+func (a *Discovery) view(ctx context.Context) (*view, error) {
+	var s *discovery.Snapshot
 	var err error
 	if a.invalidated.Swap(false) {
 		s, err = a.c.Refresh(ctx)
@@ -93,32 +117,42 @@ func (a *ClientGo) view(ctx context.Context) (*clientGoView, error) {
 	if s == nil {
 		return nil, err
 	}
-	return s.clientGo(), nil
+	if last := a.last.Load(); last != nil && last.generation == s.Generation() {
+		return last.view, nil
+	}
+	v := convert(s)
+	a.last.Store(&converted{generation: s.Generation(), view: v})
+	return v, nil
 }
 
-// clientGo converts once per content; snapshots that share content (after
-// 304s) share the conversion.
-func (c *content) clientGo() *clientGoView {
-	c.clientGoOnce.Do(func() { c.clientGoView = c.toClientGo() })
-	return c.clientGoView
+// View is the snapshot in client-go's types, exactly as Discovery answers
+// GroupsAndMaybeResources for it: the groups in server order, each
+// group-version's resources, and the group-versions that are not current.
+// Each call converts anew.
+func View(s *discovery.Snapshot) (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error) {
+	v := convert(s)
+	return v.groups, v.resources, v.failed
 }
 
-func (c *content) toClientGo() *clientGoView {
-	v := &clientGoView{
-		groups:    &metav1.APIGroupList{Groups: make([]metav1.APIGroup, 0, len(c.groups))},
+func convert(s *discovery.Snapshot) *view {
+	groups := s.Groups()
+	v := &view{
+		groups:    &metav1.APIGroupList{Groups: make([]metav1.APIGroup, 0, len(groups))},
 		resources: map[schema.GroupVersion]*metav1.APIResourceList{},
 		failed:    map[schema.GroupVersion]error{},
 	}
-	if c.err != nil {
-		for _, gve := range c.err.(*PartialError).Errors {
+	var partial *discovery.PartialError
+	if errors.As(s.Err(), &partial) {
+		for _, gve := range partial.Errors {
 			v.failed[gve.GroupVersion] = gve
 		}
 	}
-	for gi := range c.groups {
-		g := &c.groups[gi]
-		aggregated := c.named.source.Format != FormatLegacy
+	core, named := s.Sources()
+	for gi := range groups {
+		g := &groups[gi]
+		aggregated := named.Format != discovery.FormatLegacy
 		if g.Name == "" {
-			aggregated = c.core.source.Format != FormatLegacy
+			aggregated = core.Format != discovery.FormatLegacy
 		}
 		group := metav1.APIGroup{Name: g.Name}
 		for vi := range g.Versions {
@@ -127,10 +161,10 @@ func (c *content) toClientGo() *clientGoView {
 			d := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: ver.Version}
 			group.Versions = append(group.Versions, d)
 			// client-go prefers the first version that is not Stale.
-			if group.PreferredVersion.Version == "" && ver.Freshness != FreshnessStale {
+			if group.PreferredVersion.Version == "" && ver.Freshness != discovery.FreshnessStale {
 				group.PreferredVersion = d
 			}
-			if ver.Freshness == FreshnessFailed && len(ver.Resources) == 0 {
+			if ver.Freshness == discovery.FreshnessFailed && len(ver.Resources) == 0 {
 				continue
 			}
 			v.resources[gv] = toAPIResourceList(gv, ver.Resources, aggregated)
@@ -146,7 +180,7 @@ func (c *content) toClientGo() *clientGoView {
 // toAPIResourceList writes resources as client-go would have produced them
 // from the same server response: from aggregated discovery, subresources
 // take their parent's singular name; from legacy, what the server sent.
-func toAPIResourceList(gv schema.GroupVersion, rs []Resource, aggregated bool) *metav1.APIResourceList {
+func toAPIResourceList(gv schema.GroupVersion, rs []discovery.Resource, aggregated bool) *metav1.APIResourceList {
 	list := &metav1.APIResourceList{GroupVersion: gv.String()}
 	if !aggregated {
 		// client-go keeps the type of the legacy document it decoded; the
@@ -168,7 +202,7 @@ func toAPIResourceList(gv schema.GroupVersion, rs []Resource, aggregated bool) *
 			Categories:         r.Categories,
 			StorageVersionHash: r.StorageVersionHash,
 		}
-		if r.explicitKind {
+		if r.ExplicitKind() {
 			res.Group, res.Version = r.Kind.Group, r.Kind.Version
 		}
 		list.APIResources = append(list.APIResources, res)
@@ -176,7 +210,7 @@ func toAPIResourceList(gv schema.GroupVersion, rs []Resource, aggregated bool) *
 			s := &r.Subresources[j]
 			sub := metav1.APIResource{
 				Name:         r.Name + "/" + s.Name,
-				SingularName: s.singularName,
+				SingularName: s.LegacySingularName(),
 				Namespaced:   r.Namespaced,
 				Kind:         s.Kind.Kind,
 				Verbs:        s.Verbs,
@@ -184,7 +218,7 @@ func toAPIResourceList(gv schema.GroupVersion, rs []Resource, aggregated bool) *
 			if aggregated {
 				sub.SingularName = r.SingularName
 			}
-			if s.explicitKind {
+			if s.ExplicitKind() {
 				sub.Group, sub.Version = s.Kind.Group, s.Kind.Version
 			}
 			list.APIResources = append(list.APIResources, sub)
@@ -196,7 +230,7 @@ func toAPIResourceList(gv schema.GroupVersion, rs []Resource, aggregated bool) *
 // GroupsAndMaybeResourcesWithContext answers from the snapshot: every group,
 // every group-version's resources, and the group-versions that are not
 // current.
-func (a *ClientGo) GroupsAndMaybeResourcesWithContext(ctx context.Context) (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
+func (a *Discovery) GroupsAndMaybeResourcesWithContext(ctx context.Context) (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
 	v, err := a.view(ctx)
 	if v == nil {
 		return nil, nil, nil, err
@@ -204,11 +238,11 @@ func (a *ClientGo) GroupsAndMaybeResourcesWithContext(ctx context.Context) (*met
 	return v.groups, v.resources, v.failed, nil
 }
 
-func (a *ClientGo) GroupsAndMaybeResources() (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
+func (a *Discovery) GroupsAndMaybeResources() (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
 	return a.GroupsAndMaybeResourcesWithContext(context.Background())
 }
 
-func (a *ClientGo) ServerGroupsWithContext(ctx context.Context) (*metav1.APIGroupList, error) {
+func (a *Discovery) ServerGroupsWithContext(ctx context.Context) (*metav1.APIGroupList, error) {
 	v, err := a.view(ctx)
 	if v == nil {
 		return nil, err
@@ -216,11 +250,11 @@ func (a *ClientGo) ServerGroupsWithContext(ctx context.Context) (*metav1.APIGrou
 	return v.groups, nil
 }
 
-func (a *ClientGo) ServerGroups() (*metav1.APIGroupList, error) {
+func (a *Discovery) ServerGroups() (*metav1.APIGroupList, error) {
 	return a.ServerGroupsWithContext(context.Background())
 }
 
-func (a *ClientGo) ServerResourcesForGroupVersionWithContext(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error) {
+func (a *Discovery) ServerResourcesForGroupVersionWithContext(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error) {
 	gv, err := schema.ParseGroupVersion(groupVersion)
 	if err != nil {
 		return nil, err
@@ -238,67 +272,67 @@ func (a *ClientGo) ServerResourcesForGroupVersionWithContext(ctx context.Context
 	return nil, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: "groupversion"}, gv.String())
 }
 
-func (a *ClientGo) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
+func (a *Discovery) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
 	return a.ServerResourcesForGroupVersionWithContext(context.Background(), groupVersion)
 }
 
-func (a *ClientGo) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+func (a *Discovery) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
 	return cgdiscovery.ServerGroupsAndResourcesWithContext(ctx, a)
 }
 
-func (a *ClientGo) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+func (a *Discovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
 	return a.ServerGroupsAndResourcesWithContext(context.Background())
 }
 
-func (a *ClientGo) ServerPreferredResourcesWithContext(ctx context.Context) ([]*metav1.APIResourceList, error) {
+func (a *Discovery) ServerPreferredResourcesWithContext(ctx context.Context) ([]*metav1.APIResourceList, error) {
 	return cgdiscovery.ServerPreferredResourcesWithContext(ctx, a)
 }
 
-func (a *ClientGo) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
+func (a *Discovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
 	return a.ServerPreferredResourcesWithContext(context.Background())
 }
 
-func (a *ClientGo) ServerPreferredNamespacedResourcesWithContext(ctx context.Context) ([]*metav1.APIResourceList, error) {
+func (a *Discovery) ServerPreferredNamespacedResourcesWithContext(ctx context.Context) ([]*metav1.APIResourceList, error) {
 	return cgdiscovery.ServerPreferredNamespacedResourcesWithContext(ctx, a)
 }
 
-func (a *ClientGo) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+func (a *Discovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
 	return a.ServerPreferredNamespacedResourcesWithContext(context.Background())
 }
 
 // Fresh is false until the first read and after Invalidate, until the next
 // read has revalidated.
-func (a *ClientGo) Fresh() bool { return a.c.Current() != nil && !a.invalidated.Load() }
+func (a *Discovery) Fresh() bool { return a.c.Current() != nil && !a.invalidated.Load() }
 
-func (a *ClientGo) FreshWithContext(context.Context) bool { return a.Fresh() }
+func (a *Discovery) FreshWithContext(context.Context) bool { return a.Fresh() }
 
 // Invalidate makes the next read revalidate with the server (conditionally).
-func (a *ClientGo) Invalidate() { a.invalidated.Store(true) }
+func (a *Discovery) Invalidate() { a.invalidated.Store(true) }
 
-func (a *ClientGo) InvalidateWithContext(context.Context) { a.Invalidate() }
+func (a *Discovery) InvalidateWithContext(context.Context) { a.Invalidate() }
 
-func (a *ClientGo) RESTClient() rest.Interface { return a.delegate.RESTClient() }
+func (a *Discovery) RESTClient() rest.Interface { return a.delegate.RESTClient() }
 
-func (a *ClientGo) ServerVersion() (*version.Info, error) { return a.delegate.ServerVersion() }
+func (a *Discovery) ServerVersion() (*version.Info, error) { return a.delegate.ServerVersion() }
 
-func (a *ClientGo) ServerVersionWithContext(ctx context.Context) (*version.Info, error) {
+func (a *Discovery) ServerVersionWithContext(ctx context.Context) (*version.Info, error) {
 	return a.delegate.ServerVersionWithContext(ctx)
 }
 
-func (a *ClientGo) OpenAPISchema() (*openapi_v2.Document, error) { return a.delegate.OpenAPISchema() }
+func (a *Discovery) OpenAPISchema() (*openapi_v2.Document, error) { return a.delegate.OpenAPISchema() }
 
-func (a *ClientGo) OpenAPISchemaWithContext(ctx context.Context) (*openapi_v2.Document, error) {
+func (a *Discovery) OpenAPISchemaWithContext(ctx context.Context) (*openapi_v2.Document, error) {
 	return a.delegate.OpenAPISchemaWithContext(ctx)
 }
 
-func (a *ClientGo) OpenAPIV3() openapi.Client {
+func (a *Discovery) OpenAPIV3() openapi.Client {
 	if a.openAPIV3 != nil {
 		return a.openAPIV3
 	}
 	return a.delegate.OpenAPIV3()
 }
 
-func (a *ClientGo) OpenAPIV3WithContext(ctx context.Context) openapi.ClientWithContext {
+func (a *Discovery) OpenAPIV3WithContext(ctx context.Context) openapi.ClientWithContext {
 	if a.openAPIV3 != nil {
 		return openapi.ToClientWithContext(a.openAPIV3)
 	}
@@ -307,17 +341,8 @@ func (a *ClientGo) OpenAPIV3WithContext(ctx context.Context) openapi.ClientWithC
 
 // WithLegacy is client-go's legacy-only discovery client on the same
 // connection.
-func (a *ClientGo) WithLegacy() cgdiscovery.DiscoveryInterface { return a.delegate.WithLegacy() }
+func (a *Discovery) WithLegacy() cgdiscovery.DiscoveryInterface { return a.delegate.WithLegacy() }
 
-func (a *ClientGo) WithLegacyWithContext(ctx context.Context) cgdiscovery.DiscoveryInterfaceWithContext {
+func (a *Discovery) WithLegacyWithContext(ctx context.Context) cgdiscovery.DiscoveryInterfaceWithContext {
 	return a.delegate.WithLegacyWithContext(ctx)
-}
-
-// ClientGoView is the snapshot in client-go's types, exactly as ClientGo
-// answers GroupsAndMaybeResources for it: the groups in server order, each
-// group-version's resources, and the group-versions that are not current.
-// It is built once per snapshot content and shared: do not modify it.
-func (s *Snapshot) ClientGoView() (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error) {
-	v := s.clientGo()
-	return v.groups, v.resources, v.failed
 }
