@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgopenapi3 "k8s.io/client-go/openapi3"
 	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -520,5 +521,27 @@ func TestMaxDocuments(t *testing.T) {
 	}
 	if n := get("apis/batch/v1"); n != 1 {
 		t.Errorf("the least recently used document: %d requests, want it read again", n)
+	}
+}
+
+// TestFieldThroughMapValues: as kubectl explain walks a path, a map's
+// fields are its values' (spec.parts.kind, where parts maps names to
+// objects), also below a list of maps.
+func TestFieldThroughMapValues(t *testing.T) {
+	part := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"},
+		Properties: map[string]spec.Schema{"kind": {SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}, Description: "What the part is."}}}}}
+	parts := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: &part}}}
+	listOfMaps := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, Items: &spec.SchemaOrArray{Schema: &parts}}}
+	s := &openapi3.Schema{Name: "Widget", Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Properties: map[string]spec.Schema{
+		"spec": {SchemaProps: spec.SchemaProps{Properties: map[string]spec.Schema{"parts": parts, "batches": listOfMaps}}},
+	}}}}
+	for _, path := range [][]string{{"spec", "parts", "kind"}, {"spec", "batches", "kind"}} {
+		f, description, err := s.Field(path...)
+		if err != nil || !f.Type.Contains("string") || description != "What the part is." {
+			t.Errorf("%v: %v %q %v", path, f, description, err)
+		}
+	}
+	if _, _, err := s.Field("spec", "parts", "nope"); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Errorf("missing field of a map's values: %v", err)
 	}
 }

@@ -93,18 +93,18 @@ func (s *Schema) Resolve(in *spec.Schema) (*spec.Schema, error) {
 }
 
 // Field is the schema at a field path below a kind ("spec.template.spec.
-// containers"), through references, allOf wrappers and array items.
+// containers"), through references, allOf wrappers, array items and map
+// values, as kubectl explain walks a path: a list's fields are its items',
+// a map's are its values' ("spec.parts.kind" where parts maps names to
+// objects with a kind).
 func (s *Schema) Field(path ...string) (*spec.Schema, string, error) {
 	cur, description, err := s.resolve(s.Schema)
 	if err != nil {
 		return nil, "", err
 	}
 	for i, name := range path {
-		// A list's fields are its items' fields.
-		for cur.Items != nil && cur.Items.Schema != nil {
-			if cur, _, err = s.resolve(cur.Items.Schema); err != nil {
-				return nil, "", err
-			}
+		if cur, err = s.Elements(cur, name); err != nil {
+			return nil, "", err
 		}
 		prop, ok := cur.Properties[name]
 		if !ok {
@@ -115,6 +115,32 @@ func (s *Schema) Field(path ...string) (*spec.Schema, string, error) {
 		}
 	}
 	return cur, description, nil
+}
+
+// Elements is where a field named name of in is looked for: in itself when
+// it has that property, else in its array items or map values (resolved),
+// as deep as they nest. A schema with neither is returned as it is.
+func (s *Schema) Elements(in *spec.Schema, name string) (*spec.Schema, error) {
+	cur := in
+	for range maxRefDepth {
+		if _, ok := cur.Properties[name]; ok {
+			return cur, nil
+		}
+		var next *spec.Schema
+		switch {
+		case cur.Items != nil && cur.Items.Schema != nil:
+			next = cur.Items.Schema
+		case cur.AdditionalProperties != nil && cur.AdditionalProperties.Schema != nil:
+			next = cur.AdditionalProperties.Schema
+		default:
+			return cur, nil
+		}
+		var err error
+		if cur, _, err = s.resolve(next); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("openapi3: items or values nested deeper than %d", maxRefDepth)
 }
 
 // ClientGo adapts the client to client-go's openapi.Client (and

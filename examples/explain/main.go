@@ -226,11 +226,9 @@ func rawField(kind *openapi3.Schema, fields []string) (*spec.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A list's fields are its items'.
-	for parent.Items != nil && parent.Items.Schema != nil {
-		if parent, err = kind.Resolve(parent.Items.Schema); err != nil {
-			return nil, err
-		}
+	// A list's fields are its items', a map's its values'.
+	if parent, err = kind.Elements(parent, fields[len(fields)-1]); err != nil {
+		return nil, err
 	}
 	p, ok := parent.Properties[fields[len(fields)-1]]
 	if !ok {
