@@ -2,8 +2,8 @@
 # Times a warm `api-resources -o name` of kubeatlas's example against
 # `kubectl api-resources -o name` as whole processes, alternating, against a
 # real kube-apiserver v1.36.3 serving CRDS CRDs (default 3000), ROUNDS rounds
-# (default 20). Prints each one's median wall time and peak RSS and our share
-# of kubectl's (wall-share, rss-share). Needs etcd and kubectl on the PATH;
+# (default 20). Prints each one's median wall time and peak RSS (GNU time's) and our share
+# of kubectl's (wall-share, rss-share). Needs etcd, kubectl and GNU time (Debian: time);
 # builds kube-apiserver unless KUBEATLAS_KUBE_APISERVER names one.
 #
 #   internal/integration/time-api-resources.sh
