@@ -277,7 +277,7 @@ func TestErrorsSayWhatFailed(t *testing.T) {
 		{"connection refused", []string{"--server", closed.URL}, []string{closed.URL + "/api", "connection refused"}},
 		{"untrusted certificate", []string{"--server", untrusted.URL}, []string{untrusted.URL + "/api", "certificate signed by unknown authority"}},
 		{"not Kubernetes", []string{"--server", web.URL}, []string{web.URL + "/api", "404", "text/html"}},
-		{"timeout", []string{"--server", slow.URL, "--request-timeout", "200ms"}, []string{slow.URL + "/api", "Timeout exceeded"}},
+		{"timeout", []string{"--server", slow.URL, "--request-timeout", "200ms"}, []string{slow.URL + "/api", "deadline exceeded"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("KUBECACHEDIR", t.TempDir())
