@@ -1,23 +1,44 @@
-// Package restmapper maps between kinds and resources (meta.RESTMapper)
-// over kubeatlas discovery snapshots.
+// Package restmapper maps between kinds and resources: [Mapper] is a
+// meta.ResettableRESTMapper and a client-go CategoryExpander over a
+// [discovery.Client]'s snapshots, with short names expanded as client-go's
+// ShortcutExpander expands them.
+//
+// # Answers
 //
 // Its answers are client-go's own: the same discovery REST mapper client-go
 // builds (restmapper.NewDiscoveryRESTMapper), fed the same APIGroupResources,
 // behind an index that expands short names exactly as client-go's
-// ShortcutExpander does and a category index like its category expander. What
-// differs is the cost. Common questions are answered from indexes of names
-// and kinds built once per snapshot generation, the rest by client-go's
-// mapper once per generation and input, then kept: a lookup takes a few
-// hundred nanoseconds or less, the first one included, and allocates
-// nothing, where client-go's deferred mapper scans every resource and its
-// shortcut expander re-reads all of discovery on every call. A lookup that
-// finds nothing refreshes discovery conditionally (two 304s when nothing
-// changed), at most once a second for the whole mapper, so a kind that was
-// just installed is found within a second and a kind that never existed
-// costs almost nothing to ask for again. Installed, deleted, re-scoped and
-// re-versioned CRDs show after the next refresh, without a new mapper.
+// ShortcutExpander does and a category index like its category expander.
 //
 // One deliberate difference: when two resources share a short name (the core
 // group's and events.k8s.io's "ev"), client-go picks one in map order, so
 // differently from run to run; kubeatlas picks the first in discovery order.
+//
+// # Cost
+//
+// Common questions are answered from indexes of names and kinds built once
+// per snapshot generation, the rest by client-go's mapper once per
+// generation and input, then kept: a lookup takes a few hundred nanoseconds
+// or less, the first one included, and allocates nothing, where client-go's
+// deferred mapper scans every resource and its shortcut expander re-reads
+// all of discovery on every call.
+//
+// # Freshness
+//
+// A lookup that finds nothing refreshes discovery conditionally (two 304s
+// when nothing changed), at most once per [WithMissRefreshInterval] (a
+// second) for the whole mapper, so a kind that was just installed is found
+// within a second and a kind that never existed costs almost nothing to ask
+// for again. Installed, deleted, re-scoped and re-versioned CRDs show after
+// the next refresh, without a new mapper; [discovery.Client.Watch] makes
+// that refresh happen as soon as the server serves the change.
+//
+// # Files
+//
+//   - mapper.go: [Mapper], its options and methods, the miss limiter.
+//   - state.go: what one snapshot generation derives (indexes built on first
+//     use, client-go's mapper for the rest) and how a question is answered.
+//   - native.go: the name and kind indexes that answer common questions.
+//   - shortnames.go: short-name expansion, as client-go's ShortcutExpander.
+//   - memo.go: the questions and answers, and the memo of client-go's answers.
 package restmapper

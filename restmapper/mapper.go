@@ -45,7 +45,8 @@ func WithMissRefreshInterval(d time.Duration) Option {
 	}
 }
 
-// WithClock sets the clock of the negative cache. Default: the real clock.
+// WithClock sets the clock of the miss limiter (WithMissRefreshInterval).
+// Default: the real clock.
 func WithClock(c clock.PassiveClock) Option {
 	return func(o *options) error { o.clock = c; return nil }
 }
@@ -134,8 +135,8 @@ func (m *Mapper) current(ctx context.Context) (*state, error) {
 	return st, nil
 }
 
-// lookup answers one question (versions: see several), refreshing discovery on a miss when the
-// negative cache allows.
+// lookup answers one question (versions: see several), refreshing
+// discovery on a miss when the miss limiter (mayRefresh) allows.
 func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	ctx := context.Background()
 	st, err := m.current(ctx)

@@ -54,14 +54,14 @@ func TestCommonQuestionsSkipClientGo(t *testing.T) {
 func TestMemoIsBounded(t *testing.T) {
 	m := newTestMapper(t, nil, WithMissRefreshInterval(time.Hour))
 	st, _ := m.current(context.Background())
-	st.memo.limit = 8 // the real bound, 4096 a shard, takes long to reach
+	st.memo.limit = 8 // the real bound, 131072, takes long to reach
 	for i := range 2000 {
 		m.KindFor(schema.GroupVersionResource{Resource: fmt.Sprintf("nosuch%d", i)})
 	}
-	for i := range st.memo.shards {
-		if n := len(st.memo.shards[i].m); n > 8 {
-			t.Errorf("shard %d keeps %d answers, over the bound", i, n)
-		}
+	kept := 0
+	st.memo.m.Range(func(any, any) bool { kept++; return true })
+	if kept > 8 || st.memo.n.Load() != int64(kept) {
+		t.Errorf("the memo keeps %d answers (counted %d), over the bound of 8", kept, st.memo.n.Load())
 	}
 	if gvk, err := m.KindFor(schema.GroupVersionResource{Resource: "deployments"}); err != nil || gvk.Kind != "Deployment" {
 		t.Errorf("past the bound: %v %v", gvk, err)

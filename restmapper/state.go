@@ -2,7 +2,6 @@ package restmapper
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -14,50 +13,6 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/clientgo"
 )
-
-type op uint8
-
-const (
-	opKindFor op = iota
-	opKindsFor
-	opResourceFor
-	opResourcesFor
-	opRESTMapping
-	opRESTMappings
-	opSingularizer
-)
-
-// memoKey is one question. For resource questions group, version and name
-// are the input GroupVersionResource; for mapping questions, the GroupKind
-// and the one version asked for (more than one version is not memoized).
-type memoKey struct {
-	op                   op
-	group, version, name string
-}
-
-func resourceKey(o op, r schema.GroupVersionResource) memoKey {
-	return memoKey{op: o, group: r.Group, version: r.Version, name: r.Resource}
-}
-
-func kindKey(o op, gk schema.GroupKind, versions []string) memoKey {
-	k := memoKey{op: o, group: gk.Group, name: gk.Kind}
-	if len(versions) == 1 {
-		k.version = versions[0]
-	}
-	return k
-}
-
-// answer is what one question got: the fields of its method, and its error.
-type answer struct {
-	gvk      schema.GroupVersionKind
-	gvks     []schema.GroupVersionKind
-	gvr      schema.GroupVersionResource
-	gvrs     []schema.GroupVersionResource
-	mapping  *meta.RESTMapping
-	mappings []*meta.RESTMapping
-	singular string
-	err      error
-}
 
 // state is everything derived from one snapshot generation.
 type state struct {
@@ -84,9 +39,7 @@ type state struct {
 }
 
 func newState(snap *discovery.Snapshot, warn func(string)) *state {
-	st := &state{snap: snap, generation: snap.Generation(), native: newNativeIndex(snap), warn: warn}
-	st.memo.init()
-	return st
+	return &state{snap: snap, generation: snap.Generation(), native: newNativeIndex(snap), warn: warn}
 }
 
 func (st *state) shortcutIndex() *shortcutIndex {
@@ -237,156 +190,4 @@ func (st *state) computeNative(k memoKey, in schema.GroupVersionResource, versio
 		return ok
 	}
 	return false
-}
-
-// memo is a concurrent map of answers in shards, so that readers on many
-// cores rarely share a lock word.
-type memo struct {
-	shards [32]memoShard
-	limit  int // answers kept per shard
-}
-
-type memoShard struct {
-	mu sync.RWMutex
-	m  map[memoKey]*answer
-	_  [40]byte // keep shards on separate cache lines
-}
-
-// maxMemoPerShard bounds the memo (32 shards, about 130,000 answers): a
-// caller asking for ever new names cannot grow it without end. Past the
-// bound, new questions are answered without being kept.
-const maxMemoPerShard = 4096
-
-func (m *memo) init() {
-	m.limit = maxMemoPerShard
-	for i := range m.shards {
-		m.shards[i].m = map[memoKey]*answer{}
-	}
-}
-
-// shard spreads keys by cheap features of the name; the map inside hashes
-// properly. (A real hash here cost as much as the lookup itself.)
-func (m *memo) shard(k memoKey) *memoShard {
-	h := uint(len(k.name)) + uint(k.op)*7
-	if n := len(k.name); n > 0 {
-		h += uint(k.name[0]) + uint(k.name[n-1])*3 + uint(k.name[n/2])*5
-	}
-	return &m.shards[h%uint(len(m.shards))]
-}
-
-func (m *memo) get(k memoKey) (*answer, bool) {
-	s := m.shard(k)
-	s.mu.RLock()
-	a, ok := s.m[k]
-	s.mu.RUnlock()
-	return a, ok
-}
-
-func (m *memo) put(k memoKey, a *answer) {
-	s := m.shard(k)
-	s.mu.Lock()
-	if len(s.m) < m.limit {
-		s.m[k] = a
-	}
-	s.mu.Unlock()
-}
-
-// shortcutIndex expands short names exactly as client-go's ShortcutExpander
-// does, from an index instead of a scan of all of discovery per call.
-type shortcutIndex struct {
-	// native knows every resource name and singular name: a name there is
-	// never expanded. Subresource names ("deployments/status") are only in
-	// the snapshot, scanned in the rare case a question has a "/".
-	native *nativeIndex
-	snap   *discovery.Snapshot
-	// short maps a short name to its long forms in discovery order.
-	short map[string][]shortcut
-	warn  func(string)
-	// warned holds the warnings given, each given once.
-	warned *sync.Map
-}
-
-type shortcut struct {
-	shortGroup string
-	long       schema.GroupResource
-}
-
-func newShortcutIndex(snap *discovery.Snapshot, warn func(string)) shortcutIndex {
-	idx := shortcutIndex{snap: snap, short: map[string][]shortcut{}, warn: warn, warned: &sync.Map{}}
-	for _, g := range snap.Groups() {
-		for _, v := range g.Versions {
-			if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
-				continue
-			}
-			for _, r := range v.Resources {
-				for _, s := range r.ShortNames {
-					idx.short[s] = append(idx.short[s], shortcut{shortGroup: g.Name, long: schema.GroupResource{Group: g.Name, Resource: r.Name}})
-				}
-			}
-		}
-	}
-	return idx
-}
-
-// isName reports whether client-go's expander would leave name alone.
-func (x *shortcutIndex) isName(group, name string) bool {
-	if found, known := x.native.isName(group, name); known {
-		return found
-	}
-	for _, g := range x.snap.Groups() {
-		if group != "" && g.Name != group {
-			continue
-		}
-		for _, v := range g.Versions {
-			for _, r := range v.Resources {
-				for _, sub := range r.Subresources {
-					if r.Name+"/"+sub.Name == name {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
-}
-
-// expand mirrors restmapper.shortcutExpander.expandResourceShortcut,
-// including its quirks: an expanded short name loses the version asked
-// for, and with a group that matches no short name exactly, a group that
-// merely starts with it is accepted.
-func (x *shortcutIndex) expand(r schema.GroupVersionResource) schema.GroupVersionResource {
-	if x.isName(r.Group, r.Resource) {
-		return r
-	}
-	var found *shortcut
-	for i, s := range x.short[r.Resource] {
-		if r.Group != "" && r.Group != s.shortGroup {
-			continue
-		}
-		if found == nil {
-			found = &x.short[r.Resource][i]
-			continue
-		}
-		if s.long == found.long || x.warn == nil {
-			continue
-		}
-		// Once per generation, not per lookup: answers are not all kept.
-		msg := fmt.Sprintf("short name %q could also match lower priority resource %s", r.Resource, s.long.String())
-		if _, dup := x.warned.LoadOrStore(msg, true); !dup {
-			x.warn(msg)
-		}
-	}
-	if found != nil {
-		return schema.GroupVersionResource{Group: found.long.Group, Resource: found.long.Resource}
-	}
-	if r.Group == "" {
-		return r
-	}
-	for _, s := range x.short[r.Resource] {
-		if strings.HasPrefix(s.shortGroup, r.Group) {
-			r.Resource, r.Group = s.long.Resource, s.long.Group
-			return r
-		}
-	}
-	return r
 }
