@@ -285,6 +285,15 @@ const fetchTimeout = 2 * time.Minute
 
 // get fetches one path relative to the server, within the size limit,
 // again after a 429 or 5xx with Retry-After.
+// Raw is the body of a GET of the server-relative URL u with Accept
+// contentType, through the client's connection, disk cache, limits and
+// retries, as the server sent it: not parsed, not verified, not kept. It is
+// for adapters that hand documents on in other encodings (protobuf).
+func (c *Client) Raw(ctx context.Context, u, contentType string) ([]byte, error) {
+	body, _, err := c.get(ctx, u, contentType)
+	return body, err
+}
+
 func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, *http.Response, error) {
 	u, err := c.base.Parse(c.base.Path + pathAndQuery)
 	if err != nil {
@@ -342,12 +351,13 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.documentAt(ctx, path, u)
+	return c.DocumentAt(ctx, path, u)
 }
 
-// documentAt returns path's document at URL u, fetching it unless it is
-// the one kept.
-func (c *Client) documentAt(ctx context.Context, path, u string) (*Document, error) {
+// DocumentAt returns path's document at the server-relative URL u (one
+// the root listed, with its ?hash=), fetching it unless it is the one kept.
+// Document is DocumentAt of the URL the root lists now.
+func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, error) {
 	if d := c.kept(path); d != nil && d.URL == u {
 		return d, nil
 	}

@@ -16,7 +16,6 @@ import (
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	cgopenapi3 "k8s.io/client-go/openapi3"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -313,24 +312,6 @@ func aggregate(t *testing.T, docs []*openapi3.Document) (*openapi3.Document, *sp
 		t.Errorf("the aggregated document is not valid OpenAPI v3 (gnostic): %v", err)
 	}
 	return agg, merged
-}
-
-// TestClientGoRoot: client-go's openapi3.Root runs on kubeatlas.
-func TestClientGoRoot(t *testing.T) {
-	_, base := discoverytest.Start(t)
-	root := cgopenapi3.NewRoot(newClient(t, base).ClientGo())
-	gvs, err := root.GroupVersions()
-	if err != nil || len(gvs) < 20 {
-		t.Fatalf("GroupVersions: %v %v", gvs, err)
-	}
-	doc, err := root.GVSpec(schema.GroupVersion{Group: "apps", Version: "v1"})
-	if err != nil || doc.Components.Schemas["io.k8s.api.apps.v1.Deployment"] == nil {
-		t.Fatalf("GVSpec: %v", err)
-	}
-	s, err := root.GVSpecAsMap(schema.GroupVersion{Group: "batch", Version: "v1"})
-	if err != nil || s["openapi"] != "3.0.0" {
-		t.Errorf("GVSpecAsMap: %v", err)
-	}
 }
 
 // TestContextErrorsAreNotKept: a cancelled fetch does not poison the next.

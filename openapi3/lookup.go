@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/openapi"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
@@ -46,7 +45,7 @@ func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind) (*Schema
 	if rerr != nil || root[path] == d.URL {
 		return s, err
 	}
-	if d, err = c.documentAt(ctx, path, root[path]); err != nil {
+	if d, err = c.DocumentAt(ctx, path, root[path]); err != nil {
 		return nil, err
 	}
 	return d.Kind(gvk)
@@ -141,63 +140,4 @@ func (s *Schema) Elements(in *spec.Schema, name string) (*spec.Schema, error) {
 		}
 	}
 	return nil, fmt.Errorf("openapi3: items or values nested deeper than %d", maxRefDepth)
-}
-
-// ClientGo adapts the client to client-go's openapi.Client (and
-// openapi.ClientWithContext), so that openapi3.NewRoot, kubectl-style code
-// and discovery/clientgo.WithOpenAPIV3 run on kubeatlas.
-func (c *Client) ClientGo() openapi.Client { return clientGo{c} }
-
-type clientGo struct{ c *Client }
-
-var _ openapi.ClientWithContext = clientGo{}
-
-func (a clientGo) Paths() (map[string]openapi.GroupVersion, error) {
-	root, err := a.c.Paths(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]openapi.GroupVersion, len(root))
-	for p, u := range root {
-		out[p] = groupVersion{c: a.c, path: p, url: u}
-	}
-	return out, nil
-}
-
-func (a clientGo) PathsWithContext(ctx context.Context) (map[string]openapi.GroupVersionWithContext, error) {
-	root, err := a.c.Paths(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]openapi.GroupVersionWithContext, len(root))
-	for p, u := range root {
-		out[p] = groupVersion{c: a.c, path: p, url: u}
-	}
-	return out, nil
-}
-
-type groupVersion struct {
-	c         *Client
-	path, url string
-}
-
-func (g groupVersion) ServerRelativeURL() string { return g.url }
-
-// Schema returns the document at ServerRelativeURL in the content type
-// asked for (JSON, or protobuf as
-// "application/com.github.proto-openapi.spec.v3@v1.0+protobuf").
-func (g groupVersion) Schema(contentType string) ([]byte, error) {
-	return g.SchemaWithContext(context.Background(), contentType)
-}
-
-func (g groupVersion) SchemaWithContext(ctx context.Context, contentType string) ([]byte, error) {
-	if contentType == "application/json" {
-		d, err := g.c.documentAt(ctx, g.path, g.url)
-		if err != nil {
-			return nil, err
-		}
-		return d.JSON, nil
-	}
-	body, _, err := g.c.get(ctx, g.url, contentType)
-	return body, err
 }

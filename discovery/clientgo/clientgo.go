@@ -41,7 +41,7 @@ import (
 // aggregated API server keep their REST mappings. ServerVersion, OpenAPI v2
 // and RESTClient are client-go's own, on the same connection; so is OpenAPI
 // v3 unless WithOpenAPIV3 gives another client (kubeatlas's, say:
-// openapi3.Client.ClientGo()).
+// openapi3/clientgo.New).
 //
 // The conversion of the latest snapshot is kept (one per adapter); a
 // refresh that found nothing changed (two 304s) keeps the same generation
@@ -68,7 +68,7 @@ type Option func(*Discovery)
 
 // WithOpenAPIV3 makes OpenAPIV3 (and OpenAPIV3WithContext) return oc, so
 // that code reading OpenAPI v3 through the discovery interface, as kubectl
-// explain does, gets kubeatlas's documents (openapi3.Client.ClientGo(): one
+// explain does, gets kubeatlas's documents (openapi3/clientgo.New(oc): one
 // root read, the disk cache, documents indexed) instead of client-go's.
 // Default: client-go's own OpenAPI v3 client on the same connection.
 func WithOpenAPIV3(oc openapi.Client) Option {

@@ -22,6 +22,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery/clientgo"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/openapi3"
+	oapiclientgo "github.com/kubeatlas/kubeatlas/openapi3/clientgo"
 )
 
 func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
@@ -263,7 +264,7 @@ func TestClientGoOpenAPIV3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := clientgo.New(newClient(t, base), clientgo.WithOpenAPIV3(oc.ClientGo()))
+	a, err := clientgo.New(newClient(t, base), clientgo.WithOpenAPIV3(oapiclientgo.New(oc)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"discovery/clientgo": {"discovery", "diskcache", "internal/"},
 	"restmapper":         {"discovery", "discovery/clientgo", "diskcache", "internal/"},
 	"openapi3":           {"diskcache", "internal/"},
+	"openapi3/clientgo":  {"openapi3", "diskcache", "internal/"},
 }
 
 // banned everywhere in the library: the real server code and the test double.
