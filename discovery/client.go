@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -135,6 +135,9 @@ func WithClock(c clock.PassiveClock) Option {
 // It is safe for concurrent use; readers never wait behind a refresh that
 // another caller started, unless there is no snapshot yet.
 type Client struct {
+	// http sends every request (hc and base are its own, for Watch and
+	// Connection).
+	http *httpx.Client
 	hc   *http.Client
 	base *url.URL
 	opts options
@@ -152,9 +155,6 @@ type Client struct {
 	lastFailed     map[string]string // group-version -> error text last logged
 	lastRefreshErr string            // the refresh failure last logged
 
-	// noCompression: the rest.Config asked for no compression.
-	noCompression bool
-
 	warmOnce    sync.Once
 	persistedAt atomic.Int64 // unix nanos of the last persisted validation
 	failedAt    atomic.Int64 // unix nanos of the last failed refresh
@@ -167,15 +167,7 @@ type Client struct {
 // New builds a client from a client-go config, so kubeconfig auth, TLS, exec
 // plugins, impersonation and proxies work unchanged.
 func New(cfg *rest.Config, opts ...Option) (*Client, error) {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "kubeatlas"
-	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("discovery: %w", err)
-	}
-	base, _, err := rest.DefaultServerUrlFor(cfg)
+	cfg, hc, base, err := httpx.FromConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
@@ -184,7 +176,7 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c.config = cfg
-	c.noCompression = cfg.DisableCompression
+	c.http.Gzip = !cfg.DisableCompression
 	return c, nil
 }
 
@@ -194,12 +186,9 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 // redirects, on the server's own scheme and host only: credentials that hc's
 // transport adds never reach another host.
 func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client, error) {
-	base, err := url.Parse(baseURL)
-	if err != nil || base.Scheme == "" || base.Host == "" {
-		return nil, fmt.Errorf("discovery: base URL %q must be absolute (%v)", baseURL, err)
-	}
-	if hc == nil {
-		hc = http.DefaultClient
+	base, err := httpx.ParseBase(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	return newClient(hc, base, opts)
 }
@@ -222,18 +211,19 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	if o.legacyOnly && o.noPeer {
 		return nil, errors.New("discovery: WithNoPeer applies to aggregated discovery, which WithLegacyOnly turns off")
 	}
-	b := *base
-	b.Path = strings.TrimSuffix(b.Path, "/")
-	c := &Client{base: &b, opts: o, lastFailed: map[string]string{}}
+	c := &Client{opts: o, lastFailed: map[string]string{}}
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).
-	hcCopy := httpx.WithRedirectPolicy(hc, DefaultMaxRedirects)
-	next := hcCopy.Transport
+	c.http = httpx.NewClient(hc, base, DefaultMaxRedirects)
+	next := c.http.HC.Transport
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	hcCopy.Transport = countingTransport{next: next, n: &c.stats.requests}
-	c.hc = hcCopy
+	c.http.HC.Transport = countingTransport{next: next, n: &c.stats.requests}
+	c.http.Gzip = true
+	c.http.MaxRetries = o.maxRetries
+	c.http.Body = httpx.Options{Limit: o.maxResponseBytes}
+	c.hc, c.base = c.http.HC, c.http.Base
 	c.refreshes.Timeout = o.refreshTimeout
 	return c, nil
 }
@@ -248,7 +238,7 @@ func (c *Client) Connection() (*http.Client, *rest.Config) {
 	if c.config != nil {
 		return c.hc, rest.CopyConfig(c.config)
 	}
-	return c.hc, &rest.Config{Host: c.base.String(), UserAgent: "kubeatlas"}
+	return c.hc, &rest.Config{Host: c.base.String(), UserAgent: httpx.UserAgent}
 }
 
 // Current returns the latest snapshot without doing anything, or nil before
@@ -378,45 +368,27 @@ func (c *Client) logFailures(s *Snapshot) {
 	c.lastFailed = now
 }
 
-// get sends one GET, again after a 429 or 5xx with Retry-After, and reads
-// the body within the size limit.
-func (c *Client) get(ctx context.Context, path, accept, etag string) (*http.Response, []byte, error) {
-	u := *c.base
-	u.Path += path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, nil, err
+// get sends one GET (httpx.Client.Get) and counts its bytes and 304s. A
+// 304 is an answer when etag is set. An error status is an
+// *apierrors.StatusError, returned as is; a body over the limit is a
+// *ResponseError; any other error is the transport's, or says the body
+// could not be read.
+func (c *Client) get(ctx context.Context, r httpx.Request) (*httpx.Response, error) {
+	resp, err := c.http.Get(ctx, r)
+	if resp != nil {
+		c.stats.bytes.Add(resp.Wire)
 	}
-	req.Header.Set("Accept", accept)
-	if etag != "" {
-		req.Header.Set("If-None-Match", etag)
-	}
-	if !c.noCompression {
-		// Asked for explicitly, Go's transport leaves the decompression to
-		// us, and gzip's trailer gives the size to allocate at once (the
-		// API server compresses discovery above 128 KiB).
-		req.Header.Set("Accept-Encoding", "gzip")
-	}
-	return c.do(ctx, req, path)
-}
-
-// do sends req (retrying as httpx.Do does) and reads its body.
-func (c *Client) do(ctx context.Context, req *http.Request, path string) (*http.Response, []byte, error) {
-	resp, err := httpx.Do(ctx, c.hc, req, c.opts.maxRetries)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	body, wire, err := httpx.ReadBody(ctx, resp, httpx.Options{Limit: c.opts.maxResponseBytes})
-	c.stats.bytes.Add(wire)
-	if errors.Is(err, ErrTooLarge) {
-		return resp, nil, &ResponseError{Path: path, ContentType: resp.Header.Get("Content-Type"), Err: err}
-	}
-	if err != nil {
-		return resp, nil, fmt.Errorf("discovery: GET %s: reading body: %w", path, err)
+	var status *apierrors.StatusError
+	switch {
+	case resp == nil || errors.As(err, &status):
+		return resp, err
+	case errors.Is(err, ErrTooLarge):
+		return resp, &ResponseError{Path: r.Ref, ContentType: resp.Header.Get("Content-Type"), Err: err}
+	case err != nil:
+		return resp, fmt.Errorf("discovery: GET %s: reading body: %w", r.Ref, err)
 	}
 	if resp.StatusCode == http.StatusNotModified {
 		c.stats.notModified.Add(1)
 	}
-	return resp, body, nil
+	return resp, nil
 }

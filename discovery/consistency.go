@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
@@ -40,21 +40,12 @@ func (c *Client) CheckConsistency(ctx context.Context, samples int) (*Consistenc
 	out := &Consistency{Samples: samples}
 	index := map[string]int{}
 	for range samples {
-		u := *c.base
-		u.Path += "/apis"
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Accept", accept)
-		req.Close = true // a new connection for every sample
-		resp, body, err := c.do(ctx, req, "/apis")
+		// A new connection for every sample.
+		resp, err := c.get(ctx, httpx.Request{Ref: "/apis", Accept: accept, NewConnection: true})
 		if err != nil {
 			return nil, fmt.Errorf("discovery: consistency sample: %w", err)
 		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("discovery: consistency sample: %w", statusError(resp, body))
-		}
+		body := resp.Body
 		etag := resp.Header.Get("ETag")
 		if etag == "" {
 			return nil, errors.New("discovery: consistency: the server answered without an ETag (legacy discovery?)")

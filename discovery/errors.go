@@ -1,15 +1,10 @@
 package discovery
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
@@ -93,34 +88,3 @@ var ErrTooLarge = httpx.ErrTooLarge
 // followed: more than DefaultMaxRedirects, or to another host (the
 // credentials that the HTTP client adds must not leave the server's host).
 var ErrRedirect = httpx.ErrRedirect
-
-// statusError turns an HTTP error response into the apimachinery error a
-// client-go user expects: the server's own Status when it sent one, else a
-// generic error for the code (with Retry-After for 429 and 5xx).
-func statusError(resp *http.Response, body []byte) error {
-	retryAfter, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	var st metav1.Status
-	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" && st.Code != 0 {
-		if retryAfter > 0 && (st.Details == nil || st.Details.RetryAfterSeconds == 0) {
-			if st.Details == nil {
-				st.Details = &metav1.StatusDetails{}
-			}
-			st.Details.RetryAfterSeconds = int32(retryAfter)
-		}
-		return &apierrors.StatusError{ErrStatus: st}
-	}
-	msg := strings.TrimSpace(string(body))
-	if len(msg) > 512 {
-		msg = msg[:512] + "..."
-	}
-	err := apierrors.NewGenericServerResponse(resp.StatusCode, http.MethodGet, schema.GroupResource{}, "", msg, retryAfter, true)
-	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "json") && !strings.Contains(ct, "protobuf") && resp.Request != nil {
-		// A Kubernetes API server answers errors with a Status; anything
-		// else (an HTML 404 from a web server, a proxy's page) says that
-		// the URL is probably not one, which "the server could not find
-		// the requested resource" alone does not.
-		err.ErrStatus.Message += fmt.Sprintf(" (GET %s answered %s with Content-Type %q, not a Kubernetes Status: is this a Kubernetes API server?)",
-			resp.Request.URL.Redacted(), resp.Status, ct)
-	}
-	return err
-}

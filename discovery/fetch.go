@@ -2,15 +2,18 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
@@ -102,16 +105,18 @@ func (c *Client) fetchPart(ctx context.Context, path string, prev *part) (*part,
 	if prev != nil {
 		etag = prev.etag
 	}
-	resp, body, err := c.get(ctx, path, c.accept(), etag)
+	resp, err := c.get(ctx, httpx.Request{Ref: path, Accept: c.accept(), ETag: etag})
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		return nil, fmt.Errorf("discovery: GET %s: %w", path, err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case resp.StatusCode == http.StatusNotModified && prev != nil && etag != "":
+	if resp.StatusCode == http.StatusNotModified {
 		return prev, nil
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("discovery: GET %s: %w", path, statusError(resp, body))
 	}
+	body := resp.Body
 	contentType := resp.Header.Get("Content-Type")
 	mt, err := mediatype.ParseDiscovery(contentType)
 	if err != nil {
@@ -217,13 +222,11 @@ func (c *Client) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion)
 	if gv.Group == "" {
 		path = "/api/" + gv.Version
 	}
-	resp, body, err := c.get(ctx, path, c.legacyAccept(), "")
+	resp, err := c.get(ctx, httpx.Request{Ref: path, Accept: c.legacyAccept()})
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(resp, body)
-	}
+	body := resp.Body
 	contentType := resp.Header.Get("Content-Type")
 	mt, err := mediatype.ParseDiscovery(contentType)
 	if err == nil && mt.Aggregated {

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
 // Discovery changes come from three sources only: CustomResourceDefinitions,
@@ -463,7 +465,7 @@ func (c *Client) watchClient() (*http.Client, *rest.Config) {
 		next = ct.next
 	}
 	hc.Transport = countingTransport{next: next, n: &c.stats.watchRequests}
-	cfg := &rest.Config{Host: c.base.String(), UserAgent: "kubeatlas"}
+	cfg := &rest.Config{Host: c.base.String(), UserAgent: httpx.UserAgent}
 	if c.config != nil {
 		cfg.UserAgent = c.config.UserAgent
 	}

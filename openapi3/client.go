@@ -140,8 +140,7 @@ func WithMaxResponseBytes(n int64) Option {
 // Client reads a cluster's OpenAPI v3: the root once, then each
 // group-version's document through the URL the root gives it.
 type Client struct {
-	hc   *http.Client
-	base *url.URL
+	http *httpx.Client // every request goes through it
 	opts options
 
 	rootMu    sync.Mutex // guards root and rootTried; held only to read or swap them
@@ -165,12 +164,9 @@ type Client struct {
 }
 
 // New builds a client from a client-go config.
+// Its User-Agent is the config's, else "kubeatlas", as discovery's.
 func New(cfg *rest.Config, opts ...Option) (*Client, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("openapi3: %w", err)
-	}
-	base, _, err := rest.DefaultServerUrlFor(cfg)
+	_, hc, base, err := httpx.FromConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("openapi3: %w", err)
 	}
@@ -180,12 +176,9 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 // NewForHTTPClient builds a client that sends requests through hc (nil
 // means http.DefaultClient) to the API server at baseURL.
 func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client, error) {
-	base, err := url.Parse(baseURL)
-	if err != nil || base.Scheme == "" || base.Host == "" {
-		return nil, fmt.Errorf("openapi3: base URL %q must be absolute (%v)", baseURL, err)
-	}
-	if hc == nil {
-		hc = http.DefaultClient
+	base, err := httpx.ParseBase(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("openapi3: %w", err)
 	}
 	return newClient(hc, base, opts)
 }
@@ -206,12 +199,14 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	}
 	// A copy of the caller's client: its transport under the disk cache,
 	// and the redirect policy discovery has too (httpx.CheckRedirect).
-	c := httpx.WithRedirectPolicy(hc, o.maxRedirects)
-	b := *base
-	b.Path = strings.TrimSuffix(b.Path, "/")
-	cl := &Client{hc: c, base: &b, opts: o, docs: map[string]*list.Element{}, recent: list.New(), large: semaphore.NewWeighted(1)}
+	// Gzip is left to Go's transport, under the disk cache, which stores
+	// documents decompressed, as it verifies them.
+	h := httpx.NewClient(hc, base, o.maxRedirects)
+	cl := &Client{http: h, opts: o, docs: map[string]*list.Element{}, recent: list.New(), large: semaphore.NewWeighted(1)}
+	h.MaxRetries = o.maxRetries
+	h.Body = httpx.Options{Limit: o.maxResponseBytes, Large: cl.large}
 	if o.disk != nil {
-		c.Transport = diskcache.NewTransport(hc.Transport, o.disk,
+		h.HC.Transport = diskcache.NewTransport(h.HC.Transport, o.disk,
 			diskcache.WithCheck(checkBeforeStoring), diskcache.WithMaxBodyBytes(o.maxResponseBytes))
 	}
 	cl.rootFetch.Timeout, cl.docFetch.Timeout, cl.pbFetch.Timeout = fetchTimeout, fetchTimeout, fetchTimeout
@@ -294,29 +289,22 @@ func (c *Client) Raw(ctx context.Context, u, contentType string) ([]byte, error)
 	return body, err
 }
 
-func (c *Client) get(ctx context.Context, pathAndQuery, accept string) ([]byte, *http.Response, error) {
-	u, err := c.base.Parse(c.base.Path + pathAndQuery)
+func (c *Client) get(ctx context.Context, ref, accept string) ([]byte, *http.Response, error) {
+	// Under a path prefix (a proxy's /k8s/clusters/<id>), a URL rooted at
+	// /openapi/v3 gets the prefix; one a proxy already rewrote to carry it
+	// is taken as it is, as client-go does.
+	if prefix := c.http.Base.Path; prefix != "" && !strings.HasPrefix(ref, "/openapi/v3") && strings.HasPrefix(ref, prefix+"/") {
+		ref = strings.TrimPrefix(ref, prefix)
+	}
+	resp, err := c.http.Get(ctx, httpx.Request{Ref: ref, Accept: accept})
 	if err != nil {
-		return nil, nil, fmt.Errorf("openapi3: %q: %w", pathAndQuery, err)
+		var r *http.Response
+		if resp != nil {
+			r = resp.Response
+		}
+		return nil, r, fmt.Errorf("openapi3: GET %s: %w", ref, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	req.Header.Set("Accept", accept)
-	resp, err := httpx.Do(ctx, c.hc, req, c.opts.maxRetries)
-	if err != nil {
-		return nil, nil, fmt.Errorf("openapi3: GET %s: %w", pathAndQuery, err)
-	}
-	defer resp.Body.Close()
-	body, _, err := httpx.ReadBody(ctx, resp, httpx.Options{Limit: c.opts.maxResponseBytes, Large: c.large})
-	if err != nil {
-		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", pathAndQuery, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, resp, fmt.Errorf("openapi3: GET %s: %s: %s", pathAndQuery, resp.Status, strings.TrimSpace(string(body[:min(len(body), 256)])))
-	}
-	return body, resp, nil
+	return resp.Body, resp.Response, nil
 }
 
 // urlFor is the current URL of path's document, from the root. A path the

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -524,5 +526,52 @@ func TestFieldThroughMapValues(t *testing.T) {
 	}
 	if _, _, err := s.Field("spec", "parts", "nope"); !errors.Is(err, openapi3.ErrNotFound) {
 		t.Errorf("missing field of a map's values: %v", err)
+	}
+}
+
+// TestNewFromRESTConfig: a client built from a client-go config sends the
+// config's credentials and kubeatlas's User-Agent, and keeps a path prefix
+// in the host URL (a proxy's /k8s/clusters/<id>), also for documents whose
+// URL the proxy already rewrote to carry it.
+func TestNewFromRESTConfig(t *testing.T) {
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	rewrite := false
+	ts := httptest.NewServer(http.StripPrefix("/k8s/clusters/c-1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen["auth"], seen["ua"] = r.Header.Get("Authorization"), r.Header.Get("User-Agent")
+		rw := rewrite
+		mu.Unlock()
+		if rw && r.URL.Path == "/openapi/v3" {
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.Write([]byte(strings.ReplaceAll(rec.Body.String(), `"/openapi/v3/`, `"/k8s/clusters/c-1/openapi/v3/`)))
+			return
+		}
+		srv.ServeHTTP(w, r)
+	})))
+	defer ts.Close()
+	for _, rw := range []bool{false, true} {
+		mu.Lock()
+		rewrite = rw
+		mu.Unlock()
+		c, err := openapi3.New(&rest.Config{Host: ts.URL + "/k8s/clusters/c-1", BearerToken: "s3cret"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
+			t.Fatalf("document through the prefix (URLs rewritten by the proxy: %v): %v", rw, err)
+		}
+		if seen["auth"] != "Bearer s3cret" || !strings.HasPrefix(seen["ua"], "kubeatlas") {
+			t.Errorf("headers sent: %v", seen)
+		}
 	}
 }

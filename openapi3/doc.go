@@ -9,7 +9,12 @@
 // document's SHA-512 must be its ?hash= ([ErrHashMismatch] otherwise; see
 // [diskcache.VerifyHash] for when a hash can be checked), and nothing that
 // fails to parse is stored. A 429 or 5xx with Retry-After is retried
-// ([WithMaxRetries]) within the caller's deadline. A root older than the max
+// ([WithMaxRetries]) within the caller's deadline. An error status is an
+// apimachinery *StatusError (apierrors.IsNotFound, IsTooManyRequests and
+// SuggestsClientDelay work), as discovery's and client-go's are; requests
+// go through the same helper as discovery's (internal/httpx), so a base
+// URL's path prefix is kept and a listed URL never leads to another host.
+// A root older than the max
 // age ([WithMaxAge], 30s) is answered from and read again in the background;
 // a group-version or kind the client has not seen reads it again at once (at
 // most once a second), so a long-lived client follows CRDs without a

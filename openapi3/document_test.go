@@ -13,8 +13,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -181,8 +183,15 @@ func TestDocumentResponseErrors(t *testing.T) {
 		t.Errorf("truncated: no error")
 	}
 	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Status: http.StatusServiceUnavailable, Times: 1})
-	if _, err := c.Document(ctx, "apis/apps/v1"); err == nil || !strings.Contains(err.Error(), "503") {
+	// HTTP errors are apimachinery's, as discovery's and client-go's are.
+	if _, err := c.Document(ctx, "apis/apps/v1"); !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "/openapi/v3/apis/apps/v1?hash=") {
 		t.Errorf("503: %v", err)
+	}
+	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: 7 * time.Second, Times: 1})
+	if _, err := newClient(t, base, openapi3.WithMaxRetries(0)).Document(ctx, "apis/apps/v1"); !apierrors.IsTooManyRequests(err) {
+		t.Errorf("429: %v", err)
+	} else if d, ok := apierrors.SuggestsClientDelay(err); !ok || d != 7 {
+		t.Errorf("429: Retry-After %d (%v), want 7", d, ok)
 	}
 	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}); err != nil {
 		t.Errorf("after the faults: %v", err)

@@ -1,8 +1,18 @@
 // Package httpx is the HTTP behaviour that discovery and openapi3 share, so
-// that it is decided once: which redirects are followed (CheckRedirect),
-// when a request is sent again after a 429 or 503 (Do), and how a body is
-// read within a size limit whatever the server sends (ReadBody).
+// that it is decided once: every request goes through [Client.Get], which
+// resolves a server-relative reference under the base URL and its path
+// prefix ([Client.URL], never to another host), follows redirects on the
+// same host only ([CheckRedirect]), sends a request again after a 429 or
+// 503 with Retry-After ([Do]), reads a body within a size limit whatever
+// the server sends, gzip included ([ReadBody]), and turns an error status
+// into the apimachinery error client-go users expect ([StatusError]).
+// [FromConfig] builds what a client built from a rest.Config sends
+// through, with kubeatlas's User-Agent unless the config names one.
 //
-// Files: redirect.go (CheckRedirect), retry.go (Do, RetryAfter), body.go
-// (ReadBody, ErrTooLarge).
+// # Files
+//
+//   - client.go: [Client], [Client.Get], [StatusError], [FromConfig].
+//   - redirect.go: [CheckRedirect].
+//   - retry.go: [Do], [RetryAfter].
+//   - body.go: [ReadBody], [ErrTooLarge].
 package httpx
