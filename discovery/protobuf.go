@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,8 +23,6 @@ import (
 // has the same ones), k8s.io/apimachinery's meta/v1 GroupVersionKind and
 // ObjectMeta, and runtime.Unknown, the envelope of every Kubernetes protobuf
 // body. Unknown fields are skipped, as protobuf requires.
-
-var errTruncated = errors.New("truncated protobuf message")
 
 // protoBody is a message as bytes (for parsing) and as a string (for
 // values) over the same memory, so a field's value is a substring without

@@ -40,6 +40,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			//lint:ignore ST1005 the real kube-apiserver's wording, capital included
 			err := apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("User %q cannot get path %q", "system:anonymous", r.URL.Path))
 			err.ErrStatus.Message = fmt.Sprintf("forbidden: User %q cannot get path %q", "system:anonymous", r.URL.Path)
 			err.ErrStatus.Details = nil

@@ -124,6 +124,7 @@ func writeJSON(w http.ResponseWriter, contentType string, v any) {
 
 func (st *objectStore) forbiddenError(t *resourceType, verb string) *apierrors.StatusError {
 	return apierrors.NewForbidden(schema.GroupResource{Group: t.group, Resource: t.resource}, "",
+		//lint:ignore ST1005 the real kube-apiserver's wording, capital included
 		fmt.Errorf("User %q cannot %s resource %q in API group %q at the cluster scope", "test", verb, t.resource, t.group))
 }
 

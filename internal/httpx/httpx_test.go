@@ -24,8 +24,7 @@ func TestCheckRedirect(t *testing.T) {
 	}))
 	defer other.Close()
 	var hops atomic.Int32
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/away":
 			http.Redirect(w, r, other.URL+"/x", http.StatusFound)
