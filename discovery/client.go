@@ -41,7 +41,7 @@ type options struct {
 	noPeer           bool
 	logger           *slog.Logger
 	clock            clock.PassiveClock
-	disk             *diskcache.Cache
+	disk             diskcache.Store
 }
 
 // Option configures a Client.

@@ -17,12 +17,20 @@ import (
 
 // WithDiskCache persists the last aggregated discovery documents, as
 // received (protobuf when the server speaks it), with their ETags, in one
-// entry of c. A new client starts from it: one file read and decoded, then
+// entry of c (a *diskcache.Cache, or any diskcache.Store: an entry that
+// does not decode is a miss). A new client starts from it: one file read and decoded, then
 // two conditional requests, or none while the snapshot is younger than the
 // max age. Legacy discovery (one document per group-version) is not
-// persisted. Default: no persistence.
-func WithDiskCache(c *diskcache.Cache) Option {
-	return func(o *options) error { o.disk = c; return nil }
+// persisted. A nil c, or a nil *diskcache.Cache, is no persistence.
+// Default: no persistence.
+func WithDiskCache(c diskcache.Store) Option {
+	return func(o *options) error {
+		if dc, ok := c.(*diskcache.Cache); ok && dc == nil {
+			c = nil // a Cache that could not be opened: no cache
+		}
+		o.disk = c
+		return nil
+	}
 }
 
 // persisted is the header of the entry; the two bodies follow it, then,

@@ -69,14 +69,30 @@ func WithClock(c clock.PassiveClock) Option {
 	return func(o *options) error { o.clock = c; return nil }
 }
 
+// Store is what kubeatlas's clients keep their bytes in (discovery's warm
+// start, the HTTP cache under openapi3): a value by key. Get reports a miss
+// for anything it cannot vouch for (torn, corrupt, foreign), and its value
+// is not modified by the caller; Put stores the whole value or returns why
+// it could not; Delete removes a key, present or not. A Store is safe for
+// concurrent use. *Cache is one; diskcachetest.Run checks any other.
+type Store interface {
+	Get(key string) ([]byte, bool)
+	Put(key string, value []byte) error
+	Delete(key string)
+}
+
+var _ Store = (*Cache)(nil)
+
 // Cache is a bounded store of byte values on disk, one directory per API
 // server. Values are written atomically (a temporary file renamed into
 // place) and verified when read (CRC-32C), so a torn, truncated or foreign
 // file is a miss, and is removed. Several processes may share a directory:
 // compaction takes an advisory lock, and readers never see a partial entry.
 //
-// It implements github.com/gregjones/httpcache.Cache; NewTransport puts an
-// HTTP cache on it.
+// It is a Store, and also a github.com/gregjones/httpcache.Cache (Set is
+// Put without the error), for users who plug it into httpcache's
+// transport, as client-go's disk-cached discovery does; NewTransport puts
+// kubeatlas's own HTTP cache on it.
 type Cache struct {
 	dir  string
 	opts options

@@ -29,8 +29,44 @@ func open(t testing.TB, root string, opts ...diskcache.Option) *diskcache.Cache 
 	return c
 }
 
+// TestAcceptanceSuite: the Cache passes the Store suite, corruption, put
+// errors and its byte bound included.
 func TestAcceptanceSuite(t *testing.T) {
-	diskcachetest.Run(t, func(t *testing.T) diskcachetest.Store { return open(t, t.TempDir()) })
+	const bound = 1 << 20
+	diskcachetest.Run(t, func(t *testing.T) diskcachetest.Store {
+		return open(t, t.TempDir(), diskcache.WithMaxBytes(bound))
+	}, diskcachetest.Hooks{
+		Corrupt: func(t *testing.T, s diskcachetest.Store, key string) {
+			for _, f := range entryFiles(t, s.(*diskcache.Cache).Dir()) {
+				b, err := os.ReadFile(f)
+				if err != nil || !bytes.Contains(b, []byte(key)) {
+					continue
+				}
+				b[len(b)-3] ^= 0x20
+				if err := os.WriteFile(f, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			t.Fatalf("no entry file holds %q", key)
+		},
+		// A file where the cache's directory was: every write fails, also
+		// for root (CI runs as root, whom permissions do not stop).
+		BreakPuts: func(t *testing.T, s diskcachetest.Store) {
+			dir := s.(*diskcache.Cache).Dir()
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		MaxBytes: bound,
+		Usage: func(s diskcachetest.Store) int64 {
+			n, _ := s.(*diskcache.Cache).Usage()
+			return n
+		},
+	})
 }
 
 // entryFiles lists the entry files (not locks or temporary files).

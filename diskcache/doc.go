@@ -17,16 +17,32 @@
 // Recency of reads is kept in memory, not written to disk per read. Write
 // failures are returned, counted, and logged once.
 //
-// Cache implements github.com/gregjones/httpcache.Cache; NewTransport puts
-// an HTTP cache on it whose keys drop client-go's timeout= parameter and
-// include the Accept header. OpenAPI documents at ?hash= URLs, immutable
-// by KEP-2896, skip httpcache: a fresh entry is the answer, a new response
-// is stored as it is read (without httpcache's three copies), and a stale
-// one is revalidated by its ETag; the entries are in httpcache's form.
-// Nothing is stored that fails its checks: a JSON document's SHA-512 must
-// be its ?hash= (VerifyHash), other JSON must parse, an empty 200 is never
-// stored, and WithCheck adds the caller's own. discovery.WithDiskCache keeps a cluster's
-// discovery in one entry for warm starts; openapi3.WithDiskCache serves
-// unchanged documents without a request. diskcachetest.Run is an
-// acceptance suite any httpcache.Cache can run.
+// # Stores and the HTTP cache
+//
+// [Store] is what discovery and openapi3 keep their bytes in (get, put with
+// an error, delete); [Cache] is one, and diskcachetest.Run is the
+// acceptance suite any other runs (corruption is a miss, put errors are
+// returned, bounds hold). [NewTransport] puts an HTTP cache on a Store,
+// keyed by [Key] (URL without client-go's timeout= parameter, and Accept),
+// with one path for every GET: a fresh entry (an OpenAPI document at a
+// ?hash= URL, immutable by KEP-2896) is the answer with no request, an
+// entry with an ETag is revalidated and its 304 answered from the store, a
+// new response is stored as it is read. Nothing is stored that fails its
+// checks: a JSON document's SHA-512 must be its ?hash= ([VerifyHash]), other
+// JSON must parse, an empty 200 is never stored, and [WithCheck] adds the
+// caller's own. Cache also implements github.com/gregjones/httpcache.Cache,
+// for users who plug it into client-go's httpcache-based transports, and
+// entries are in httpcache's form, so either reads the other's.
+// discovery.WithDiskCache keeps a cluster's discovery in one entry for warm
+// starts; openapi3.WithDiskCache serves unchanged documents without a
+// request.
+//
+// # Files
+//
+//   - cache.go: [Store], [Cache], entries on disk, Open's tidying.
+//   - compact.go: compaction under the advisory lock.
+//   - transport.go: [NewTransport], [Key], [StoredBody].
+//   - verify.go: [VerifyHash].
+//   - lock_*.go, open_*.go: the advisory lock and opening regular files only,
+//     per platform.
 package diskcache

@@ -7,14 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/gregjones/httpcache"
+	"k8s.io/utils/clock"
 )
+
+// FromCache is the header a response served from the cache carries ("1"),
+// as gregjones/httpcache marks its own; a server's own is removed, so that
+// it cannot be forged.
+const FromCache = "X-From-Cache"
 
 // volatileParams are query parameters that do not change a response but
 // would make every request a new cache key (client-go adds timeout=32s).
@@ -35,23 +41,41 @@ func Key(rawURL, accept string) string {
 	return rawURL + "\n" + accept
 }
 
-// NewTransport returns an HTTP cache over c (gregjones/httpcache's RFC 7234
-// logic), keyed by Key: immutable OpenAPI documents are served without a
-// request, ETag'd responses are revalidated with If-None-Match, and
-// Cache-Control: no-cache responses are not stored. Responses served from
-// the cache carry the header X-From-Cache: 1 (a server's own X-From-Cache
-// is removed). A nil next means http.DefaultTransport.
+// NewTransport returns an HTTP cache over s, keyed by Key (URL without
+// volatile parameters, and Accept). Every cached GET takes one path: a
+// fresh entry (max-age after Date, or Expires: immutable OpenAPI documents
+// a year out) is the answer, with no request; an entry with an ETag is
+// revalidated with If-None-Match, and a 304 is answered from it (renewing
+// its lifetime); a new 200 is stored as it is read, once read to its end.
+// A response with neither an ETag nor a lifetime (the OpenAPI root of some
+// servers, legacy discovery) is not stored: revalidating it by
+// If-Modified-Since, whose resolution is a second, could hand back a stale
+// root after a change within that second. Responses served from the cache
+// carry FromCache: 1. A nil next means http.DefaultTransport.
 //
 // Nothing is stored that does not pass its checks: an empty 200, a JSON
 // OpenAPI document at a ?hash= URL whose SHA-512 is not that hash
 // (VerifyHash), other JSON that does not parse, a body over the limit
-// (WithMaxBodyBytes), and whatever WithCheck refuses. Such a response is
-// passed on to the caller as it came.
-func NewTransport(next http.RoundTripper, c *Cache, opts ...TransportOption) http.RoundTripper {
+// (WithMaxBodyBytes), and whatever WithCheck refuses; such a response is
+// passed on to the caller as it came, and an older entry for its key is
+// removed, so that a broken answer cannot leave a stale one to be
+// revalidated. Requests other than GET, with a Range, or whose
+// Cache-Control says no-store go past the cache; no-cache revalidates.
+//
+// A *Cache as s is read and written without copies (entries in the form
+// gregjones/httpcache stores, so that either reads the other's); its clock
+// decides freshness and its logger says what was not stored. Another Store
+// gets the real clock and no logger.
+func NewTransport(next http.RoundTripper, s Store, opts ...TransportOption) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	t := &transport{next: next, cache: c, maxBody: min(DefaultMaxBodyBytes, c.opts.maxBytes)}
+	t := &transport{next: next, store: s, maxBody: DefaultMaxBodyBytes, clock: clock.RealClock{}, logger: slog.New(slog.DiscardHandler)}
+	if c, ok := s.(*Cache); ok {
+		t.cache = c
+		t.maxBody = min(DefaultMaxBodyBytes, c.opts.maxBytes)
+		t.clock, t.logger = c.opts.clock, c.opts.logger
+	}
 	for _, opt := range opts {
 		opt(t)
 	}
@@ -85,9 +109,12 @@ func WithMaxBodyBytes(n int64) TransportOption {
 
 type transport struct {
 	next    http.RoundTripper
-	cache   *Cache
+	store   Store
+	cache   *Cache // store, when it is one: its two-part put saves a copy
 	check   func(*http.Response, []byte) error
 	maxBody int64
+	clock   clock.PassiveClock
+	logger  *slog.Logger
 }
 
 // storable says whether a 200 response's body, requested at u, may be
@@ -113,46 +140,27 @@ func (t *transport) storable(u *url.URL, resp *http.Response, body []byte) error
 
 // refused logs a response that is not stored.
 func (t *transport) refused(u *url.URL, err error) {
-	t.cache.opts.logger.Debug("diskcache: response not stored", "url", u.Redacted(), "err", err)
+	t.logger.Debug("diskcache: response not stored", "url", u.Redacted(), "err", err)
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+	cc := strings.ToLower(req.Header.Get("Cache-Control"))
+	if req.Method != http.MethodGet || req.Header.Get("Range") != "" || strings.Contains(cc, "no-store") {
 		return t.next.RoundTrip(req)
 	}
-	if req.Method == http.MethodGet && req.Header.Get("Range") == "" {
-		key := Key(req.URL.String(), req.Header.Get("Accept"))
-		if _, ok := openAPIIdentity(key); ok {
-			return t.immutable(req, key)
-		}
-	}
-	// httpcache keys entries by URL alone; this view adds the Accept header
-	// and drops volatile parameters. A Transport is a small struct, so one
-	// per request is cheap.
-	view := keyedView{cache: t.cache, accept: req.Header.Get("Accept")}
-	ht := &httpcache.Transport{Transport: storePolicy{t}, Cache: view, MarkCachedResponses: true}
-	return ht.RoundTrip(req)
-}
-
-// immutable serves an OpenAPI document at a ?hash= URL, which never
-// changes (KEP-2896: Cache-Control: public, immutable, Expires a year out),
-// without httpcache: a fresh entry is the answer, with no request; a new
-// response is stored as it is read, in the form httpcache stores (either
-// path reads the other's entries). httpcache would buffer the body, then
-// copy it twice more to dump the response: at 3000 CRDs that was a
-// gigabyte of allocations to store 100 MB of documents. An entry that is
-// no longer fresh is revalidated with its ETag; a 304 renews it.
-func (t *transport) immutable(req *http.Request, key string) (*http.Response, error) {
-	now := t.cache.opts.clock.Now()
+	key := Key(req.URL.String(), req.Header.Get("Accept"))
+	now := t.clock.Now()
 	var cached *http.Response
-	if b, ok := t.cache.Get(key); ok {
+	if b, ok := t.store.Get(key); ok {
 		resp, err := readStored(b, req)
 		if err == nil && resp.StatusCode == http.StatusOK {
-			if freshUntil(resp.Header).After(now) {
-				resp.Header.Set(httpcache.XFromCache, "1")
+			if freshUntil(resp.Header).After(now) && !strings.Contains(cc, "no-cache") {
+				resp.Header.Set(FromCache, "1")
 				return resp, nil
 			}
-			if etag := resp.Header.Get("ETag"); etag != "" {
+			// The caller's own condition, if it has one, is the caller's
+			// to answer.
+			if etag := resp.Header.Get("ETag"); etag != "" && req.Header.Get("If-None-Match") == "" {
 				cached = resp
 				req = req.Clone(req.Context())
 				req.Header.Set("If-None-Match", etag)
@@ -163,27 +171,39 @@ func (t *transport) immutable(req *http.Request, key string) (*http.Response, er
 	if err != nil {
 		return nil, err
 	}
-	resp.Header.Del(httpcache.XFromCache)
+	resp.Header.Del(FromCache)
 	if resp.Request == nil {
 		resp.Request = req
 	}
 	if resp.StatusCode == http.StatusNotModified && cached != nil {
 		resp.Body.Close()
+		renewed := false
 		for _, h := range []string{"Cache-Control", "Expires", "Date"} {
-			if v := resp.Header.Get(h); v != "" {
+			if v := resp.Header.Get(h); v != "" && v != cached.Header.Get(h) {
 				cached.Header.Set(h, v)
+				renewed = renewed || h != "Date"
 			}
 		}
-		if freshUntil(cached.Header).After(now) {
+		if renewed && freshUntil(cached.Header).After(now) {
 			cached.Body = t.storing(req.URL, cached, key)
 		}
-		cached.Header.Set(httpcache.XFromCache, "1")
+		cached.Header.Set(FromCache, "1")
 		return cached, nil
 	}
-	if resp.StatusCode == http.StatusOK && freshUntil(resp.Header).After(now) {
+	if resp.StatusCode == http.StatusOK && storedKind(resp.Header, now) {
 		resp.Body = t.storing(req.URL, resp, key)
 	}
 	return resp, nil
+}
+
+// storedKind says whether a 200 may be stored: it may be revalidated
+// exactly (an ETag) or has a lifetime, and nothing forbids it.
+func storedKind(h http.Header, now time.Time) bool {
+	cc := strings.ToLower(h.Get("Cache-Control"))
+	if strings.Contains(cc, "no-store") || strings.Contains(cc, "private") {
+		return false
+	}
+	return h.Get("ETag") != "" || freshUntil(h).After(now)
 }
 
 // readStored reads a stored response. Its body is the stored bytes
@@ -216,15 +236,23 @@ func (s *StoredBody) Bytes() []byte { return s.b }
 func (s *StoredBody) Close() error { return nil }
 
 // storing wraps resp's body to store resp under key once it is read to
-// its end, if it passes the checks (storable).
+// its end, if it passes the checks (storable); a body over the limit
+// removes the older entry instead.
 func (t *transport) storing(u *url.URL, resp *http.Response, key string) io.ReadCloser {
 	sb := &storingBody{ReadCloser: resp.Body, resp: resp, limit: t.maxBody, store: func(head, body []byte) {
 		if err := t.storable(u, resp, body); err != nil {
 			t.refused(u, err)
+			t.store.Delete(key)
 			return
 		}
-		_ = t.cache.put(key, head, body) // a failure is counted and said by the cache
-	}}
+		// A failure is the store's to count and say (a Cache logs the
+		// first); the response goes on to the caller either way.
+		if t.cache != nil {
+			_ = t.cache.put(key, head, body)
+		} else {
+			_ = t.store.Put(key, append(head, body...))
+		}
+	}, dropped: func() { t.store.Delete(key) }}
 	if n := resp.ContentLength; n > 0 && n <= t.maxBody {
 		// Sized up front, but not beyond what a server may claim cheaply.
 		sb.body = make([]byte, 0, min(n, maxPresize))
@@ -273,12 +301,13 @@ func freshUntil(h http.Header) time.Time {
 // read to the end, or longer than limit, is not stored (nor kept).
 type storingBody struct {
 	io.ReadCloser
-	resp   *http.Response
-	body   []byte
-	limit  int64
-	over   bool
-	stored bool
-	store  func(head, body []byte)
+	resp    *http.Response
+	body    []byte
+	limit   int64
+	over    bool
+	stored  bool
+	store   func(head, body []byte)
+	dropped func()
 }
 
 func (s *storingBody) Read(p []byte) (int, error) {
@@ -286,6 +315,9 @@ func (s *storingBody) Read(p []byte) (int, error) {
 	if !s.over {
 		if int64(len(s.body)+n) > s.limit {
 			s.over, s.body = true, nil
+			if s.dropped != nil {
+				s.dropped()
+			}
 		} else {
 			s.body = append(s.body, p[:n]...)
 		}
@@ -295,7 +327,7 @@ func (s *storingBody) Read(p []byte) (int, error) {
 		var head bytes.Buffer
 		fmt.Fprintf(&head, "HTTP/1.1 %s\r\n", s.resp.Status)
 		h := s.resp.Header.Clone()
-		h.Del(httpcache.XFromCache)
+		h.Del(FromCache)
 		h.Set("Content-Length", fmt.Sprint(len(s.body)))
 		h.Write(&head)
 		head.WriteString("\r\n")
@@ -303,74 +335,3 @@ func (s *storingBody) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-// storePolicy keeps out of the cache what cannot be revalidated exactly:
-// a response with neither an ETag nor a freshness lifetime (the OpenAPI
-// root, legacy discovery) would be revalidated with If-Modified-Since, whose
-// one-second resolution hands back a stale root (and with it stale ?hash=
-// URLs) after a change within the same second.
-//
-// A response that may be stored is read here first (it is small: the root,
-// legacy discovery) and checked as the immutable path checks documents; one
-// that fails is marked no-store, so httpcache neither stores it nor keeps an
-// older entry: a server that sends an ETag with an empty body cannot make a
-// broken root stick.
-type storePolicy struct{ t *transport }
-
-func (s storePolicy) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := s.t.next.RoundTrip(req)
-	if err != nil || resp.StatusCode == http.StatusNotModified {
-		return resp, err
-	}
-	resp.Header.Del(httpcache.XFromCache)
-	if resp.Request == nil {
-		resp.Request = req
-	}
-	cc := resp.Header.Get("Cache-Control")
-	if resp.Header.Get("ETag") == "" && !strings.Contains(cc, "immutable") && !strings.Contains(cc, "max-age") && resp.Header.Get("Expires") == "" {
-		resp.Header.Set("Cache-Control", "no-store")
-		return resp, nil
-	}
-	if resp.StatusCode != http.StatusOK || req.Method != http.MethodGet {
-		return resp, nil
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, s.t.maxBody+1))
-	if err != nil {
-		resp.Body.Close()
-		return nil, err
-	}
-	if int64(len(body)) > s.t.maxBody {
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
-		resp.Header.Set("Cache-Control", "no-store")
-		return resp, nil
-	}
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if err := s.t.storable(req.URL, resp, body); err != nil {
-		s.t.refused(req.URL, err)
-		resp.Header.Set("Cache-Control", "no-store")
-	}
-	return resp, nil
-}
-
-type keyedView struct {
-	cache  *Cache
-	accept string
-}
-
-func (v keyedView) key(k string) string {
-	// httpcache prefixes non-GET keys with the method.
-	if method, rest, ok := strings.Cut(k, " "); ok && !strings.Contains(method, "/") {
-		return method + " " + Key(rest, v.accept)
-	}
-	return Key(k, v.accept)
-}
-
-func (v keyedView) Get(k string) ([]byte, bool) { return v.cache.Get(v.key(k)) }
-func (v keyedView) Set(k string, b []byte)      { v.cache.Set(v.key(k), b) }
-func (v keyedView) Delete(k string)             { v.cache.Delete(v.key(k)) }
-
-var _ httpcache.Cache = (*Cache)(nil)

@@ -1,10 +1,12 @@
 package diskcache_test
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,14 +89,19 @@ func TestImmutableDocuments(t *testing.T) {
 		t.Errorf("reading a stored body gives other bytes than Bytes")
 	}
 	resp.Body.Close()
-	for _, path := range []string{"/openapi/v3/apis/private/v1", "/openapi/v3/apis/expired/v1"} {
+	// Private: never stored. Expired on arrival but with an ETag: stored,
+	// and the second time revalidated (a 304, the body from the cache).
+	for path, revalidated := range map[string]bool{"/openapi/v3/apis/private/v1": false, "/openapi/v3/apis/expired/v1": true} {
 		get(path, true)
 		requests.Store(0)
-		get(path, true)
-		if requests.Load() != 1 {
-			t.Errorf("%s: %d requests the second time, want 1", path, requests.Load())
+		revalidations.Store(0)
+		fromCache := get(path, true)
+		if requests.Load() != 1 || fromCache != revalidated || (revalidations.Load() == 1) != revalidated {
+			t.Errorf("%s: %d requests, %d revalidations the second time, from the cache %v; want 1 request, revalidated %v",
+				path, requests.Load(), revalidations.Load(), fromCache, revalidated)
 		}
 	}
+	revalidations.Store(0)
 
 	// A year on, the entry is no longer fresh to the cache's clock: it is
 	// revalidated (If-None-Match, a 304), not trusted.
@@ -108,5 +115,80 @@ func TestImmutableDocuments(t *testing.T) {
 	requests.Store(0)
 	if !get(doc, true) || requests.Load() != 0 {
 		t.Errorf("after the renewal: %d requests", requests.Load())
+	}
+}
+
+// memStore is a Store that is not a Cache.
+type memStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memStore) Get(k string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[k]
+	return v, ok
+}
+func (s *memStore) Put(k string, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[k] = bytes.Clone(v)
+	return nil
+}
+func (s *memStore) Delete(k string) { s.mu.Lock(); defer s.mu.Unlock(); delete(s.m, k) }
+
+// TestOnePathForEveryGET: on any Store, a response with an ETag (the
+// OpenAPI root) is stored as read and revalidated, its 304 answered from
+// the store; one without an ETag or a lifetime is never stored; and a 200
+// that fails the checks removes the older entry instead of leaving it to
+// be revalidated.
+func TestOnePathForEveryGET(t *testing.T) {
+	var requests, notModified atomic.Int32
+	var broken atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/openapi/v3" {
+			w.Header().Set("ETag", `"root1"`)
+			if !broken.Load() && r.Header.Get("If-None-Match") == `"root1"` {
+				notModified.Add(1)
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
+		if broken.Load() {
+			io.WriteString(w, `{"paths":`) // does not parse
+			return
+		}
+		io.WriteString(w, `{"paths":{}}`)
+	}))
+	defer ts.Close()
+	store := &memStore{m: map[string][]byte{}}
+	hc := &http.Client{Transport: diskcache.NewTransport(nil, store)}
+	get := func(path string) (body string, fromCache bool) {
+		t.Helper()
+		resp, err := hc.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp.Header.Get(diskcache.FromCache) == "1"
+	}
+	get("/openapi/v3")
+	if body, fromCache := get("/openapi/v3"); body != `{"paths":{}}` || !fromCache || notModified.Load() != 1 {
+		t.Errorf("the root again: %q, from the store %v, %d 304s; want its body from the store after a 304", body, fromCache, notModified.Load())
+	}
+	get("/legacy")
+	if _, fromCache := get("/legacy"); fromCache || len(store.m) != 1 {
+		t.Errorf("a response with neither ETag nor lifetime was stored (%d entries)", len(store.m))
+	}
+	broken.Store(true)
+	if body, _ := get("/openapi/v3"); body != `{"paths":` {
+		t.Errorf("the broken root was not passed on as it came: %q", body)
+	}
+	if len(store.m) != 0 {
+		t.Errorf("a root that does not parse left %d entries (the older one should go)", len(store.m))
 	}
 }

@@ -33,7 +33,7 @@ const (
 )
 
 type options struct {
-	disk             *diskcache.Cache
+	disk             diskcache.Store
 	parallelism      int
 	maxRedirects     int
 	maxResponseBytes int64
@@ -82,10 +82,18 @@ func WithClock(c clock.PassiveClock) Option {
 // Option configures a Client.
 type Option func(*options) error
 
-// WithDiskCache serves documents through an HTTP cache on c: a document at
-// an unchanged ?hash= URL costs no request at all. Default: no disk cache.
-func WithDiskCache(c *diskcache.Cache) Option {
-	return func(o *options) error { o.disk = c; return nil }
+// WithDiskCache serves documents through an HTTP cache (diskcache.
+// NewTransport) on c, a *diskcache.Cache or any diskcache.Store: a document
+// at an unchanged ?hash= URL costs no request at all. A nil c, or a nil
+// *diskcache.Cache, is no cache. Default: no disk cache.
+func WithDiskCache(c diskcache.Store) Option {
+	return func(o *options) error {
+		if dc, ok := c.(*diskcache.Cache); ok && dc == nil {
+			c = nil // a Cache that could not be opened: no cache
+		}
+		o.disk = c
+		return nil
+	}
 }
 
 // WithParallelism bounds the concurrent requests of FetchAll. Default:
