@@ -2,45 +2,57 @@
 // in the fewest requests and bytes, and keeps that knowledge current for
 // almost nothing.
 //
-// A Client reads /api and /apis in parallel with one Accept header that
+// # Reading
+//
+// A [Client] reads /api and /apis in parallel with one Accept header that
 // lists aggregated discovery (KEP-3352) in protobuf v2, JSON v2 and JSON
 // v2beta1, then plain JSON, so every server answers with the best format it
 // has: two requests on any server since 1.26, one request per
 // group-version (a bounded number at a time) on older ones. The answer is
-// an immutable Snapshot: groups in server order, versions with their
+// an immutable [Snapshot]: groups in server order, versions with their
 // freshness, resources with kind, scope, verbs, short names, categories and
 // subresources.
 //
-// Refresh revalidates with If-None-Match: an unchanged cluster costs two
+// # Freshness
+//
+// [Client.Refresh] revalidates with If-None-Match: an unchanged cluster costs two
 // 304 responses and no decoding. Concurrent refreshes share one; Snapshot
 // never waits for a refresh once there is a snapshot read from the server,
 // and revalidates in the background when it is older than the max age
-// (WithMaxAge). A snapshot read from the disk cache (WithDiskCache) past
+// ([WithMaxAge]). A snapshot read from the disk cache ([WithDiskCache]) past
 // the max age is revalidated once before it is answered from; when that
-// fails, it is answered from with the failure in Snapshot.RefreshError.
+// fails, it is answered from with the failure in [Snapshot.RefreshError].
 //
 // Requests answered 429 or 5xx with Retry-After are sent again after the
-// wait asked for (WithMaxRetries), within the caller's deadline; redirects
+// wait asked for ([WithMaxRetries]), within the caller's deadline; redirects
 // are followed only on the server's own host, so credentials stay there.
+//
+// # Failures
 //
 // Partial failure is explicit. A group-version whose aggregated API server
 // is down (Stale) or whose legacy document failed stays in the snapshot,
 // marked, with its last known resources when there were any; the snapshot's
-// error is a *PartialError that unwraps to one *GroupVersionError each.
+// error is a [*PartialError] that unwraps to one [*GroupVersionError] each.
 // HTTP errors are apimachinery StatusErrors, so apierrors.IsNotFound and
 // friends work.
 //
+// # Changes
+//
 // Change notifications deliver what watchable discovery was proposed for,
-// on the client: Subscribe receives a Change (Diff of two snapshots) when a
-// refresh brings new content. Watch keeps the snapshot current in near real
+// on the client: [Client.Subscribe] receives a [Change] ([Diff] of two
+// snapshots) when a refresh brings new content. [Client.Watch] keeps the
+// snapshot current in near real
 // time: it watches what changes discovery (CRDs as metadata only, and
 // APIServices) and revalidates when an event can change it, until the
 // server shows the change, so a new CRD reaches subscribers about as soon
 // as the server serves it; an idle cluster costs two 304s a minute (the
 // slow poll that catches API server upgrades). Where watching is forbidden
-// it falls back to Poll, which revalidates every interval. CheckConsistency delivers what coordinated
-// discovery was proposed for: whether the API servers behind one URL serve
-// the same discovery (they do not, mid-upgrade), and how their views differ.
+// it falls back to [Client.Poll], which revalidates every interval.
+// [Client.CheckConsistency] delivers what coordinated discovery was
+// proposed for: whether the API servers behind one URL serve the same
+// discovery (they do not, mid-upgrade), and how their views differ.
+//
+// # client-go
 //
 // The package discovery/clientgo adapts a Client to client-go's
 // DiscoveryInterface, CachedDiscoveryInterface and
@@ -49,9 +61,18 @@
 // that this one does not link client-go's discovery and the built-in API
 // types behind it.
 //
-// Files: client.go (Client, options, refresh), fetch.go (negotiation and
-// legacy fallback), decode.go and protobuf.go (decoding), snapshot.go (the
-// model), change.go (Diff, Subscribe, Poll), watch.go (Watch), consistency.go (HA check),
-// persist.go (warm starts, last known resources),
-// errors.go, stats.go.
+// # Files
+//
+//   - client.go: [Client], its options, Snapshot and Refresh, the one HTTP
+//     path (through internal/httpx).
+//   - fetch.go: content negotiation, the legacy fallback.
+//   - decode.go, protobuf.go: decoding JSON and protobuf (the protobuf
+//     decoder is hand-written for speed and fuzzed against the generated
+//     one).
+//   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
+//   - change.go: [Diff], Subscribe, Poll.
+//   - watch.go: Watch (informers on CRDs and APIServices).
+//   - consistency.go: CheckConsistency.
+//   - persist.go: warm starts from the disk cache, last known resources.
+//   - errors.go, stats.go: typed errors, counters.
 package discovery
