@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,7 +56,15 @@ func TestFaultLatency(t *testing.T) {
 		t.Fatalf("a minute of latency against a short deadline: %v, want deadline exceeded", err)
 	}
 	// The slow handler ends with the request instead of holding a goroutine
-	// for the rest of the minute: the server closes promptly.
+	// for the rest of the minute. The log records a request when its
+	// handler has returned.
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/apis" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the handler of the abandoned request is still running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestFaultDamagedBodies(t *testing.T) {
