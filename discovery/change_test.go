@@ -117,7 +117,21 @@ func TestPollNotifies(t *testing.T) {
 	if err := srv.RemoveCRD("poll.example.com", "polls"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// A refresh returns after the round that made its snapshot has told
+	// every subscriber (notify runs within the shared refresh), so once one
+	// returns a snapshot without the CRD, the Change that removes it has
+	// been delivered to whoever was subscribed.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if s, _ := c.Refresh(context.Background()); s != nil {
+			if _, ok := s.Group("poll.example.com"); !ok {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the removed CRD is still in discovery")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	mu.Lock()
 	n := len(changes)
 	mu.Unlock()

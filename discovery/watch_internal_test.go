@@ -3,6 +3,7 @@ package discovery
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -35,5 +36,45 @@ func TestAPIServiceChurnCostsNothing(t *testing.T) {
 	w.apiServiceEvent(apiService("2", "True", "", nil), apiService("3", "False", "unreachable", nil), false)
 	if n := c.stats.watchTriggers.Load(); n != 1 {
 		t.Errorf("an availability flip asked for %d refreshes, want 1", n)
+	}
+}
+
+// TestCRDChurnCostsNothing: a CRD update that keeps its generation and
+// whether it is being deleted (a status update, a label, only a new
+// resourceVersion) asks for no refresh, nor does the initial list; a new
+// spec generation, the start of a deletion and a new CRD each ask for one.
+func TestCRDChurnCostsNothing(t *testing.T) {
+	c := &Client{}
+	w := &watcher{c: c, o: watchOptions{settle: DefaultSettle}, wake: make(chan struct{}, 1)}
+	crd := func(rv string, generation int64, labels map[string]string, deleting bool) any {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: "widgets.example.com", ResourceVersion: rv, Generation: generation, Labels: labels,
+		}}
+		if deleting {
+			now := metav1.Now()
+			m.DeletionTimestamp = &now
+		}
+		out, err := slim(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	step := func(what string, want int64, event func()) {
+		t.Helper()
+		event()
+		if n := c.stats.watchTriggers.Load(); n != want {
+			t.Errorf("after %s: %d refreshes asked for, want %d", what, n, want)
+		}
+	}
+	step("the initial list", 0, func() { w.crdEvent(nil, crd("1", 1, nil, false), true) })
+	step("a status or label update", 0, func() {
+		w.crdEvent(crd("1", 1, nil, false), crd("2", 1, map[string]string{"team": "a"}, false), false)
+	})
+	step("a new generation", 1, func() { w.crdEvent(crd("2", 1, nil, false), crd("3", 2, nil, false), false) })
+	step("the start of a deletion", 2, func() { w.crdEvent(crd("3", 2, nil, false), crd("4", 2, nil, true), false) })
+	step("a new CRD", 3, func() { w.crdEvent(nil, crd("5", 1, nil, false), false) })
+	if e := w.pending[len(w.pending)-1]; e.group != "example.com" || e.plural != "widgets" || !e.present {
+		t.Errorf("a new CRD leads to expect %+v, want widgets.example.com to appear", e)
 	}
 }

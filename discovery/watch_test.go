@@ -2,6 +2,7 @@ package discovery_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"sync"
@@ -94,16 +95,22 @@ func TestWatchDeliversNewCRDs(t *testing.T) {
 }
 
 // TestWatchIgnoresWhatCannotChangeDiscovery: status-only updates and label
-// edits of a CRD cost no discovery request; a burst of new CRDs costs a few
+// edits of a CRD ask for no refresh; a burst of new CRDs costs a few
 // rounds, not one each.
 func TestWatchIgnoresWhatCannotChangeDiscovery(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	c, _ := discovery.NewForHTTPClient(nil, base)
+	// Every object listed is one initial event, which asks for nothing.
+	initial := countItems(t, base+"/apis/apiextensions.k8s.io/v1/customresourcedefinitions") +
+		countItems(t, base+"/apis/apiregistration.k8s.io/v1/apiservices")
 	startWatch(t, c, discovery.WithUpgradePoll(time.Hour))
 	waitFor(t, "watching", c.Watching)
-	// The round after the lists are in.
-	waitFor(t, "the first round", func() bool { return c.Stats().Requests >= 4 })
-	time.Sleep(200 * time.Millisecond)
+	// The initial events handled, and the one round asked for once the
+	// lists were in.
+	waitFor(t, "the initial events and round", func() bool {
+		st := c.Stats()
+		return st.WatchEvents >= int64(initial) && st.WatchTriggers >= 1
+	})
 
 	st := c.Stats()
 	for range 10 {
@@ -114,11 +121,25 @@ func TestWatchIgnoresWhatCannotChangeDiscovery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the 20 events", func() bool { return c.Stats().WatchEvents >= st.WatchEvents+20 })
-	time.Sleep(200 * time.Millisecond) // longer than the debounce
-	if n := c.Stats().Requests - st.Requests; n != 0 {
-		t.Errorf("status and label churn cost %d discovery requests", n)
+	// A sentinel that does ask for a refresh: a new CRD in a group-version
+	// that exists (so no APIService changes). The CRD events are handled
+	// one at a time, in order: once the sentinel's handler has begun (its
+	// event is the 21st) and counted its trigger, every trigger the churn
+	// asked for is counted too.
+	sentinel := schema.GroupVersionResource{Group: "g001.stress.example.com", Version: "v1", Resource: "sentinels"}
+	if err := srv.AddCRD(discoverytest.CRD{Group: sentinel.Group, Versions: []string{"v1"}, Kind: "Sentinel"}); err != nil {
+		t.Fatal(err)
 	}
+	waitFor(t, "the 21 events", func() bool { return c.Stats().WatchEvents >= st.WatchEvents+21 })
+	waitFor(t, "the sentinel's trigger", func() bool { return c.Stats().WatchTriggers >= st.WatchTriggers+1 })
+	if got := c.Stats(); got.WatchEvents != st.WatchEvents+21 || got.WatchTriggers != st.WatchTriggers+1 {
+		t.Errorf("status and label churn, then a new CRD: %d events and %d refreshes asked for, want 21 and 1",
+			got.WatchEvents-st.WatchEvents, got.WatchTriggers-st.WatchTriggers)
+	}
+	waitFor(t, "the sentinel in discovery", func() bool {
+		v, ok := c.Current().Version(sentinel.GroupVersion())
+		return ok && slices.ContainsFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == sentinel.Resource })
+	})
 
 	st = c.Stats()
 	for i := range 30 {
@@ -217,4 +238,19 @@ func TestWatchRefusesBadOptions(t *testing.T) {
 	if n := srv.Stats().Requests; n != 0 {
 		t.Errorf("bad options sent %d requests", n)
 	}
+}
+
+// countItems lists url (a list of a real server's API) and counts its items.
+func countItems(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct{ Items []json.RawMessage }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d, %v", url, resp.StatusCode, err)
+	}
+	return len(list.Items)
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/diskcache/diskcachetest"
@@ -136,17 +138,31 @@ func TestClusterDirStaysInside(t *testing.T) {
 // TestCompactionBounds: the cache stays within its bounds, evicting the
 // least recently used first (recency from reads, kept in memory).
 func TestCompactionBounds(t *testing.T) {
-	c := open(t, t.TempDir(), diskcache.WithMaxEntries(20), diskcache.WithMaxBytes(1<<30))
-	for i := range 20 {
-		c.Set(fmt.Sprint("k", i), []byte("v"))
+	// Recency is the later of an entry's modification time (real) and its
+	// last use in this process (the clock): a clock an hour ahead makes
+	// every use later than every file's time, and each step orders them.
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Hour))
+	c := open(t, t.TempDir(), diskcache.WithMaxEntries(20), diskcache.WithMaxBytes(1<<30), diskcache.WithClock(clk))
+	set := func(key string) {
+		t.Helper()
+		clk.Step(time.Millisecond)
+		if err := c.Put(key, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
 	}
-	time.Sleep(10 * time.Millisecond) // distinct recency for k0
+	for i := range 20 {
+		set(fmt.Sprint("k", i))
+	}
+	clk.Step(time.Second) // k0 read well after every write
 	if _, ok := c.Get("k0"); !ok {
 		t.Fatal("k0 missing")
 	}
 	for i := 20; i < 60; i++ {
-		c.Set(fmt.Sprint("k", i), []byte("v"))
-		c.Get("k0") // in use all along
+		set(fmt.Sprint("k", i))
+		clk.Step(time.Millisecond)
+		if _, ok := c.Get("k0"); !ok { // in use all along
+			t.Fatalf("k0 evicted at k%d", i)
+		}
 		if _, n := c.Usage(); n > 20 {
 			t.Fatalf("%d entries over a bound of 20", n)
 		}

@@ -15,19 +15,39 @@ func TestPermissions(t *testing.T) {
 	defer syscall.Umask(old)
 	root := t.TempDir()
 	c := open(t, root)
-	c.Set("k", []byte("v"))
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == root {
+	if err := c.Put("k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	var files, dirs int
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
 			return nil
 		}
-		info, _ := d.Info()
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
 		want := fs.FileMode(0o600)
 		if d.IsDir() {
 			want = 0o700
+			dirs++
+		} else {
+			files++
 		}
 		if info.Mode().Perm() != want {
 			t.Errorf("%s: %v, want %v", p, info.Mode().Perm(), want)
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One entry, in <cluster>/<xx>/: nothing else (no temporary file, no
+	// lock) is left behind, and none of it went unchecked.
+	if files != 1 || dirs != 2 {
+		t.Errorf("walked %d files and %d directories; want 1 entry in <cluster>/<xx>/", files, dirs)
+	}
 }

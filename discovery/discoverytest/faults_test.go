@@ -3,9 +3,12 @@ package discoverytest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +56,15 @@ func TestFaultLatency(t *testing.T) {
 		t.Fatalf("a minute of latency against a short deadline: %v, want deadline exceeded", err)
 	}
 	// The slow handler ends with the request instead of holding a goroutine
-	// for the rest of the minute: the server closes promptly.
+	// for the rest of the minute. The log records a request when its
+	// handler has returned.
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/apis" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the handler of the abandoned request is still running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestFaultDamagedBodies(t *testing.T) {
@@ -132,12 +143,19 @@ func TestRequestLog(t *testing.T) {
 }
 
 // TestConcurrentMutationsAndReads runs under -race in CI: readers of every
-// endpoint while backends change.
+// endpoint while backends change. Every read must succeed (all four paths
+// exist throughout: g001 comes from WithCRDs and is never churned), every
+// reader must have read a number of times while the mutations ran, and the
+// server must have answered no error (a recovered panic counts as one).
 func TestConcurrentMutationsAndReads(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation(), discoverytest.WithCRDs(20, 4))
+	paths := []string{"/apis", "/api", "/apis/g001.stress.example.com/v1", "/openapi/v3"}
+	const minReads = 10
+	reads := make([]atomic.Int64, len(paths))
+	errs := make(chan error, len(paths))
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for _, path := range []string{"/apis", "/api", "/apis/g001.stress.example.com/v1", "/openapi/v3"} {
+	for i, path := range paths {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -147,19 +165,69 @@ func TestConcurrentMutationsAndReads(t *testing.T) {
 					return
 				default:
 				}
-				_ = readAll(base+path, acceptAll)
+				if err := readOK(base+path, acceptAll); err != nil {
+					errs <- err
+					return
+				}
+				reads[i].Add(1)
 			}
 		}()
 	}
-	for i := range 20 {
+	enough := func() bool {
+		for i := range reads {
+			if reads[i].Load() < minReads {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	mutations := 0
+	for ; mutations < 20 || (!enough() && len(errs) == 0); mutations++ {
+		if time.Now().After(deadline) {
+			t.Errorf("after %d mutations in 30s, some reader has fewer than %d reads", mutations, minReads)
+			break
+		}
 		crd := discoverytest.CRD{Group: "churn.example.com", Versions: []string{"v1"}, Kind: "Churn"}
-		if err := srv.Backends()[i%2].AddCRD(crd); err != nil {
+		if err := srv.Backends()[mutations%2].AddCRD(crd); err != nil {
 			t.Error(err)
 		}
-		if err := srv.Backends()[i%2].RemoveCRD(crd.Group, "churns"); err != nil {
+		if err := srv.Backends()[mutations%2].RemoveCRD(crd.Group, "churns"); err != nil {
 			t.Error(err)
 		}
 	}
 	close(stop)
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i, path := range paths {
+		t.Logf("%s: %d reads during %d mutations", path, reads[i].Load(), mutations)
+	}
+	if st := srv.Stats(); st.Errors != 0 {
+		t.Errorf("server answered %d errors in %d requests, want 0", st.Errors, st.Requests)
+	}
+}
+
+// readOK reads url to the end and wants a 200.
+func readOK(url, accept string) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		return fmt.Errorf("%s: %d: %w", url, resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: status %d, want 200", url, resp.StatusCode)
+	}
+	return nil
 }

@@ -55,7 +55,9 @@ func TestLeaving(t *testing.T) {
 	var runs atomic.Int32
 	cancelled := make(chan struct{}, 4)
 	release := make(chan struct{})
+	works := make(chan context.Context, 4) // each run's context
 	fn := func(ctx context.Context) (int, error) {
+		works <- ctx
 		n := int(runs.Add(1))
 		select {
 		case <-release:
@@ -73,18 +75,22 @@ func TestLeaving(t *testing.T) {
 	for g.waiting("k") != 2 {
 		time.Sleep(time.Millisecond)
 	}
+	work := <-works
 	giveUp()
 	if err := <-errs; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the caller that gave up: %v", err)
 	}
-	select {
-	case <-cancelled:
-		t.Fatal("work cancelled while a caller still waits")
-	case <-time.After(20 * time.Millisecond):
+	// Do leaves before it returns: had leaving cancelled the work, its
+	// context would have ended by now.
+	if err := work.Err(); err != nil {
+		t.Fatalf("work cancelled while a caller still waits: %v", err)
 	}
 	stop()
 	<-errs
-	<-cancelled // the last caller left: the work's context ends
+	if work.Err() == nil {
+		t.Fatal("the last caller left, and the work's context goes on")
+	}
+	<-cancelled
 
 	go func() { close(release) }()
 	n, err := g.Do(context.Background(), "k", fn)
@@ -100,12 +106,8 @@ func TestStartPins(t *testing.T) {
 	release := make(chan struct{})
 	done := make(chan error, 1)
 	g.Start("k", func(ctx context.Context) (int, error) {
-		select {
-		case <-release:
-			done <- nil
-		case <-ctx.Done():
-			done <- ctx.Err()
-		}
+		<-release
+		done <- ctx.Err() // after every caller of Do has left
 		return 1, nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())

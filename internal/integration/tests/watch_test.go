@@ -51,7 +51,12 @@ func startWatched(t *testing.T, cfg *rest.Config, opts ...discovery.WatchOption)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = dc.Watch(ctx, opts...) }()
+	go func() {
+		defer close(done)
+		if err := dc.Watch(ctx, opts...); err != nil {
+			t.Error(err)
+		}
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return w
 }
