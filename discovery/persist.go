@@ -25,10 +25,9 @@ import (
 // Default: no persistence.
 func WithDiskCache(c diskcache.Store) Option {
 	return func(o *options) error {
-		if dc, ok := c.(*diskcache.Cache); ok && dc == nil {
-			c = nil // a Cache that could not be opened: no cache
+		if o.disk = c; diskcache.IsNil(c) {
+			o.disk = nil
 		}
-		o.disk = c
 		return nil
 	}
 }

@@ -83,6 +83,13 @@ type Store interface {
 
 var _ Store = (*Cache)(nil)
 
+// IsNil reports whether s is no store: nil, or a nil *Cache (what a Cache
+// that could not be opened leaves), which as a Store is not nil.
+func IsNil(s Store) bool {
+	c, isCache := s.(*Cache)
+	return s == nil || isCache && c == nil
+}
+
 // Cache is a bounded store of byte values on disk, one directory per API
 // server. Values are written atomically (a temporary file renamed into
 // place) and verified when read (CRC-32C), so a torn, truncated or foreign

@@ -31,15 +31,30 @@ var banned = []string{"k8s.io/apiserver/", module + "discovery/discoverytest"}
 // needs client-go's discovery lives in discovery/clientgo.
 var heavy = []string{"k8s.io/client-go/discovery", "k8s.io/client-go/informers", "k8s.io/client-go/kubernetes", "k8s.io/api/core/"}
 
+// deps lists what the kubeatlas package pkg links, itself included.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// under reports whether dep is prefix or below it ("a/b" matches "a/b" and
+// "a/b/c"; "a/" matches everything below a).
+func under(dep, prefix string) bool {
+	if strings.HasSuffix(prefix, "/") {
+		return strings.HasPrefix(dep, prefix)
+	}
+	return dep == prefix || strings.HasPrefix(dep, prefix+"/")
+}
+
 func TestDiscoveryIsLean(t *testing.T) {
 	for _, pkg := range []string{"discovery", "diskcache"} {
-		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range deps(t, pkg) {
 			for _, h := range heavy {
-				if dep == h || strings.HasPrefix(dep, h+"/") || (strings.HasSuffix(h, "/") && strings.HasPrefix(dep, h)) {
+				if under(dep, h) {
 					t.Errorf("%s links %s", pkg, dep)
 				}
 			}
@@ -49,11 +64,7 @@ func TestDiscoveryIsLean(t *testing.T) {
 
 func TestDependencies(t *testing.T) {
 	for pkg, ok := range allowed {
-		out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range deps(t, pkg) {
 			for _, b := range banned {
 				if strings.HasPrefix(dep, b) {
 					t.Errorf("%s depends on %s", pkg, dep)
@@ -79,11 +90,7 @@ func TestDependencies(t *testing.T) {
 // server code behind it, which would double their size and start-up.
 func TestCommandsAreLight(t *testing.T) {
 	for _, cmd := range []string{"examples/api-resources", "examples/explain", "examples/watch-apis"} {
-		out, err := exec.Command("go", "list", "-deps", module+cmd).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list %s: %v\n%s", cmd, err, out)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range deps(t, cmd) {
 			for _, b := range banned {
 				if strings.HasPrefix(dep, b) {
 					t.Errorf("%s links %s", cmd, dep)
