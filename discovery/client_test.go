@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -446,20 +447,110 @@ func TestRefreshCoalesces(t *testing.T) {
 
 // TestCallerContext: a caller that gives up gets its context's error at
 // once, the shared refresh still completes for the others, and no context
-// error is ever kept as the client's state.
+// error is ever kept as the client's state. In a synctest bubble, so that
+// "both callers wait in one refresh", "at once" and "the abandoned refresh
+// has ended" are facts, not timing: /apis is held for 10s of bubble time by
+// a Fault.Latency while the callers come and go.
 func TestCallerContext(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	srv.InjectFault("/apis", discoverytest.Fault{Latency: 200 * time.Millisecond, Times: 1})
-	c := newClient(t, base)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if s, err := c.Refresh(ctx); !errors.Is(err, context.Canceled) || s != nil {
-		t.Errorf("cancelled caller: %v, %v", s, err)
+	const latency = 10 * time.Second // within DefaultRefreshTimeout
+	type result struct {
+		s     *discovery.Snapshot
+		err   error
+		after time.Duration // of bubble time since the callers started
 	}
-	s, err := c.Refresh(context.Background())
-	if err != nil || s == nil {
-		t.Fatalf("next caller: %v", err)
+	// setup serves the fake cluster in the bubble, reads a first snapshot,
+	// then holds the next /apis for the latency; refresh calls Refresh in a
+	// goroutine of its own.
+	setup := func(t *testing.T) (srv *discoverytest.Server, c *discovery.Client, s0 *discovery.Snapshot, refresh func(context.Context) <-chan result) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		c, err := discovery.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s0, err = c.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetRequests()
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: latency, Times: 1})
+		start := time.Now()
+		return srv, c, s0, func(ctx context.Context) <-chan result {
+			out := make(chan result, 1)
+			go func() {
+				s, err := c.Refresh(ctx)
+				out <- result{s, err, time.Since(start)}
+			}()
+			return out
+		}
 	}
+	count := func(srv *discoverytest.Server, path string) int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Path == path {
+				n++
+			}
+		}
+		return n
+	}
+
+	t.Run("one of two leaves", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, c, s0, refresh := setup(t)
+			ctxA, cancelA := context.WithCancel(t.Context())
+			defer cancelA()
+			resA, resB := refresh(ctxA), refresh(t.Context())
+			synctest.Wait() // both wait; the refresh's /apis is held by the latency
+			cancelA()
+			a := <-resA
+			if !errors.Is(a.err, context.Canceled) || a.s != s0 || a.after != 0 {
+				t.Errorf("the caller that left: %v after %v (the snapshot it had: %v); want context.Canceled at once, with the snapshot it had", a.err, a.after, a.s == s0)
+			}
+			synctest.Wait()
+			select {
+			case b := <-resB:
+				t.Fatalf("the caller that stayed returned when the other left: %v after %v", b.err, b.after)
+			default:
+			}
+			b := <-resB
+			if b.err != nil || b.s == nil || b.s == s0 || b.s.RefreshError() != nil || b.after != latency {
+				t.Fatalf("the caller that stayed: %v after %v; want the refreshed snapshot when /apis answers, after %v", b.err, b.after, latency)
+			}
+			if c.Current() != b.s {
+				t.Errorf("the refreshed snapshot is not current")
+			}
+			if n, m := count(srv, "/api"), count(srv, "/apis"); n != 1 || m != 1 {
+				t.Errorf("%d /api and %d /apis requests, want one refresh shared by both callers", n, m)
+			}
+		})
+	})
+
+	t.Run("everyone leaves", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, c, s0, refresh := setup(t)
+			ctxA, cancelA := context.WithCancel(t.Context())
+			defer cancelA()
+			resA := refresh(ctxA)
+			synctest.Wait()
+			cancelA()
+			a := <-resA
+			if !errors.Is(a.err, context.Canceled) || a.s != s0 || a.after != 0 {
+				t.Errorf("the caller that left: %v after %v (the snapshot it had: %v); want context.Canceled at once, with the snapshot it had", a.err, a.after, a.s == s0)
+			}
+			synctest.Wait() // the abandoned refresh has ended, if it is going to
+			if count(srv, "/apis") != 1 {
+				t.Fatalf("the refresh everyone left is still running: its /apis has not ended")
+			}
+			if cur := c.Current(); cur != s0 || cur.RefreshError() != nil {
+				t.Errorf("after an abandoned refresh: the current snapshot is the one before: %v, RefreshError %v; want the one before, unmarked", cur == s0, cur.RefreshError())
+			}
+			if s, err := c.Snapshot(t.Context()); err != nil || s != s0 {
+				t.Errorf("Snapshot after an abandoned refresh: the one before: %v, error %v", s == s0, err)
+			}
+			s, err := c.Refresh(t.Context())
+			if err != nil || s == nil || s.RefreshError() != nil {
+				t.Errorf("the next refresh: %v", err)
+			}
+		})
+	})
 }
 
 // TestSnapshotMaxAge: reads inside the max age cost nothing; past it, the
