@@ -497,8 +497,10 @@ func TestCallerContext(t *testing.T) {
 			srv, c, s0, refresh := setup(t)
 			ctxA, cancelA := context.WithCancel(t.Context())
 			defer cancelA()
-			resA, resB := refresh(ctxA), refresh(t.Context())
-			synctest.Wait() // both wait; the refresh's /apis is held by the latency
+			resA := refresh(ctxA)
+			synctest.Wait() // A started the refresh; its /apis is held by the latency
+			resB := refresh(t.Context())
+			synctest.Wait() // B joined it
 			cancelA()
 			a := <-resA
 			if !errors.Is(a.err, context.Canceled) || a.s != s0 || a.after != 0 {
