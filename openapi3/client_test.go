@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
@@ -314,18 +315,116 @@ func aggregate(t *testing.T, docs []*openapi3.Document) (*openapi3.Document, *sp
 	return agg, merged
 }
 
-// TestContextErrorsAreNotKept: a cancelled fetch does not poison the next.
+// TestContextErrorsAreNotKept: a document fetch that callers give up on
+// does not poison the next call: a caller that leaves gets its context's
+// error at once, another caller of the same fetch still gets the document,
+// a fetch every caller left is cancelled, and the next call fetches anew.
+// In a synctest bubble (discoverytest.StartInProcess), with the root read
+// first so that every call reaches the document fetch, and the document
+// held for 10s of bubble time by a Fault.Latency while callers come and go.
 func TestContextErrorsAreNotKept(t *testing.T) {
-	_, base := discoverytest.Start(t)
-	c := newClient(t, base)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled: %v", err)
-	}
-	if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
-		t.Errorf("after a cancelled call: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const latency = 10 * time.Second
+		srv, hc, base := discoverytest.StartInProcess(t)
+		c, err := openapi3.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Paths(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			d     *openapi3.Document
+			err   error
+			after time.Duration // of bubble time since the callers started
+		}
+		var start time.Time
+		document := func(ctx context.Context, path string) <-chan result {
+			out := make(chan result, 1)
+			go func() {
+				d, err := c.Document(ctx, path)
+				out <- result{d, err, time.Since(start)}
+			}()
+			return out
+		}
+		fetches := func(path string) int {
+			n := 0
+			for _, r := range srv.Requests() {
+				if r.Path == "/openapi/v3/"+path {
+					n++
+				}
+			}
+			return n
+		}
+
+		// Already cancelled: the root is known, so this is the document
+		// fetch's own caller leaving (the latency keeps the fetch from
+		// ending first).
+		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: latency})
+		cancelled, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := c.Document(cancelled, "apis/apps/v1"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled: %v", err)
+		}
+		synctest.Wait()
+		srv.ClearFaults()
+
+		// One of two callers of a held fetch leaves.
+		srv.ResetRequests()
+		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: latency, Times: 1})
+		start = time.Now()
+		ctxA, cancelA := context.WithCancel(t.Context())
+		defer cancelA()
+		resA := document(ctxA, "apis/apps/v1")
+		synctest.Wait() // A started the fetch, held by the latency
+		resB := document(t.Context(), "apis/apps/v1")
+		synctest.Wait() // B joined it
+		cancelA()
+		if a := <-resA; !errors.Is(a.err, context.Canceled) || a.after != 0 {
+			t.Errorf("the caller that left: %v after %v; want context.Canceled at once", a.err, a.after)
+		}
+		synctest.Wait()
+		select {
+		case b := <-resB:
+			t.Fatalf("the caller that stayed returned when the other left: %v after %v", b.err, b.after)
+		default:
+		}
+		if b := <-resB; b.err != nil || b.d == nil || b.d.Path != "apis/apps/v1" || b.after != latency {
+			t.Fatalf("the caller that stayed: %v after %v; want the document after %v", b.err, b.after, latency)
+		}
+		if n := fetches("apis/apps/v1"); n != 1 {
+			t.Errorf("%d fetches of apis/apps/v1, want one shared by both callers", n)
+		}
+
+		// The only caller of a held fetch leaves: the fetch is cancelled,
+		// and the next call fetches anew.
+		srv.ResetRequests()
+		srv.InjectFault("/openapi/v3/apis/batch/v1", discoverytest.Fault{Latency: latency, Times: 1})
+		start = time.Now()
+		ctxC, cancelC := context.WithCancel(t.Context())
+		defer cancelC()
+		resC := document(ctxC, "apis/batch/v1")
+		synctest.Wait()
+		cancelC()
+		if r := <-resC; !errors.Is(r.err, context.Canceled) || r.after != 0 {
+			t.Errorf("the caller that left: %v after %v; want context.Canceled at once", r.err, r.after)
+		}
+		synctest.Wait() // the abandoned fetch has ended, if it is going to
+		if n := fetches("apis/batch/v1"); n != 1 {
+			t.Fatalf("the fetch everyone left is still running: its request has not ended")
+		}
+		for _, path := range []string{"apis/apps/v1", "apis/batch/v1"} {
+			if d, err := c.Document(t.Context(), path); err != nil || d == nil {
+				t.Errorf("%s after cancelled calls: %v", path, err)
+			}
+		}
+		if n := fetches("apis/batch/v1"); n != 2 {
+			t.Errorf("%d fetches of apis/batch/v1, want the abandoned one and a new one", n)
+		}
+		if time.Since(start) != 0 {
+			t.Errorf("%v of bubble time passed, want none: the abandoned fetch's latency was not waited out", time.Since(start))
+		}
+	})
 }
 
 // TestAbandonedFetchIsCancelled: a document fetch every caller has given up
