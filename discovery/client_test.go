@@ -422,27 +422,33 @@ func TestServerDataEdgeCases(t *testing.T) {
 }
 
 // TestRefreshCoalesces: callers that refresh at once share one refresh.
+// In a synctest bubble, every caller has joined before the held /apis
+// answers, whatever the machine's load.
 func TestRefreshCoalesces(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
-	c := newClient(t, base)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if _, err := c.Refresh(context.Background()); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if st := srv.Stats(); st.Requests != 2 {
-		t.Errorf("20 concurrent refreshes sent %d requests, want 2", st.Requests)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
+		c, err := discovery.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if _, err := c.Refresh(t.Context()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if st := srv.Stats(); st.Requests != 2 {
+			t.Errorf("20 concurrent refreshes sent %d requests, want 2", st.Requests)
+		}
+		if d := time.Since(start); d != 300*time.Millisecond {
+			t.Errorf("the refreshes took %v of bubble time, want the one held /apis (300ms)", d)
+		}
+	})
 }
 
 // TestCallerContext: a caller that gives up gets its context's error at
@@ -556,41 +562,48 @@ func TestCallerContext(t *testing.T) {
 }
 
 // TestSnapshotMaxAge: reads inside the max age cost nothing; past it, the
-// read returns at once and a background revalidation follows.
+// read returns at once and a background revalidation follows. In a
+// synctest bubble, so that synctest.Wait tells when the background
+// revalidation has ended.
 func TestSnapshotMaxAge(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	c := newClient(t, base, discovery.WithClock(clk), discovery.WithMaxAge(time.Minute))
-	ctx := context.Background()
-	first, _ := c.Snapshot(ctx)
-	for range 5 {
-		if s, _ := c.Snapshot(ctx); s != first {
-			t.Fatal("a read inside the max age returned another snapshot")
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+		c, err := discovery.NewForHTTPClient(hc, base, discovery.WithClock(clk), discovery.WithMaxAge(time.Minute))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n := srv.Stats().Requests; n != 2 {
-		t.Fatalf("%d requests for six reads inside the max age, want 2", n)
-	}
-	clk.Step(2 * time.Minute)
-	if s, _ := c.Snapshot(ctx); s != first {
-		t.Fatal("a read past the max age should return the current snapshot at once")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.Stats().NotModified < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no background revalidation: %+v", srv.Stats())
+		ctx := t.Context()
+		first, _ := c.Snapshot(ctx)
+		for range 5 {
+			if s, _ := c.Snapshot(ctx); s != first {
+				t.Fatal("a read inside the max age returned another snapshot")
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	for c.Current() == first && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if cur := c.Current(); !cur.Validated().Equal(clk.Now()) {
-		t.Errorf("revalidated snapshot validated at %v, want %v", cur.Validated(), clk.Now())
-	}
-	if cs := c.Stats(); cs.CacheHits != 6 {
-		t.Errorf("cache hits %d, want 6", cs.CacheHits)
-	}
+		synctest.Wait()
+		if n := srv.Stats().Requests; n != 2 {
+			t.Fatalf("%d requests for six reads inside the max age, want 2", n)
+		}
+		// Past the max age, with the server slow to answer /apis.
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: 10 * time.Second, Times: 1})
+		clk.Step(2 * time.Minute)
+		start := time.Now()
+		if s, _ := c.Snapshot(ctx); s != first || time.Since(start) != 0 {
+			t.Fatalf("a read past the max age should return the current snapshot at once; took %v of bubble time", time.Since(start))
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait() // the background revalidation has ended
+		if st := srv.Stats(); st.Requests != 4 || st.NotModified != 2 {
+			t.Fatalf("background revalidation: %+v, want two more requests, both 304", st)
+		}
+		cur := c.Current()
+		if cur == first || !cur.Validated().Equal(clk.Now()) {
+			t.Errorf("revalidated snapshot validated at %v, want a new one at %v", cur.Validated(), clk.Now())
+		}
+		if cs := c.Stats(); cs.CacheHits != 6 {
+			t.Errorf("cache hits %d, want 6", cs.CacheHits)
+		}
+	})
 }
 
 func TestNoPeer(t *testing.T) {
@@ -698,27 +711,34 @@ func TestFailedRefreshesLogOnce(t *testing.T) {
 }
 
 // TestAbandonedRefreshIsCancelled: when every caller has given up, the
-// shared refresh is cancelled rather than left running to its timeout.
+// shared refresh is cancelled rather than left running to its timeout. In
+// a synctest bubble: once it settles, the refresh has ended or is stuck.
 func TestAbandonedRefreshIsCancelled(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
-	c := newClient(t, base)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := c.Refresh(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("refresh: %v", err)
-	}
-	// The server's handler ends when its request is cancelled; it would
-	// wait a minute otherwise.
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/apis" }) {
-		if time.Now().After(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
+		c, err := discovery.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := c.Refresh(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("refresh: %v", err)
+		}
+		// The server's handler ends when its request is cancelled (and is
+		// logged then); it would wait a minute otherwise.
+		synctest.Wait()
+		if !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/apis" }) {
 			t.Fatal("the abandoned refresh is still running")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	srv.ClearFaults()
-	if _, err := c.Refresh(context.Background()); err != nil {
-		t.Errorf("the next refresh inherited the cancelled one: %v", err)
-	}
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Errorf("the abandoned refresh ended after %v of bubble time, want the caller's 50ms", d)
+		}
+		srv.ClearFaults()
+		if _, err := c.Refresh(t.Context()); err != nil {
+			t.Errorf("the next refresh inherited the cancelled one: %v", err)
+		}
+	})
 }
