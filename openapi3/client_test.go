@@ -429,32 +429,39 @@ func TestContextErrorsAreNotKept(t *testing.T) {
 
 // TestAbandonedFetchIsCancelled: a document fetch every caller has given up
 // on is cancelled, not left running to its timeout; the next call starts
-// afresh.
+// afresh. In a synctest bubble: once it settles, the fetch has ended or is
+// stuck.
 func TestAbandonedFetchIsCancelled(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	c := newClient(t, base)
-	if _, err := c.Paths(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("document: %v", err)
-	}
-	// The server's handler ends when its request is cancelled (and is
-	// logged then); it would wait a minute otherwise.
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/openapi/v3/apis/apps/v1" }) {
-		if time.Now().After(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		c, err := openapi3.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Paths(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: time.Minute})
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("document: %v", err)
+		}
+		// The server's handler ends when its request is cancelled (and is
+		// logged then); it would wait a minute otherwise.
+		synctest.Wait()
+		if !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/openapi/v3/apis/apps/v1" }) {
 			t.Fatal("the abandoned fetch is still running")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	srv.ClearFaults()
-	if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
-		t.Errorf("the next call inherited the cancelled fetch: %v", err)
-	}
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Errorf("the abandoned fetch ended after %v of bubble time, want the caller's 50ms", d)
+		}
+		srv.ClearFaults()
+		if _, err := c.Document(t.Context(), "apis/apps/v1"); err != nil {
+			t.Errorf("the next call inherited the cancelled fetch: %v", err)
+		}
+	})
 }
 
 func rootReads(srv *discoverytest.Server) int {
@@ -469,49 +476,62 @@ func rootReads(srv *discoverytest.Server) int {
 
 // TestRootMaxAge: a root older than the max age is answered from at once
 // and read again in the background, so a long-lived client sees a changed
-// schema's new hash; a failing read is not retried on every call.
+// schema's new hash; a failing read is not retried on every call. In a
+// synctest bubble, so that synctest.Wait tells when a background read has
+// ended.
 func TestRootMaxAge(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	c := newClient(t, base, openapi3.WithClock(clk), openapi3.WithMaxAge(30*time.Second))
-	ctx := context.Background()
-	first, err := c.Paths(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Paths(ctx); err != nil || rootReads(srv) != 1 {
-		t.Fatalf("within the max age: %d root reads, %v", rootReads(srv), err)
-	}
-	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
-	if err := srv.ChangeSchema(apps); err != nil {
-		t.Fatal(err)
-	}
-	clk.SetTime(clk.Now().Add(31 * time.Second))
-	stale, err := c.Paths(ctx)
-	if err != nil || stale[openapi3.PathFor(apps)] != first[openapi3.PathFor(apps)] {
-		t.Fatalf("an old root is answered from at once: %v", err)
-	}
-	waitFor(t, "the background read", func() bool { return rootReads(srv) == 2 })
-	waitFor(t, "the new hash", func() bool {
-		fresh, _ := c.Paths(ctx)
-		return fresh[openapi3.PathFor(apps)] != first[openapi3.PathFor(apps)]
-	})
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		clk := clocktesting.NewFakePassiveClock(time.Now())
+		c, err := openapi3.NewForHTTPClient(hc, base, openapi3.WithClock(clk), openapi3.WithMaxAge(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		first, err := c.Paths(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Paths(ctx); err != nil || rootReads(srv) != 1 {
+			t.Fatalf("within the max age: %d root reads, %v", rootReads(srv), err)
+		}
+		apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+		if err := srv.ChangeSchema(apps); err != nil {
+			t.Fatal(err)
+		}
+		clk.SetTime(clk.Now().Add(31 * time.Second))
+		stale, err := c.Paths(ctx)
+		if err != nil || stale[openapi3.PathFor(apps)] != first[openapi3.PathFor(apps)] {
+			t.Fatalf("an old root is answered from at once: %v", err)
+		}
+		synctest.Wait() // the background read has ended
+		if n := rootReads(srv); n != 2 {
+			t.Fatalf("%d root reads, want the background one", n)
+		}
+		if fresh, _ := c.Paths(ctx); fresh[openapi3.PathFor(apps)] == first[openapi3.PathFor(apps)] {
+			t.Fatal("the background read did not bring the new hash")
+		}
 
-	srv.InjectFault("/openapi/v3", discoverytest.Fault{Status: http.StatusServiceUnavailable})
-	clk.SetTime(clk.Now().Add(31 * time.Second))
-	if _, err := c.Paths(ctx); err != nil {
-		t.Fatalf("a failing background read fails the caller: %v", err)
-	}
-	waitFor(t, "the failed read", func() bool { return rootReads(srv) == 3 })
-	for range 10 {
-		c.Paths(ctx)
-	}
-	if _, err := c.Document(ctx, "apis/apps/v1"); err != nil {
-		t.Errorf("documents while the root fails: %v", err)
-	}
-	if n := rootReads(srv); n != 3 {
-		t.Errorf("%d root reads after one failure, want no more within the max age", n)
-	}
+		srv.InjectFault("/openapi/v3", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+		clk.SetTime(clk.Now().Add(31 * time.Second))
+		if _, err := c.Paths(ctx); err != nil {
+			t.Fatalf("a failing background read fails the caller: %v", err)
+		}
+		synctest.Wait()
+		if n := rootReads(srv); n != 3 {
+			t.Fatalf("%d root reads, want the failed background one", n)
+		}
+		for range 10 {
+			c.Paths(ctx)
+		}
+		if _, err := c.Document(ctx, "apis/apps/v1"); err != nil {
+			t.Errorf("documents while the root fails: %v", err)
+		}
+		synctest.Wait()
+		if n := rootReads(srv); n != 3 {
+			t.Errorf("%d root reads after one failure, want no more within the max age", n)
+		}
+	})
 }
 
 // TestNewGroupVersionFound: a kind of a group-version added since the root
@@ -559,17 +579,6 @@ func TestNewGroupVersionFound(t *testing.T) {
 	}
 	if _, err := c.Kind(ctx, late); err != nil {
 		t.Errorf("the first kind, after: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
