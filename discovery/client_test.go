@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -421,83 +422,188 @@ func TestServerDataEdgeCases(t *testing.T) {
 }
 
 // TestRefreshCoalesces: callers that refresh at once share one refresh.
+// In a synctest bubble, every caller has joined before the held /apis
+// answers, whatever the machine's load.
 func TestRefreshCoalesces(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
-	c := newClient(t, base)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if _, err := c.Refresh(context.Background()); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if st := srv.Stats(); st.Requests != 2 {
-		t.Errorf("20 concurrent refreshes sent %d requests, want 2", st.Requests)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
+		c, err := discovery.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if _, err := c.Refresh(t.Context()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if st := srv.Stats(); st.Requests != 2 {
+			t.Errorf("20 concurrent refreshes sent %d requests, want 2", st.Requests)
+		}
+		if d := time.Since(start); d != 300*time.Millisecond {
+			t.Errorf("the refreshes took %v of bubble time, want the one held /apis (300ms)", d)
+		}
+	})
 }
 
 // TestCallerContext: a caller that gives up gets its context's error at
 // once, the shared refresh still completes for the others, and no context
-// error is ever kept as the client's state.
+// error is ever kept as the client's state. In a synctest bubble, so that
+// "both callers wait in one refresh", "at once" and "the abandoned refresh
+// has ended" are facts, not timing: /apis is held for 10s of bubble time by
+// a Fault.Latency while the callers come and go.
 func TestCallerContext(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	srv.InjectFault("/apis", discoverytest.Fault{Latency: 200 * time.Millisecond, Times: 1})
-	c := newClient(t, base)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if s, err := c.Refresh(ctx); !errors.Is(err, context.Canceled) || s != nil {
-		t.Errorf("cancelled caller: %v, %v", s, err)
+	const latency = 10 * time.Second // within DefaultRefreshTimeout
+	type result struct {
+		s     *discovery.Snapshot
+		err   error
+		after time.Duration // of bubble time since the callers started
 	}
-	s, err := c.Refresh(context.Background())
-	if err != nil || s == nil {
-		t.Fatalf("next caller: %v", err)
+	// setup serves the fake cluster in the bubble, reads a first snapshot,
+	// then holds the next /apis for the latency; refresh calls Refresh in a
+	// goroutine of its own.
+	setup := func(t *testing.T) (srv *discoverytest.Server, c *discovery.Client, s0 *discovery.Snapshot, refresh func(context.Context) <-chan result) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		c, err := discovery.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s0, err = c.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetRequests()
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: latency, Times: 1})
+		start := time.Now()
+		return srv, c, s0, func(ctx context.Context) <-chan result {
+			out := make(chan result, 1)
+			go func() {
+				s, err := c.Refresh(ctx)
+				out <- result{s, err, time.Since(start)}
+			}()
+			return out
+		}
 	}
+	count := func(srv *discoverytest.Server, path string) int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Path == path {
+				n++
+			}
+		}
+		return n
+	}
+
+	t.Run("one of two leaves", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, c, s0, refresh := setup(t)
+			ctxA, cancelA := context.WithCancel(t.Context())
+			defer cancelA()
+			resA := refresh(ctxA)
+			synctest.Wait() // A started the refresh; its /apis is held by the latency
+			resB := refresh(t.Context())
+			synctest.Wait() // B joined it
+			cancelA()
+			a := <-resA
+			if !errors.Is(a.err, context.Canceled) || a.s != s0 || a.after != 0 {
+				t.Errorf("the caller that left: %v after %v (the snapshot it had: %v); want context.Canceled at once, with the snapshot it had", a.err, a.after, a.s == s0)
+			}
+			synctest.Wait()
+			select {
+			case b := <-resB:
+				t.Fatalf("the caller that stayed returned when the other left: %v after %v", b.err, b.after)
+			default:
+			}
+			b := <-resB
+			if b.err != nil || b.s == nil || b.s == s0 || b.s.RefreshError() != nil || b.after != latency {
+				t.Fatalf("the caller that stayed: %v after %v; want the refreshed snapshot when /apis answers, after %v", b.err, b.after, latency)
+			}
+			if c.Current() != b.s {
+				t.Errorf("the refreshed snapshot is not current")
+			}
+			if n, m := count(srv, "/api"), count(srv, "/apis"); n != 1 || m != 1 {
+				t.Errorf("%d /api and %d /apis requests, want one refresh shared by both callers", n, m)
+			}
+		})
+	})
+
+	t.Run("everyone leaves", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, c, s0, refresh := setup(t)
+			ctxA, cancelA := context.WithCancel(t.Context())
+			defer cancelA()
+			resA := refresh(ctxA)
+			synctest.Wait()
+			cancelA()
+			a := <-resA
+			if !errors.Is(a.err, context.Canceled) || a.s != s0 || a.after != 0 {
+				t.Errorf("the caller that left: %v after %v (the snapshot it had: %v); want context.Canceled at once, with the snapshot it had", a.err, a.after, a.s == s0)
+			}
+			synctest.Wait() // the abandoned refresh has ended, if it is going to
+			if count(srv, "/apis") != 1 {
+				t.Fatalf("the refresh everyone left is still running: its /apis has not ended")
+			}
+			if cur := c.Current(); cur != s0 || cur.RefreshError() != nil {
+				t.Errorf("after an abandoned refresh: the current snapshot is the one before: %v, RefreshError %v; want the one before, unmarked", cur == s0, cur.RefreshError())
+			}
+			if s, err := c.Snapshot(t.Context()); err != nil || s != s0 {
+				t.Errorf("Snapshot after an abandoned refresh: the one before: %v, error %v", s == s0, err)
+			}
+			s, err := c.Refresh(t.Context())
+			if err != nil || s == nil || s.RefreshError() != nil {
+				t.Errorf("the next refresh: %v", err)
+			}
+		})
+	})
 }
 
 // TestSnapshotMaxAge: reads inside the max age cost nothing; past it, the
-// read returns at once and a background revalidation follows.
+// read returns at once and a background revalidation follows. In a
+// synctest bubble, so that synctest.Wait tells when the background
+// revalidation has ended.
 func TestSnapshotMaxAge(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	c := newClient(t, base, discovery.WithClock(clk), discovery.WithMaxAge(time.Minute))
-	ctx := context.Background()
-	first, _ := c.Snapshot(ctx)
-	for range 5 {
-		if s, _ := c.Snapshot(ctx); s != first {
-			t.Fatal("a read inside the max age returned another snapshot")
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+		c, err := discovery.NewForHTTPClient(hc, base, discovery.WithClock(clk), discovery.WithMaxAge(time.Minute))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n := srv.Stats().Requests; n != 2 {
-		t.Fatalf("%d requests for six reads inside the max age, want 2", n)
-	}
-	clk.Step(2 * time.Minute)
-	if s, _ := c.Snapshot(ctx); s != first {
-		t.Fatal("a read past the max age should return the current snapshot at once")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.Stats().NotModified < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no background revalidation: %+v", srv.Stats())
+		ctx := t.Context()
+		first, _ := c.Snapshot(ctx)
+		for range 5 {
+			if s, _ := c.Snapshot(ctx); s != first {
+				t.Fatal("a read inside the max age returned another snapshot")
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	for c.Current() == first && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if cur := c.Current(); !cur.Validated().Equal(clk.Now()) {
-		t.Errorf("revalidated snapshot validated at %v, want %v", cur.Validated(), clk.Now())
-	}
-	if cs := c.Stats(); cs.CacheHits != 6 {
-		t.Errorf("cache hits %d, want 6", cs.CacheHits)
-	}
+		synctest.Wait()
+		if n := srv.Stats().Requests; n != 2 {
+			t.Fatalf("%d requests for six reads inside the max age, want 2", n)
+		}
+		// Past the max age, with the server slow to answer /apis.
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: 10 * time.Second, Times: 1})
+		clk.Step(2 * time.Minute)
+		start := time.Now()
+		if s, _ := c.Snapshot(ctx); s != first || time.Since(start) != 0 {
+			t.Fatalf("a read past the max age should return the current snapshot at once; took %v of bubble time", time.Since(start))
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait() // the background revalidation has ended
+		if st := srv.Stats(); st.Requests != 4 || st.NotModified != 2 {
+			t.Fatalf("background revalidation: %+v, want two more requests, both 304", st)
+		}
+		cur := c.Current()
+		if cur == first || !cur.Validated().Equal(clk.Now()) {
+			t.Errorf("revalidated snapshot validated at %v, want a new one at %v", cur.Validated(), clk.Now())
+		}
+		if cs := c.Stats(); cs.CacheHits != 6 {
+			t.Errorf("cache hits %d, want 6", cs.CacheHits)
+		}
+	})
 }
 
 func TestNoPeer(t *testing.T) {
@@ -605,27 +711,34 @@ func TestFailedRefreshesLogOnce(t *testing.T) {
 }
 
 // TestAbandonedRefreshIsCancelled: when every caller has given up, the
-// shared refresh is cancelled rather than left running to its timeout.
+// shared refresh is cancelled rather than left running to its timeout. In
+// a synctest bubble: once it settles, the refresh has ended or is stuck.
 func TestAbandonedRefreshIsCancelled(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
-	c := newClient(t, base)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := c.Refresh(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("refresh: %v", err)
-	}
-	// The server's handler ends when its request is cancelled; it would
-	// wait a minute otherwise.
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/apis" }) {
-		if time.Now().After(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
+		c, err := discovery.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := c.Refresh(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("refresh: %v", err)
+		}
+		// The server's handler ends when its request is cancelled (and is
+		// logged then); it would wait a minute otherwise.
+		synctest.Wait()
+		if !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/apis" }) {
 			t.Fatal("the abandoned refresh is still running")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	srv.ClearFaults()
-	if _, err := c.Refresh(context.Background()); err != nil {
-		t.Errorf("the next refresh inherited the cancelled one: %v", err)
-	}
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Errorf("the abandoned refresh ended after %v of bubble time, want the caller's 50ms", d)
+		}
+		srv.ClearFaults()
+		if _, err := c.Refresh(t.Context()); err != nil {
+			t.Errorf("the next refresh inherited the cancelled one: %v", err)
+		}
+	})
 }

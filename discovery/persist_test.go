@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -82,15 +83,20 @@ func TestWarmStart(t *testing.T) {
 }
 
 // warmClients makes clients that share one disk cache directory, as
-// processes run one after another do.
-func warmClients(t *testing.T, base string, clk *clocktesting.FakeClock, opts ...discovery.Option) func() *discovery.Client {
+// processes run one after another do. They send their requests through hc
+// (nil: http.DefaultClient).
+func warmClients(t *testing.T, hc *http.Client, base string, clk *clocktesting.FakeClock, opts ...discovery.Option) func() *discovery.Client {
 	root := t.TempDir()
 	return func() *discovery.Client {
 		d, err := diskcache.Open(root, base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newClient(t, base, append([]discovery.Option{discovery.WithDiskCache(d), discovery.WithClock(clk), discovery.WithMaxAge(time.Minute)}, opts...)...)
+		c, err := discovery.NewForHTTPClient(hc, base, append([]discovery.Option{discovery.WithDiskCache(d), discovery.WithClock(clk), discovery.WithMaxAge(time.Minute)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
 }
 
@@ -98,83 +104,96 @@ func warmClients(t *testing.T, base string, clk *clocktesting.FakeClock, opts ..
 // revalidated once before it is answered from; after that revalidation
 // (two 304s) Snapshot never waits again, as its doc promises.
 func TestWarmStartWaitsOnce(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	client := warmClients(t, base, clk, discovery.WithRefreshTimeout(2*time.Second))
-	if _, err := client().Snapshot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	clk.Step(2 * time.Minute)
-	c := client()
-	srv.ResetRequests()
-	s, err := c.Snapshot(context.Background())
-	if err != nil || s.FromDisk() || s.RefreshError() != nil {
-		t.Fatalf("after revalidation: %v, from disk %v, refresh error %v", err, s.FromDisk(), s.RefreshError())
-	}
-	if st := srv.Stats(); st.NotModified != 2 {
-		t.Fatalf("revalidation: %+v, want two 304s", st)
-	}
-	// The server now hangs; a snapshot past the max age is answered at
-	// once and revalidated in the background.
-	srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
-	clk.Step(2 * time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for range 3 {
-		if got, err := c.Snapshot(ctx); err != nil || got.Generation() != s.Generation() {
-			t.Fatalf("Snapshot waited for the hanging server: %v", err)
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		clk := clocktesting.NewFakeClock(time.Now())
+		client := warmClients(t, hc, base, clk, discovery.WithRefreshTimeout(2*time.Second))
+		if _, err := client().Snapshot(t.Context()); err != nil {
+			t.Fatal(err)
 		}
-	}
+		clk.Step(2 * time.Minute)
+		c := client()
+		srv.ResetRequests()
+		s, err := c.Snapshot(t.Context())
+		if err != nil || s.FromDisk() || s.RefreshError() != nil {
+			t.Fatalf("after revalidation: %v, from disk %v, refresh error %v", err, s.FromDisk(), s.RefreshError())
+		}
+		if st := srv.Stats(); st.NotModified != 2 {
+			t.Fatalf("revalidation: %+v, want two 304s", st)
+		}
+		// The server now hangs; a snapshot past the max age is answered at
+		// once (no bubble time passes) and revalidated in the background.
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
+		clk.Step(2 * time.Minute)
+		start := time.Now()
+		for range 3 {
+			if got, err := c.Snapshot(t.Context()); err != nil || got.Generation() != s.Generation() || time.Since(start) != 0 {
+				t.Fatalf("Snapshot waited %v for the hanging server: %v", time.Since(start), err)
+			}
+		}
+	})
 }
 
 // TestWarmStartFailingServer: with a warm cache and a server that fails or
 // hangs, the first call waits at most one refresh, then answers with the
 // cached snapshot and says why it could not be revalidated; later calls do
-// not wait, and do not ask the server again before the max age.
+// not wait, and do not ask the server again before the max age. In
+// synctest bubbles: the hanging server is waited for exactly the refresh
+// timeout, and synctest.Wait tells when the background refresh has ended.
 func TestWarmStartFailingServer(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fault discoverytest.Fault
+		wait  time.Duration // of the first call: the refresh timeout, or none
 	}{
-		{"hanging", discoverytest.Fault{Latency: time.Minute}},
-		{"503", discoverytest.Fault{Status: http.StatusServiceUnavailable}},
+		{"hanging", discoverytest.Fault{Latency: time.Minute}, time.Second},
+		{"503", discoverytest.Fault{Status: http.StatusServiceUnavailable}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, base := discoverytest.Start(t)
-			clk := clocktesting.NewFakeClock(time.Now())
-			client := warmClients(t, base, clk, discovery.WithRefreshTimeout(time.Second))
-			want, err := client().Snapshot(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			clk.Step(2 * time.Minute)
-			srv.InjectFault("/apis", tc.fault)
-			c := client()
-			s, err := c.Snapshot(context.Background())
-			if err != nil || s == nil {
-				t.Fatalf("first call: %v", err)
-			}
-			if !s.FromDisk() || s.RefreshError() == nil || !slices.Equal(flatten(s), flatten(want)) {
-				t.Fatalf("first call: from disk %v, refresh error %v: want the cached snapshot and why it is not revalidated", s.FromDisk(), s.RefreshError())
-			}
-			srv.ResetRequests()
-			for range 5 {
-				s, err := c.Snapshot(context.Background())
-				if err != nil || s.RefreshError() == nil {
-					t.Fatalf("later call: %v / %v", err, s.RefreshError())
+			synctest.Test(t, func(t *testing.T) {
+				srv, hc, base := discoverytest.StartInProcess(t)
+				clk := clocktesting.NewFakeClock(time.Now())
+				client := warmClients(t, hc, base, clk, discovery.WithRefreshTimeout(time.Second))
+				want, err := client().Snapshot(t.Context())
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if n := srv.Stats().Requests; n != 0 {
-				t.Errorf("%d requests from later calls within the max age of the failure, want none", n)
-			}
-			// Past the max age, one background refresh tries again, and
-			// once the server is back the snapshot is revalidated.
-			srv.ClearFaults()
-			clk.Step(2 * time.Minute)
-			c.Snapshot(context.Background())
-			waitFor(t, "a background refresh", func() bool {
-				s := c.Current()
-				return s.RefreshError() == nil && !s.FromDisk()
+				clk.Step(2 * time.Minute)
+				srv.InjectFault("/apis", tc.fault)
+				c := client()
+				start := time.Now()
+				s, err := c.Snapshot(t.Context())
+				if err != nil || s == nil {
+					t.Fatalf("first call: %v", err)
+				}
+				if d := time.Since(start); d != tc.wait {
+					t.Errorf("first call waited %v of bubble time, want %v", d, tc.wait)
+				}
+				if !s.FromDisk() || s.RefreshError() == nil || !slices.Equal(flatten(s), flatten(want)) {
+					t.Fatalf("first call: from disk %v, refresh error %v: want the cached snapshot and why it is not revalidated", s.FromDisk(), s.RefreshError())
+				}
+				synctest.Wait() // the timed-out /apis handler has ended, and is logged
+				srv.ResetRequests()
+				start = time.Now()
+				for range 5 {
+					s, err := c.Snapshot(t.Context())
+					if err != nil || s.RefreshError() == nil {
+						t.Fatalf("later call: %v / %v", err, s.RefreshError())
+					}
+				}
+				synctest.Wait() // a refresh the later calls started would have ended
+				if n := srv.Stats().Requests; n != 0 || time.Since(start) != 0 {
+					t.Errorf("%d requests and %v of bubble time from later calls within the max age of the failure, want none", n, time.Since(start))
+				}
+				// Past the max age, one background refresh tries again, and
+				// once the server is back the snapshot is revalidated.
+				srv.ClearFaults()
+				clk.Step(2 * time.Minute)
+				c.Snapshot(t.Context())
+				synctest.Wait() // the background refresh has ended
+				if s := c.Current(); s.RefreshError() != nil || s.FromDisk() {
+					t.Errorf("after the background refresh: refresh error %v, from disk %v; want revalidated", s.RefreshError(), s.FromDisk())
+				}
 			})
 		})
 	}
@@ -197,7 +216,7 @@ func TestLastKnownResourcesPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	client := warmClients(t, base, clk)
+	client := warmClients(t, nil, base, clk)
 	first := client()
 	seen, err := first.Snapshot(context.Background())
 	if err != nil {

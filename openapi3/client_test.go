@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
@@ -316,48 +317,153 @@ func aggregate(t *testing.T, docs []*openapi3.Document) (*openapi3.Document, *sp
 	return agg, merged
 }
 
-// TestContextErrorsAreNotKept: a cancelled fetch does not poison the next.
+// TestContextErrorsAreNotKept: a document fetch that callers give up on
+// does not poison the next call: a caller that leaves gets its context's
+// error at once, another caller of the same fetch still gets the document,
+// a fetch every caller left is cancelled, and the next call fetches anew.
+// In a synctest bubble (discoverytest.StartInProcess), with the root read
+// first so that every call reaches the document fetch, and the document
+// held for 10s of bubble time by a Fault.Latency while callers come and go.
 func TestContextErrorsAreNotKept(t *testing.T) {
-	_, base := discoverytest.Start(t)
-	c := newClient(t, base)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled: %v", err)
-	}
-	if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
-		t.Errorf("after a cancelled call: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const latency = 10 * time.Second
+		srv, hc, base := discoverytest.StartInProcess(t)
+		c, err := openapi3.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Paths(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			d     *openapi3.Document
+			err   error
+			after time.Duration // of bubble time since the callers started
+		}
+		var start time.Time
+		document := func(ctx context.Context, path string) <-chan result {
+			out := make(chan result, 1)
+			go func() {
+				d, err := c.Document(ctx, path)
+				out <- result{d, err, time.Since(start)}
+			}()
+			return out
+		}
+		fetches := func(path string) int {
+			n := 0
+			for _, r := range srv.Requests() {
+				if r.Path == "/openapi/v3/"+path {
+					n++
+				}
+			}
+			return n
+		}
+
+		// Already cancelled: the root is known, so this is the document
+		// fetch's own caller leaving (the latency keeps the fetch from
+		// ending first).
+		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: latency})
+		cancelled, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := c.Document(cancelled, "apis/apps/v1"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled: %v", err)
+		}
+		synctest.Wait()
+		srv.ClearFaults()
+
+		// One of two callers of a held fetch leaves.
+		srv.ResetRequests()
+		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: latency, Times: 1})
+		start = time.Now()
+		ctxA, cancelA := context.WithCancel(t.Context())
+		defer cancelA()
+		resA := document(ctxA, "apis/apps/v1")
+		synctest.Wait() // A started the fetch, held by the latency
+		resB := document(t.Context(), "apis/apps/v1")
+		synctest.Wait() // B joined it
+		cancelA()
+		if a := <-resA; !errors.Is(a.err, context.Canceled) || a.after != 0 {
+			t.Errorf("the caller that left: %v after %v; want context.Canceled at once", a.err, a.after)
+		}
+		synctest.Wait()
+		select {
+		case b := <-resB:
+			t.Fatalf("the caller that stayed returned when the other left: %v after %v", b.err, b.after)
+		default:
+		}
+		if b := <-resB; b.err != nil || b.d == nil || b.d.Path != "apis/apps/v1" || b.after != latency {
+			t.Fatalf("the caller that stayed: %v after %v; want the document after %v", b.err, b.after, latency)
+		}
+		if n := fetches("apis/apps/v1"); n != 1 {
+			t.Errorf("%d fetches of apis/apps/v1, want one shared by both callers", n)
+		}
+
+		// The only caller of a held fetch leaves: the fetch is cancelled,
+		// and the next call fetches anew.
+		srv.ResetRequests()
+		srv.InjectFault("/openapi/v3/apis/batch/v1", discoverytest.Fault{Latency: latency, Times: 1})
+		start = time.Now()
+		ctxC, cancelC := context.WithCancel(t.Context())
+		defer cancelC()
+		resC := document(ctxC, "apis/batch/v1")
+		synctest.Wait()
+		cancelC()
+		if r := <-resC; !errors.Is(r.err, context.Canceled) || r.after != 0 {
+			t.Errorf("the caller that left: %v after %v; want context.Canceled at once", r.err, r.after)
+		}
+		synctest.Wait() // the abandoned fetch has ended, if it is going to
+		if n := fetches("apis/batch/v1"); n != 1 {
+			t.Fatalf("the fetch everyone left is still running: its request has not ended")
+		}
+		for _, path := range []string{"apis/apps/v1", "apis/batch/v1"} {
+			if d, err := c.Document(t.Context(), path); err != nil || d == nil {
+				t.Errorf("%s after cancelled calls: %v", path, err)
+			}
+		}
+		if n := fetches("apis/batch/v1"); n != 2 {
+			t.Errorf("%d fetches of apis/batch/v1, want the abandoned one and a new one", n)
+		}
+		if time.Since(start) != 0 {
+			t.Errorf("%v of bubble time passed, want none: the abandoned fetch's latency was not waited out", time.Since(start))
+		}
+	})
 }
 
 // TestAbandonedFetchIsCancelled: a document fetch every caller has given up
 // on is cancelled, not left running to its timeout; the next call starts
-// afresh.
+// afresh. In a synctest bubble: once it settles, the fetch has ended or is
+// stuck.
 func TestAbandonedFetchIsCancelled(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	c := newClient(t, base)
-	if _, err := c.Paths(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("document: %v", err)
-	}
-	// The server's handler ends when its request is cancelled (and is
-	// logged then); it would wait a minute otherwise.
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/openapi/v3/apis/apps/v1" }) {
-		if time.Now().After(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		c, err := openapi3.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Paths(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: time.Minute})
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("document: %v", err)
+		}
+		// The server's handler ends when its request is cancelled (and is
+		// logged then); it would wait a minute otherwise.
+		synctest.Wait()
+		if !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/openapi/v3/apis/apps/v1" }) {
 			t.Fatal("the abandoned fetch is still running")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	srv.ClearFaults()
-	if _, err := c.Document(context.Background(), "apis/apps/v1"); err != nil {
-		t.Errorf("the next call inherited the cancelled fetch: %v", err)
-	}
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Errorf("the abandoned fetch ended after %v of bubble time, want the caller's 50ms", d)
+		}
+		srv.ClearFaults()
+		if _, err := c.Document(t.Context(), "apis/apps/v1"); err != nil {
+			t.Errorf("the next call inherited the cancelled fetch: %v", err)
+		}
+	})
 }
 
 func rootReads(srv *discoverytest.Server) int {
@@ -372,49 +478,62 @@ func rootReads(srv *discoverytest.Server) int {
 
 // TestRootMaxAge: a root older than the max age is answered from at once
 // and read again in the background, so a long-lived client sees a changed
-// schema's new hash; a failing read is not retried on every call.
+// schema's new hash; a failing read is not retried on every call. In a
+// synctest bubble, so that synctest.Wait tells when a background read has
+// ended.
 func TestRootMaxAge(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	c := newClient(t, base, openapi3.WithClock(clk), openapi3.WithMaxAge(30*time.Second))
-	ctx := context.Background()
-	first, err := c.Paths(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Paths(ctx); err != nil || rootReads(srv) != 1 {
-		t.Fatalf("within the max age: %d root reads, %v", rootReads(srv), err)
-	}
-	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
-	if err := srv.ChangeSchema(apps); err != nil {
-		t.Fatal(err)
-	}
-	clk.SetTime(clk.Now().Add(31 * time.Second))
-	stale, err := c.Paths(ctx)
-	if err != nil || stale[openapi3.PathFor(apps)] != first[openapi3.PathFor(apps)] {
-		t.Fatalf("an old root is answered from at once: %v", err)
-	}
-	waitFor(t, "the background read", func() bool { return rootReads(srv) == 2 })
-	waitFor(t, "the new hash", func() bool {
-		fresh, _ := c.Paths(ctx)
-		return fresh[openapi3.PathFor(apps)] != first[openapi3.PathFor(apps)]
-	})
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		clk := clocktesting.NewFakePassiveClock(time.Now())
+		c, err := openapi3.NewForHTTPClient(hc, base, openapi3.WithClock(clk), openapi3.WithMaxAge(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		first, err := c.Paths(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Paths(ctx); err != nil || rootReads(srv) != 1 {
+			t.Fatalf("within the max age: %d root reads, %v", rootReads(srv), err)
+		}
+		apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+		if err := srv.ChangeSchema(apps); err != nil {
+			t.Fatal(err)
+		}
+		clk.SetTime(clk.Now().Add(31 * time.Second))
+		stale, err := c.Paths(ctx)
+		if err != nil || stale[openapi3.PathFor(apps)] != first[openapi3.PathFor(apps)] {
+			t.Fatalf("an old root is answered from at once: %v", err)
+		}
+		synctest.Wait() // the background read has ended
+		if n := rootReads(srv); n != 2 {
+			t.Fatalf("%d root reads, want the background one", n)
+		}
+		if fresh, _ := c.Paths(ctx); fresh[openapi3.PathFor(apps)] == first[openapi3.PathFor(apps)] {
+			t.Fatal("the background read did not bring the new hash")
+		}
 
-	srv.InjectFault("/openapi/v3", discoverytest.Fault{Status: http.StatusServiceUnavailable})
-	clk.SetTime(clk.Now().Add(31 * time.Second))
-	if _, err := c.Paths(ctx); err != nil {
-		t.Fatalf("a failing background read fails the caller: %v", err)
-	}
-	waitFor(t, "the failed read", func() bool { return rootReads(srv) == 3 })
-	for range 10 {
-		c.Paths(ctx)
-	}
-	if _, err := c.Document(ctx, "apis/apps/v1"); err != nil {
-		t.Errorf("documents while the root fails: %v", err)
-	}
-	if n := rootReads(srv); n != 3 {
-		t.Errorf("%d root reads after one failure, want no more within the max age", n)
-	}
+		srv.InjectFault("/openapi/v3", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+		clk.SetTime(clk.Now().Add(31 * time.Second))
+		if _, err := c.Paths(ctx); err != nil {
+			t.Fatalf("a failing background read fails the caller: %v", err)
+		}
+		synctest.Wait()
+		if n := rootReads(srv); n != 3 {
+			t.Fatalf("%d root reads, want the failed background one", n)
+		}
+		for range 10 {
+			c.Paths(ctx)
+		}
+		if _, err := c.Document(ctx, "apis/apps/v1"); err != nil {
+			t.Errorf("documents while the root fails: %v", err)
+		}
+		synctest.Wait()
+		if n := rootReads(srv); n != 3 {
+			t.Errorf("%d root reads after one failure, want no more within the max age", n)
+		}
+	})
 }
 
 // TestNewGroupVersionFound: a kind of a group-version added since the root
@@ -462,17 +581,6 @@ func TestNewGroupVersionFound(t *testing.T) {
 	}
 	if _, err := c.Kind(ctx, late); err != nil {
 		t.Errorf("the first kind, after: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -47,6 +47,12 @@
 //     If-None-Match, status, bytes, backend; a watch while it is open) and
 //     Server.Stats sums it.
 //
+// Start serves a Server on loopback for the rest of a test. StartInProcess
+// serves it over in-memory connections instead, with the client that
+// reaches it, for tests inside a testing/synctest bubble: there the
+// server's latency, delays and bookmarks run on the bubble's fake clock,
+// and synctest.Wait knows when every request has settled.
+//
 // The real handlers log through klog; a program that wants quiet sets
 // klog's output (examples/fake-apiserver does).
 //

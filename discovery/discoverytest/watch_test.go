@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -446,69 +447,87 @@ func TestWatchForbidden(t *testing.T) {
 	}
 }
 
+// TestDiscoveryDelay: a CRD's watch event goes out at once, and discovery
+// shows the change the discovery delay later. In a synctest bubble, so
+// that "at once" and "later" are points on the bubble's clock, not a race
+// against the real one.
 func TestDiscoveryDelay(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithDiscoveryDelay(500*time.Millisecond))
-	mc, err := metadata.NewForConfig(restConfig(base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	list, err := mc.Resource(crdGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := mc.Resource(crdGVR).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	next := func(want watch.EventType) {
-		t.Helper()
-		select {
-		case e := <-w.ResultChan():
-			if e.Type != want {
-				t.Fatalf("event %s %v, want %s", e.Type, e.Object, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no %s event", want)
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 500 * time.Millisecond
+		srv, hc, base := discoverytest.StartInProcess(t, discoverytest.WithDiscoveryDelay(delay))
+		cfg := restConfig(base)
+		cfg.Transport = hc.Transport
+		mc, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	served := func() int {
-		resp, _ := get(t, base+"/apis/late.example.com/v1")
-		return resp.StatusCode
-	}
-	waitServed := func(code int) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); served() != code; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("/apis/late.example.com/v1 never answered %d", code)
+		ctx := t.Context()
+		list, err := mc.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := mc.Resource(crdGVR).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		next := func(want watch.EventType) {
+			t.Helper()
+			select {
+			case e := <-w.ResultChan():
+				if e.Type != want {
+					t.Fatalf("event %s %v, want %s", e.Type, e.Object, want)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("no %s event", want)
 			}
 		}
-	}
+		served := func() int {
+			resp, _ := do(t, hc, http.MethodGet, base+"/apis/late.example.com/v1")
+			return resp.StatusCode
+		}
+		// expect checks what discovery serves now, just before the delay
+		// has passed since start, and once it has.
+		expect := func(start time.Time, now, after int) {
+			t.Helper()
+			if code := served(); code != now {
+				t.Errorf("discovery at the event: %d, want %d", code, now)
+			}
+			time.Sleep(delay - time.Since(start) - time.Nanosecond)
+			synctest.Wait()
+			if code := served(); code != now {
+				t.Errorf("discovery just before the delay: %d, want %d", code, now)
+			}
+			time.Sleep(time.Nanosecond)
+			synctest.Wait()
+			if code := served(); code != after {
+				t.Errorf("discovery after the delay: %d, want %d", code, after)
+			}
+		}
 
-	if err := srv.AddCRD(discoverytest.CRD{Group: "late", Versions: []string{"v1"}, Kind: "Late"}); err == nil {
-		t.Error("a bad CRD: no error")
-	}
-	if err := srv.AddCRD(discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
-		t.Fatal(err)
-	}
-	next(watch.Added)
-	if code := served(); code != http.StatusNotFound {
-		t.Errorf("discovery at the ADDED event: %d, want 404 (not yet)", code)
-	}
-	waitServed(http.StatusOK)
+		if err := srv.AddCRD(discoverytest.CRD{Group: "late", Versions: []string{"v1"}, Kind: "Late"}); err == nil {
+			t.Error("a bad CRD: no error")
+		}
+		start := time.Now()
+		if err := srv.AddCRD(discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
+			t.Fatal(err)
+		}
+		next(watch.Added)
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the ADDED event after %v of bubble time, want at once", d)
+		}
+		expect(start, http.StatusNotFound, http.StatusOK)
 
-	if err := srv.RemoveCRD("late.example.com", "lates"); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.RemoveCRD("late.example.com", "lates"); err == nil {
-		t.Error("removing a CRD whose removal is pending: no error")
-	}
-	next(watch.Deleted)
-	if code := served(); code != http.StatusOK {
-		t.Errorf("discovery at the DELETED event: %d, want 200 (still)", code)
-	}
-	waitServed(http.StatusNotFound)
+		start = time.Now()
+		if err := srv.RemoveCRD("late.example.com", "lates"); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.RemoveCRD("late.example.com", "lates"); err == nil {
+			t.Error("removing a CRD whose removal is pending: no error")
+		}
+		next(watch.Deleted)
+		expect(start, http.StatusOK, http.StatusNotFound)
+	})
 }
 
 func TestRequestLogStreamsWatch(t *testing.T) {
@@ -681,16 +700,6 @@ func TestWatchProtocol(t *testing.T) {
 			t.Errorf("%d, want 422", resp.StatusCode)
 		}
 	})
-	t.Run("timeoutSeconds", func(t *testing.T) {
-		start := time.Now()
-		_, next := openWatch(t, ctx, base+crdPath+"?watch=true&timeoutSeconds=1&resourceVersion="+rv, "")
-		if l, ok := next(); ok {
-			t.Errorf("event %+v on a quiet watch", l)
-		}
-		if d := time.Since(start); d < time.Second || d > 3*time.Second {
-			t.Errorf("watch ended after %v, want 1s", d)
-		}
-	})
 	t.Run("resume from history", func(t *testing.T) {
 		if err := srv.LabelCRD("g000.stress.example.com", "widget0000s", "a", "b"); err != nil {
 			t.Fatal(err)
@@ -710,6 +719,39 @@ func TestWatchProtocol(t *testing.T) {
 		}
 		if l, ok := next(); ok {
 			t.Errorf("event %+v after the ERROR", l)
+		}
+	})
+}
+
+// TestWatchTimeoutSeconds: a quiet watch with timeoutSeconds ends after
+// that long, with no event. In a synctest bubble, so that "that long" is
+// exact, not a range of real time.
+func TestWatchTimeoutSeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, hc, base := discoverytest.StartInProcess(t, discoverytest.WithoutBuiltins(), discoverytest.WithCRDs(2, 1))
+		_, body := do(t, hc, http.MethodGet, base+crdPath, "Accept", "application/json")
+		var list struct {
+			Metadata metav1.ListMeta `json:"metadata"`
+		}
+		if err := json.Unmarshal(body, &list); err != nil || list.Metadata.ResourceVersion == "" {
+			t.Fatalf("list: %v, resourceVersion %q", err, list.Metadata.ResourceVersion)
+		}
+		start := time.Now()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+crdPath+"?watch=true&timeoutSeconds=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		if sc.Scan() {
+			t.Errorf("event %s on a quiet watch", sc.Text())
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("watch ended after %v of bubble time, want 1s", d)
 		}
 	})
 }
