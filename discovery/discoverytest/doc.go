@@ -2,6 +2,8 @@
 // OpenAPI v3 (and the CRD and APIService objects behind them), to test
 // clients the way net/http/httptest tests HTTP clients.
 //
+// # Real handlers
+//
 // It is built on the code a kube-apiserver runs, not on a re-implementation:
 // /api and /apis are served by k8s.io/apiserver's aggregated discovery
 // handlers (NewResourceManager, WrapAggregatedDiscoveryToHandler, and
@@ -13,6 +15,8 @@
 // cluster. By default the content is the discovery of a real kube-apiserver
 // v1.36.3, and the default server's aggregated documents match that server's
 // byte for byte, ETags included.
+//
+// # What a test can choose
 //
 // What a test can choose:
 //   - content: WithCRDs adds synthetic CRDs; WithoutBuiltins starts from the
@@ -47,7 +51,9 @@
 //     If-None-Match, status, bytes, backend; a watch while it is open) and
 //     Server.Stats sums it.
 //
-// Start serves a Server on loopback for the rest of a test. StartInProcess
+// # Serving
+//
+// [Start] serves a [Server] on loopback for the rest of a test. [StartInProcess]
 // serves it over in-memory connections instead, with the client that
 // reaches it, for tests inside a testing/synctest bubble: there the
 // server's latency, delays and bookmarks run on the bubble's fake clock,
@@ -59,4 +65,18 @@
 // Without WithBearerToken the server does not authenticate: every request
 // is served as an admin's. With it, it answers anonymous and wrong-token
 // requests as a kube-apiserver with a token file does (403, 401).
+//
+// # Files
+//
+//   - server.go: [Server], its options, the run-time changes; routing
+//     between backends.
+//   - backend.go: [Backend], one API server: its discovery content, served
+//     through the real handlers.
+//   - content.go: the content model ([CRD], synthetic CRDs, the v1.36.3
+//     fixture); legacy.go and openapi.go: the legacy and OpenAPI views of it.
+//   - generation.go: which discovery formats a server generation serves.
+//   - objects.go, watch.go: CRD and APIService objects, LIST, GET and WATCH.
+//   - faults.go: [Fault] and InjectFault; auth.go: bearer tokens.
+//   - log.go: the request log ([Request], [Stats]).
+//   - start.go, inprocess.go: [Start] and [StartInProcess].
 package discoverytest
