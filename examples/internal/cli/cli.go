@@ -116,7 +116,7 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 		}
 		return cfg, func() {}, false, err
 	}
-	url, stop, err := startEmbedded(append([]string{"--crds", "200", "--groups", "20"}, c.EmbeddedArgs...))
+	url, stop, err := startEmbedded(append([]string{"--crds", "200", "--groups", "20"}, c.EmbeddedArgs...), stderr)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%w: %w (or give --kubeconfig or --server)", errNoEmbedded, err)
 	}

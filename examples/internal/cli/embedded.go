@@ -59,7 +59,7 @@ func fakeAPIServerCommand(ctx context.Context, args []string) (*exec.Cmd, error)
 // startEmbedded starts the fake server with args and returns its base URL
 // and a function that stops it. The server exits when its stdin closes, so
 // it also goes when this process dies without calling stop.
-func startEmbedded(args []string) (url string, stop func(), err error) {
+func startEmbedded(args []string, stderr io.Writer) (url string, stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd, err := fakeAPIServerCommand(ctx, append([]string{"--exit-when-stdin-closes"}, args...))
 	if err != nil {
@@ -101,10 +101,21 @@ func startEmbedded(args []string) (url string, stop func(), err error) {
 		}
 		cancel()
 	}
-	// A first `go run` compiles the server, which takes a while.
-	select {
-	case url = <-first:
-	case <-time.After(5 * time.Minute):
+	// A first `go run` compiles the server, which takes a while: say so
+	// rather than sit silent.
+	patience := time.NewTimer(2 * time.Second)
+	defer patience.Stop()
+	giveUp := time.After(5 * time.Minute)
+wait:
+	for {
+		select {
+		case url = <-first:
+			break wait
+		case <-patience.C:
+			fmt.Fprintln(stderr, "Starting the embedded fake cluster (the first run builds examples/fake-apiserver) ...")
+		case <-giveUp:
+			break wait
+		}
 	}
 	if !strings.HasPrefix(url, "http://") {
 		stop()
