@@ -1,0 +1,132 @@
+package cliruntime_test
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	cgrestmapper "k8s.io/client-go/restmapper"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/integrations/cliruntime"
+)
+
+func flagsFor(t *testing.T, base string) *genericclioptions.ConfigFlags {
+	t.Helper()
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	f := genericclioptions.NewConfigFlags(true)
+	cacheDir := t.TempDir()
+	f.APIServer, f.CacheDir = &base, &cacheDir
+	return f
+}
+
+// TestSameAnswersAsConfigFlags: through the getter, kubectl-style code
+// resolves what it resolves with ConfigFlags alone: resources, short
+// names, kinds (CRDs included) and categories.
+func TestSameAnswersAsConfigFlags(t *testing.T) {
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 2))
+	getter := cliruntime.NewGetter(flagsFor(t, base))
+	plain := flagsFor(t, base)
+	ours, err := getter.ToRESTMapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := plain.ToRESTMapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// kubectl's factory wraps ConfigFlags' mapper in a shortcut expander.
+	theirDC, err := plain.ToDiscoveryClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs = cgrestmapper.NewShortcutExpander(theirs, theirDC, nil)
+	for _, in := range []string{"deploy", "deployments", "svc", "po", "pods", "cm", "deployments.apps", "widget0001s", "widget0001", "hpa", "ev"} {
+		gvr, _ := schema.ParseResourceArg(in)
+		var r schema.GroupVersionResource
+		if gvr != nil {
+			r = *gvr
+		} else {
+			gr := schema.ParseGroupResource(in)
+			r = gr.WithVersion("")
+		}
+		got, gerr := ours.ResourceFor(r)
+		want, werr := theirs.ResourceFor(r)
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Errorf("ResourceFor(%s) = %v, %v; ConfigFlags: %v, %v", in, got, gerr, want, werr)
+		}
+		if werr != nil {
+			continue
+		}
+		gk, _ := theirs.KindFor(want)
+		m, err := ours.RESTMapping(gk.GroupKind())
+		wm, _ := theirs.RESTMapping(gk.GroupKind())
+		if err != nil || m.Resource != wm.Resource || m.Scope.Name() != wm.Scope.Name() {
+			t.Errorf("RESTMapping(%v) = %v, %v; ConfigFlags: %v", gk, m, err, wm)
+		}
+	}
+	ourDC, err := getter.ToDiscoveryClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, category := range []string{"all", "nope"} {
+		got, gok := cgrestmapper.NewDiscoveryCategoryExpander(ourDC).Expand(category)
+		want, wok := cgrestmapper.NewDiscoveryCategoryExpander(theirDC).Expand(category)
+		if gok != wok || !sameSet(got, want) {
+			t.Errorf("category %q: %v (%v); ConfigFlags: %v (%v)", category, got, gok, want, wok)
+		}
+	}
+	if _, err := ours.KindFor(schema.GroupVersionResource{Resource: "nosuchthings"}); !meta.IsNoMatchError(err) {
+		t.Errorf("a missing resource: %v, want a NoMatch error", err)
+	}
+}
+
+// TestOneClientAndFreshness: the getter hands out one discovery client and
+// one mapper (kubectl's factory asks for them for every builder), and
+// Invalidate makes the next read revalidate (Fresh false until then).
+func TestOneClientAndFreshness(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	getter := cliruntime.NewGetter(flagsFor(t, base))
+	dc1, err := getter.ToDiscoveryClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc2, _ := getter.ToDiscoveryClient()
+	m1, _ := getter.ToRESTMapper()
+	m2, _ := getter.ToRESTMapper()
+	if dc1 != dc2 || m1 != m2 {
+		t.Errorf("a new discovery client or mapper per call")
+	}
+	if _, err := dc1.ServerGroups(); err != nil || !dc1.Fresh() {
+		t.Fatalf("after a read: %v, fresh %v", err, dc1.Fresh())
+	}
+	before := len(srv.Requests())
+	dc1.Invalidate()
+	if dc1.Fresh() {
+		t.Errorf("fresh after Invalidate")
+	}
+	if _, err := dc1.ServerGroups(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Requests()) - before; n != 2 {
+		t.Errorf("a read after Invalidate sent %d requests, want the two revalidations", n)
+	}
+}
+
+func sameSet(a, b []schema.GroupResource) bool {
+	seen := map[schema.GroupResource]int{}
+	for _, x := range a {
+		seen[x]++
+	}
+	for _, x := range b {
+		seen[x]--
+	}
+	for _, n := range seen {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
