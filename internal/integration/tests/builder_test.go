@@ -2,10 +2,7 @@ package tests
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -15,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/resource"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/kubeatlas/kubeatlas/integrations/cliruntime"
 )
@@ -28,30 +24,8 @@ import (
 func TestBuilderThroughGetter(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	dyn, err := dynamic.NewForConfig(c.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(crdGVR).Create(ctx, widgetCRD(t), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: %q, certificate-authority-data: %s}
-users:
-- name: admin
-  user: {token: %q}
-contexts:
-- name: c
-  context: {cluster: c, user: admin, namespace: kube-system}
-current-context: c
-`, c.url, base64.StdEncoding.EncodeToString(c.config.CAData), token), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dyn := installWidgets(t, c)
+	kubeconfig := c.writeKubeconfig(t, t.TempDir())
 	flags := func() *genericclioptions.ConfigFlags {
 		f := genericclioptions.NewConfigFlags(true)
 		cacheDir := t.TempDir()

@@ -2,8 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"encoding/base64"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,22 +31,7 @@ func benchCLI(b *testing.B, c *cluster) {
 	if out, err := buildExample(bin, "api-resources"); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters:
-- name: bench
-  cluster: {server: %q, certificate-authority-data: %s}
-users:
-- name: admin
-  user: {token: %q}
-contexts:
-- name: bench
-  context: {cluster: bench, user: admin}
-current-context: bench
-`, c.url, base64.StdEncoding.EncodeToString(c.config.CAData), token), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	kubeconfig := c.writeKubeconfig(b, dir)
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+dir, "KUBECACHEDIR="+filepath.Join(dir, "ours"))
 	commands := []*struct {
 		name  string

@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -178,4 +179,27 @@ func eventually(t testing.TB, what string, within time.Duration, cond func() (bo
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// writeKubeconfig writes a kubeconfig for the cluster's admin into dir and
+// returns its path.
+func (c *cluster) writeKubeconfig(t testing.TB, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: %q, certificate-authority-data: %s}
+users:
+- name: admin
+  user: {token: %q}
+contexts:
+- name: c
+  context: {cluster: c, user: admin}
+current-context: c
+`, c.url, base64.StdEncoding.EncodeToString(c.config.CAData), token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -83,6 +83,20 @@ func widgetCRD(t *testing.T) *unstructured.Unstructured {
 	}}
 }
 
+// installWidgets creates widgetCRD on the cluster and returns the dynamic
+// client it used.
+func installWidgets(t *testing.T, c *cluster) dynamic.Interface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(crdGVR).Create(context.Background(), widgetCRD(t), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
+
 // TestExplainMatchesKubectl: explain prints what kubectl explain prints,
 // byte for byte, on the real server's documents, for built-in types and
 // for a CRD with every kind of field; --recursive on a self-referencing
@@ -92,13 +106,7 @@ func TestExplainMatchesKubectl(t *testing.T) {
 	kubectl := testenv.Tool(t, "kubectl")
 	c := startCluster(t)
 	ctx := context.Background()
-	dyn, err := dynamic.NewForConfig(c.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(crdGVR).Create(ctx, widgetCRD(t), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	installWidgets(t, c)
 	eventually(t, "OpenAPI v3 describes widgets", 30*time.Second, func() (bool, string) {
 		oc, err := openapi3.New(c.config) // a new client reads the root anew
 		if err != nil {
