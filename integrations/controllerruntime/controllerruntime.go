@@ -15,7 +15,8 @@
 //
 // # Files
 //
-// controllerruntime.go: [Provider], [New] and its options.
+// controllerruntime.go: [Provider], [New] and its options; kind.go: [Kind],
+// a source for a kind that may not be served yet.
 package controllerruntime
 
 import (
@@ -62,9 +63,17 @@ type Provider struct {
 	mapperOpts    []restmapper.Option
 	watchOpts     []discovery.WatchOption
 
-	mu      sync.Mutex
-	clients []*discovery.Client
-	started context.Context // set by Start: clients made later are watched at once
+	mu       sync.Mutex
+	clients  []*discovery.Client
+	byMapper map[meta.RESTMapper]*discovery.Client
+	started  context.Context // set by Start: clients made later are watched at once
+}
+
+// clientFor is the discovery client behind a mapper p made, or nil.
+func (p *Provider) clientFor(m meta.RESTMapper) *discovery.Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byMapper[m]
 }
 
 var (
@@ -105,6 +114,10 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 	}
 	p.mu.Lock()
 	p.clients = append(p.clients, dc)
+	if p.byMapper == nil {
+		p.byMapper = map[meta.RESTMapper]*discovery.Client{}
+	}
+	p.byMapper[m] = dc
 	ctx := p.started
 	p.mu.Unlock()
 	if ctx != nil {
