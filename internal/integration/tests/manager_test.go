@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -21,11 +22,13 @@ import (
 
 // TestManagerReconcilesANewCRD: a controller-runtime manager on kubeatlas
 // (Provider as its MapperProvider and a runnable) runs a controller for a
-// kind whose CRD does not exist yet and one for a group that never will;
-// the CRD is created after the manager started, an object of it is
-// reconciled without a restart (the reconciler reads it through the
-// manager's client, through kubeatlas's mapper), and the missing group
-// neither fails the manager nor blocks the other controller.
+// kind whose CRD does not exist yet, one for a version of it the CRD does
+// not serve yet, and one for a group that never will exist. The CRD is
+// created after the manager started and an object of it is reconciled
+// without a restart (the reconciler reads it through the manager's client,
+// through kubeatlas's mapper); once the CRD serves the new version, the
+// object is reconciled in that version too; the missing group neither
+// fails the manager nor blocks the other controllers.
 func TestManagerReconcilesANewCRD(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -57,8 +60,8 @@ func TestManagerReconcilesANewCRD(t *testing.T) {
 					return reconcile.Result{}, err
 				}
 				mu.Lock()
-				if _, seen := reconciled[req.Name]; !seen {
-					reconciled[req.Name] = time.Now()
+				if _, seen := reconciled[gvk.Version+"/"+req.Name]; !seen {
+					reconciled[gvk.Version+"/"+req.Name] = time.Now()
 				}
 				mu.Unlock()
 				return reconcile.Result{}, nil
@@ -68,6 +71,7 @@ func TestManagerReconcilesANewCRD(t *testing.T) {
 		}
 	}
 	watch("things", gvk)
+	watch("things-v2", schema.GroupVersionKind{Group: group, Version: "v2", Kind: "Thing"})
 	watch("never", schema.GroupVersionKind{Group: "never.kubeatlas.test", Version: "v1", Kind: "Never"})
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -99,7 +103,7 @@ func TestManagerReconcilesANewCRD(t *testing.T) {
 	eventually(t, "the object reconciled", 30*time.Second, func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		_, ok := reconciled["t1"]
+		_, ok := reconciled["v1/t1"]
 		return ok, "not yet"
 	})
 	select {
@@ -108,10 +112,34 @@ func TestManagerReconcilesANewCRD(t *testing.T) {
 	default:
 	}
 	mu.Lock()
-	at := reconciled["t1"]
+	at := reconciled["v1/t1"]
 	mu.Unlock()
 	t.Logf("CRD created -> object reconciled: %v (object created -> reconciled: %v)",
 		at.Sub(crdCreated).Round(time.Millisecond), at.Sub(objectCreated).Round(time.Millisecond))
+
+	// A new version of the group, served: its controller starts.
+	mu.Lock()
+	_, early := reconciled["v2/t1"]
+	mu.Unlock()
+	if early {
+		t.Fatalf("reconciled in v2 before the CRD served v2")
+	}
+	crds := dyn.Resource(crdGVR)
+	eventually(t, "the CRD updated to serve v2", 30*time.Second, func() (bool, string) {
+		cur, err := crds.Get(ctx, "things."+group, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		cur.Object["spec"].(map[string]any)["versions"] = crd("Namespaced", "v1", "v2").Object["spec"].(map[string]any)["versions"]
+		_, err = crds.Update(ctx, cur, metav1.UpdateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	eventually(t, "the object reconciled in v2", 30*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, ok := reconciled["v2/t1"]
+		return ok, "not yet"
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("the manager's Start: %v", err)
