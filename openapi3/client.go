@@ -285,8 +285,6 @@ const missRefresh = time.Second
 // fetchTimeout bounds a fetch that concurrent callers share.
 const fetchTimeout = 2 * time.Minute
 
-// get fetches one path relative to the server, within the size limit,
-// again after a 429 or 5xx with Retry-After.
 // Raw is the body of a GET of the server-relative URL u with Accept
 // contentType, through the client's connection, disk cache, limits and
 // retries, as the server sent it: not parsed, not verified, not kept. It is
@@ -296,6 +294,8 @@ func (c *Client) Raw(ctx context.Context, u, contentType string) ([]byte, error)
 	return body, err
 }
 
+// get fetches one server-relative URL (httpx.Client.Get: within the size
+// limit, again after a 429 or 5xx with Retry-After).
 func (c *Client) get(ctx context.Context, ref, accept string) ([]byte, *http.Response, error) {
 	// Under a path prefix (a proxy's /k8s/clusters/<id>), a URL rooted at
 	// /openapi/v3 gets the prefix; one a proxy already rewrote to carry it
