@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -48,13 +47,14 @@ func (c *Connection) requestTimeout() (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, nil
+	d, err := clientcmd.ParseTimeout(s) // kubectl's own parsing
+	if err == nil && d < 0 {
+		err = errors.New("it must not be negative")
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return d, nil
+	if err != nil {
+		return 0, fmt.Errorf("invalid --request-timeout %q: %w", s, err)
 	}
-	return 0, fmt.Errorf("invalid --request-timeout %q: give an integer number of seconds, or one followed by a unit (1s, 2m, 3h)", s)
+	return d, nil
 }
 
 // NewFlagSet is a flag set with kubectl's semantics, from the flag library
