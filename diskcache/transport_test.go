@@ -192,3 +192,57 @@ func TestOnePathForEveryGET(t *testing.T) {
 		t.Errorf("a root that does not parse left %d entries (the older one should go)", len(store.m))
 	}
 }
+
+// TestTransportPromises pins what NewTransport's doc says beyond the
+// common path: a body over WithMaxBodyBytes removes the older entry for
+// its key; a request whose Cache-Control says no-cache is revalidated
+// though its entry is fresh; one that says no-store goes past the cache.
+func TestTransportPromises(t *testing.T) {
+	var requests atomic.Int32
+	var big atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		w.Header().Set("Date", time.Now().UTC().Format(http.TimeFormat))
+		if big.Load() {
+			io.WriteString(w, `{"pad":"`+strings.Repeat("x", 4096)+`"}`)
+			return
+		}
+		io.WriteString(w, `{"small":true}`)
+	}))
+	defer ts.Close()
+	store := &memStore{m: map[string][]byte{}}
+	hc := &http.Client{Transport: diskcache.NewTransport(nil, store, diskcache.WithMaxBodyBytes(1024))}
+	get := func(cacheControl string) bool {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/doc", nil)
+		if cacheControl != "" {
+			req.Header.Set("Cache-Control", cacheControl)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.Header.Get(diskcache.FromCache) == "1"
+	}
+	get("")
+	if !get("") || len(store.m) != 1 {
+		t.Fatalf("a fresh response was not stored and served (%d entries)", len(store.m))
+	}
+	requests.Store(0)
+	if get("no-cache") || requests.Load() != 1 {
+		t.Errorf("no-cache: %d requests, want the fresh entry revalidated with one", requests.Load())
+	}
+	requests.Store(0)
+	if get("no-store") || requests.Load() != 1 {
+		t.Errorf("no-store: %d requests, want one past the cache", requests.Load())
+	}
+	big.Store(true)
+	get("no-cache")
+	if len(store.m) != 0 {
+		t.Errorf("a body over the limit left the older entry (%d entries)", len(store.m))
+	}
+}
