@@ -135,11 +135,7 @@ func WithClock(c clock.PassiveClock) Option {
 // It is safe for concurrent use; readers never wait behind a refresh that
 // another caller started, unless there is no snapshot yet.
 type Client struct {
-	// http sends every request (hc and base are its own, for Watch and
-	// Connection).
-	http *httpx.Client
-	hc   *http.Client
-	base *url.URL
+	http *httpx.Client // sends every request; Watch and Connection use its HC and Base
 	opts options
 	// config, when the client was built from one, backs the client-go
 	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2):
@@ -167,7 +163,20 @@ type Client struct {
 // New builds a client from a client-go config, so kubeconfig auth, TLS, exec
 // plugins, impersonation and proxies work unchanged.
 func New(cfg *rest.Config, opts ...Option) (*Client, error) {
-	cfg, hc, base, err := httpx.FromConfig(cfg)
+	cfg, hc, _, err := httpx.FromConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	return NewForConfigAndClient(cfg, hc, opts...)
+}
+
+// NewForConfigAndClient builds a client for cfg's server that sends its
+// requests through hc, the client a framework already built for cfg
+// (controller-runtime's, say), as client-go's constructors of that name
+// do: cfg gives the server URL (a path prefix kept), compression, and what
+// Connection hands adapters; hc gives auth, TLS and proxies.
+func NewForConfigAndClient(cfg *rest.Config, hc *http.Client, opts ...Option) (*Client, error) {
+	base, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
@@ -175,7 +184,7 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.config = cfg
+	c.config = rest.CopyConfig(cfg)
 	c.http.Gzip = !cfg.DisableCompression
 	return c, nil
 }
@@ -223,7 +232,6 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	c.http.Gzip = true
 	c.http.MaxRetries = o.maxRetries
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes}
-	c.hc, c.base = c.http.HC, c.http.Base
 	c.refreshes.Timeout = o.refreshTimeout
 	return c, nil
 }
@@ -236,9 +244,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 // and OpenAPI v2.
 func (c *Client) Connection() (*http.Client, *rest.Config) {
 	if c.config != nil {
-		return c.hc, rest.CopyConfig(c.config)
+		return c.http.HC, rest.CopyConfig(c.config)
 	}
-	return c.hc, &rest.Config{Host: c.base.String(), UserAgent: httpx.UserAgent}
+	return c.http.HC, &rest.Config{Host: c.http.Base.String(), UserAgent: httpx.UserAgent}
 }
 
 // Current returns the latest snapshot without doing anything, or nil before

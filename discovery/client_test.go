@@ -742,3 +742,51 @@ func TestAbandonedRefreshIsCancelled(t *testing.T) {
 		}
 	})
 }
+
+// TestNewForConfigAndClient: a client built on a framework's HTTP client
+// sends through that client (the config's token is not added again), keeps
+// the config's path prefix, asks for gzip only when the config allows
+// compression, and hands adapters the config (Connection).
+func TestNewForConfigAndClient(t *testing.T) {
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var auth, encoding []string
+	ts := httptest.NewServer(http.StripPrefix("/prefix", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth, encoding = append(auth, r.Header.Get("Authorization")), append(encoding, r.Header.Get("Accept-Encoding"))
+		mu.Unlock()
+		srv.ServeHTTP(w, r)
+	})))
+	defer ts.Close()
+	hc := &http.Client{Transport: &http.Transport{DisableCompression: true}} // adds nothing of its own
+	for _, disable := range []bool{false, true} {
+		mu.Lock()
+		auth, encoding = nil, nil
+		mu.Unlock()
+		cfg := &rest.Config{Host: ts.URL + "/prefix", BearerToken: "s3cret", DisableCompression: disable}
+		c, err := discovery.NewForConfigAndClient(cfg, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := c.Snapshot(context.Background()); err != nil || len(s.Groups()) < 10 {
+			t.Fatalf("snapshot through the prefix: %v", err)
+		}
+		mu.Lock()
+		for i := range auth {
+			want := "gzip"
+			if disable {
+				want = ""
+			}
+			if auth[i] != "" || encoding[i] != want {
+				t.Errorf("DisableCompression %v: request %d had Authorization %q, Accept-Encoding %q; want none, %q", disable, i, auth[i], encoding[i], want)
+			}
+		}
+		mu.Unlock()
+		if hcGot, cfgGot := c.Connection(); hcGot == nil || cfgGot.BearerToken != "s3cret" || cfgGot.Host != cfg.Host {
+			t.Errorf("Connection: %v, %+v", hcGot, cfgGot)
+		}
+	}
+}

@@ -458,14 +458,14 @@ func slim(obj any) (any, error) {
 // watchClient is the client's HTTP client for watches: no overall timeout
 // (a watch lasts minutes), its requests counted apart from discovery's.
 func (c *Client) watchClient() (*http.Client, *rest.Config) {
-	hc := *c.hc
+	hc := *c.http.HC
 	hc.Timeout = 0
 	next := hc.Transport
 	if ct, ok := next.(countingTransport); ok {
 		next = ct.next
 	}
 	hc.Transport = countingTransport{next: next, n: &c.stats.watchRequests}
-	cfg := &rest.Config{Host: c.base.String(), UserAgent: httpx.UserAgent}
+	cfg := &rest.Config{Host: c.http.Base.String(), UserAgent: httpx.UserAgent}
 	if c.config != nil {
 		cfg.UserAgent = c.config.UserAgent
 	}

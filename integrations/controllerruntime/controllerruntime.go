@@ -22,8 +22,9 @@ package controllerruntime
 import (
 	"context"
 	"errors"
-	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,9 +65,8 @@ type Provider struct {
 	watchOpts     []discovery.WatchOption
 
 	mu       sync.Mutex
-	clients  []*discovery.Client
-	byMapper map[meta.RESTMapper]*discovery.Client
-	started  context.Context // set by Start: clients made later are watched at once
+	byMapper map[meta.RESTMapper]*discovery.Client // each mapper made, and the client it reads
+	started  context.Context                       // set by Start: clients made later are watched at once
 }
 
 // clientFor is the discovery client behind a mapper p made, or nil.
@@ -99,11 +99,7 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 	if hc == nil {
 		dc, err = discovery.New(cfg, p.discoveryOpts...)
 	} else {
-		base, _, berr := rest.DefaultServerUrlFor(cfg)
-		if berr != nil {
-			return nil, fmt.Errorf("controllerruntime: %w", berr)
-		}
-		dc, err = discovery.NewForHTTPClient(hc, base.String(), p.discoveryOpts...)
+		dc, err = discovery.NewForConfigAndClient(cfg, hc, p.discoveryOpts...)
 	}
 	if err != nil {
 		return nil, err
@@ -113,7 +109,6 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 		return nil, err
 	}
 	p.mu.Lock()
-	p.clients = append(p.clients, dc)
 	if p.byMapper == nil {
 		p.byMapper = map[meta.RESTMapper]*discovery.Client{}
 	}
@@ -132,7 +127,7 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 func (p *Provider) Start(ctx context.Context) error {
 	p.mu.Lock()
 	p.started = ctx
-	clients := append([]*discovery.Client(nil), p.clients...)
+	clients := slices.Collect(maps.Values(p.byMapper))
 	p.mu.Unlock()
 	errs := make(chan error, len(clients))
 	var wg sync.WaitGroup
