@@ -38,7 +38,8 @@ import (
 // 304s on an unchanged cluster instead of a full download. Where it differs
 // from client-go: a Stale group-version keeps its last known resources (and
 // is still reported failed), so kinds served by a briefly unreachable
-// aggregated API server keep their REST mappings. ServerVersion, OpenAPI v2
+// aggregated API server keep their REST mappings; one with none (never
+// reached) is left out of its group, as client-go leaves every Stale one. ServerVersion, OpenAPI v2
 // and RESTClient are client-go's own, on the same connection; so is OpenAPI
 // v3 unless WithOpenAPIV3 gives another client (kubeatlas's, say:
 // openapi3/clientgo.New).
@@ -158,6 +159,13 @@ func convert(s *discovery.Snapshot) *view {
 		for vi := range g.Versions {
 			ver := &g.Versions[vi]
 			gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
+			if ver.Freshness == discovery.FreshnessStale && len(ver.Resources) == 0 {
+				// Nothing known of it (an aggregated API server never
+				// reached): client-go leaves it out of its group, and
+				// so out of kubectl api-versions and Helm's
+				// .Capabilities.APIVersions.
+				continue
+			}
 			d := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: ver.Version}
 			group.Versions = append(group.Versions, d)
 			// client-go prefers the first version that is not Stale.

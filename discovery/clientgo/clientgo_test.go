@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -178,6 +179,27 @@ func TestClientGoDifferentialStale(t *testing.T) {
 			delete(g.VersionedResources, gv.Version)
 			g.Group.Versions = slices.DeleteFunc(slices.Clone(g.Group.Versions), func(v metav1.GroupVersionForDiscovery) bool { return v.Version == gv.Version })
 		}
+	}
+	compareAnswers(t, got, want)
+}
+
+// TestClientGoStaleNeverReached: a Stale group-version with nothing known
+// of it (an aggregated API server that was never reached, as a real
+// kube-apiserver serves it: no resources) is left out as client-go leaves
+// it, both as a group of its own and beside a served version of a group;
+// both report it failed.
+func TestClientGoStaleNeverReached(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	dead := []schema.GroupVersion{{Group: "metrics.example.com", Version: "v1beta1"}, {Group: "g001.stress.example.com", Version: "v9"}}
+	for _, gv := range dead {
+		if err := srv.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := ask(t, clientGo(t, base))
+	got := ask(t, adapter(t, base))
+	if len(got.failed) != 2 {
+		t.Errorf("failed group-versions: %v, want %v", got.failed, dead)
 	}
 	compareAnswers(t, got, want)
 }
