@@ -5,6 +5,7 @@ package depcheck
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -113,6 +114,29 @@ func TestFrameworksStayOut(t *testing.T) {
 			if under(mod, fw) {
 				t.Errorf("the core module's graph has %s", mod)
 			}
+		}
+	}
+}
+
+// TestIntegrationsNeedNoHelm: Helm takes cliruntime's getter as any
+// RESTClientGetter, so the integrations module does not import Helm, which
+// would add about 130 modules (registries, credential helpers, SQL
+// drivers) to every controller-runtime user's graph. Helm is tested in the
+// integration tier's own module.
+func TestIntegrationsNeedNoHelm(t *testing.T) {
+	cmd := exec.Command("go", "list", "-m", "all")
+	cmd.Dir = "../../integrations"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -m all in integrations: %v\n%s", err, out)
+	}
+	mods := strings.Fields(string(out))
+	if !slices.ContainsFunc(mods, func(m string) bool { return under(m, "sigs.k8s.io/controller-runtime") }) {
+		t.Fatalf("the integrations module's graph lacks controller-runtime: is this its go list? %v", mods[:min(5, len(mods))])
+	}
+	for _, mod := range mods {
+		if under(mod, "helm.sh/helm") {
+			t.Errorf("the integrations module's graph has %s", mod)
 		}
 	}
 }
