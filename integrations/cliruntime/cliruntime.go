@@ -56,7 +56,8 @@ func WithDiscoveryOptions(o ...discovery.Option) Option {
 }
 
 // WithoutOpenAPIV3 keeps client-go's own OpenAPI v3 client (kubectl explain,
-// client-side validation) instead of kubeatlas's openapi3.
+// client-side validation) behind ToDiscoveryClient instead of kubeatlas's
+// openapi3. OpenAPIV3 still returns kubeatlas's.
 func WithoutOpenAPIV3() Option { return func(g *Getter) { g.noOpenAPI = true } }
 
 // Getter implements genericclioptions.RESTClientGetter (and so Helm's
@@ -78,6 +79,7 @@ type Getter struct {
 
 	once   sync.Once
 	client *discovery.Client
+	oc     *openapi3.Client
 	disc   *clientgo.Discovery
 	mapper *restmapper.Mapper
 	err    error
@@ -127,6 +129,11 @@ func (g *Getter) ToRESTMapper() (meta.RESTMapper, error) {
 // Client is the underlying kubeatlas client (for Watch, Stats, Subscribe).
 func (g *Getter) Client() (*discovery.Client, error) { g.init(); return g.client, g.err }
 
+// OpenAPIV3 is kubeatlas's OpenAPI v3 client, on the getter's cache, for
+// schema lookups client-go's interface does not offer (openapi3.Client.Kind,
+// Schema.Field).
+func (g *Getter) OpenAPIV3() (*openapi3.Client, error) { g.init(); return g.oc, g.err }
+
 func (g *Getter) init() {
 	g.once.Do(func() {
 		cfg, err := g.flags.ToRESTConfig()
@@ -151,18 +158,16 @@ func (g *Getter) init() {
 		if g.err != nil {
 			return
 		}
+		var oopts []openapi3.Option
+		if store != nil {
+			oopts = append(oopts, openapi3.WithDiskCache(store))
+		}
+		if g.oc, g.err = openapi3.New(cfg, oopts...); g.err != nil {
+			return
+		}
 		var copts []clientgo.Option
 		if !g.noOpenAPI {
-			var oopts []openapi3.Option
-			if store != nil {
-				oopts = append(oopts, openapi3.WithDiskCache(store))
-			}
-			oc, err := openapi3.New(cfg, oopts...)
-			if err != nil {
-				g.err = err
-				return
-			}
-			copts = append(copts, clientgo.WithOpenAPIV3(openapi3clientgo.New(oc)))
+			copts = append(copts, clientgo.WithOpenAPIV3(openapi3clientgo.New(g.oc)))
 		}
 		if g.disc, g.err = clientgo.New(g.client, copts...); g.err != nil {
 			return

@@ -1,6 +1,8 @@
 package cliruntime_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -112,6 +114,42 @@ func TestOneClientAndFreshness(t *testing.T) {
 	}
 	if n := len(srv.Requests()) - before; n != 2 {
 		t.Errorf("a read after Invalidate sent %d requests, want the two revalidations", n)
+	}
+}
+
+// TestOpenAPIV3SharesTheCache: the getter's OpenAPI v3 client reads and
+// writes documents in the flags' cache directory (a second getter on it
+// asks for the root only), also with WithoutOpenAPIV3, which only keeps it
+// from ToDiscoveryClient.
+func TestOpenAPIV3SharesTheCache(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	flags := flagsFor(t, base)
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	for i, opts := range [][]cliruntime.Option{nil, {cliruntime.WithoutOpenAPIV3()}} {
+		srv.ResetRequests()
+		oc, err := cliruntime.NewGetter(flags, opts...).OpenAPIV3()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := oc.Kind(context.Background(), deploy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Field("spec", "replicas"); err != nil {
+			t.Errorf("deployments.spec.replicas: %v", err)
+		}
+		var documents []string
+		for _, r := range srv.Requests() {
+			if strings.HasPrefix(r.Path, "/openapi/v3/") && r.Status == 200 {
+				documents = append(documents, r.Path)
+			}
+		}
+		if i == 0 && len(documents) == 0 {
+			t.Errorf("a cold cache fetched no document")
+		}
+		if i > 0 && len(documents) > 0 {
+			t.Errorf("a warm cache fetched %v", documents)
+		}
 	}
 }
 

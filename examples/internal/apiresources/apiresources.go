@@ -1,0 +1,261 @@
+// Package apiresources is kubectl api-resources on kubeatlas, shared by
+// examples/api-resources and the kubectl-atlas plugin: its flags, kubectl's
+// selection of resources (preferred versions, filters, order) and its
+// output, byte for byte. The commands bring the connection.
+package apiresources
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+)
+
+// Options are kubectl api-resources' flags, and --stats.
+type Options struct {
+	Output, SortBy string
+	// APIGroup is nil when --api-group is not given (every group); ""
+	// is the core group.
+	APIGroup *string
+	// Namespaced is nil when --namespaced is not given (both scopes).
+	Namespaced        *bool
+	Verbs, Categories []string
+	Cached, Stats     bool
+	NoHeaders         bool
+
+	// what --api-group and --namespaced parse into, until Complete
+	// knows whether they were given
+	apiGroup   string
+	namespaced bool
+}
+
+// AddFlags adds the flags as kubectl spells them.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.Output, "output", "o", "", "output format: wide, name or json")
+	fs.StringVar(&o.apiGroup, "api-group", "", "limit to resources in this API group (\"\" is the core group, when given)")
+	fs.BoolVar(&o.namespaced, "namespaced", true, "true: only namespaced resources; false: only cluster-scoped ones (default: both)")
+	fs.StringSliceVar(&o.Verbs, "verbs", nil, "limit to resources that support all these verbs (comma-separated, or repeated)")
+	fs.StringSliceVar(&o.Categories, "categories", nil, "limit to resources in all these categories (comma-separated, or repeated)")
+	fs.StringVar(&o.SortBy, "sort-by", "", "sort by name or kind (default: API group)")
+	fs.BoolVar(&o.Cached, "cached", false, "use the cached list of resources if there is one, without asking the server")
+	fs.BoolVar(&o.Stats, "stats", false, "print requests, bytes, 304s, cache hits and wall time to stderr")
+	fs.BoolVar(&o.NoHeaders, "no-headers", false, "do not print headers")
+}
+
+// Complete checks the flags once fs is parsed, and sets APIGroup and
+// Namespaced from what was given.
+func (o *Options) Complete(fs *pflag.FlagSet) error {
+	if fs.Changed("namespaced") {
+		o.Namespaced = &o.namespaced
+	}
+	if fs.Changed("api-group") {
+		o.APIGroup = &o.apiGroup
+	}
+	switch o.Output {
+	case "", "wide", "name", "json":
+	default:
+		return fmt.Errorf("--output must be wide, name or json, not %q", o.Output)
+	}
+	switch o.SortBy {
+	case "", "name", "kind":
+	default:
+		return fmt.Errorf("--sort-by must be name or kind, not %q", o.SortBy)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
+type row struct {
+	group, groupVersion string
+	r                   *discovery.Resource
+}
+
+// Run prints the resources client's cluster serves as kubectl does. As
+// kubectl does, it revalidates first (two 304s when nothing changed), so
+// that what is printed is current; with Cached it does not ask. Where the
+// server cannot be reached it prints the cached list and says so on
+// stderr; an unreachable group-version is a warning. start is when the
+// wall time --stats prints began.
+func Run(ctx context.Context, client *discovery.Client, o *Options, start time.Time, stdout, stderr io.Writer) error {
+	get := client.Refresh
+	if o.Cached {
+		get = client.Snapshot
+	}
+	snap, err := get(ctx)
+	if snap == nil {
+		return err
+	}
+	err = snap.Err()
+	if rerr := snap.RefreshError(); rerr != nil {
+		fmt.Fprintf(stderr, "warning: could not revalidate the cached discovery (%s old): %v\n",
+			time.Since(snap.Validated()).Round(time.Second), rerr)
+	}
+	var partial *discovery.PartialError
+	if errors.As(err, &partial) {
+		for _, gve := range partial.Errors {
+			if v, ok := snap.Version(gve.GroupVersion); ok && v.LastKnown {
+				fmt.Fprintf(stderr, "warning: %s: %v (listed with its last known resources)\n", gve.GroupVersion, gve.Err)
+			} else {
+				fmt.Fprintf(stderr, "warning: %s: %v (its resources are unknown)\n", gve.GroupVersion, gve.Err)
+			}
+		}
+	}
+
+	if len(snap.Groups()) == 0 && err != nil {
+		return err
+	}
+	rows := filter(o, preferred(snap))
+	sortRows(o.SortBy, rows)
+	if err := print(o, rows, stdout); err != nil {
+		return err
+	}
+	if o.Stats {
+		st := client.Stats()
+		fmt.Fprintf(stderr, "stats: %d requests, %d bytes, %d not modified, %d cache hits, %d disk loads, source %s, %s wall\n",
+			st.Requests, st.Bytes, st.NotModified, st.CacheHits, st.DiskLoads, snap.Source(), time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// preferred makes kubectl's selection (client-go's ServerPreferredResources)
+// from the snapshot, without converting it to client-go's types: each
+// resource of a group in the group's preferred version, or, where that
+// does not serve it, in the first version that does. The preferred version
+// is the first that is not Stale, as client-go's reading of aggregated
+// discovery makes it.
+func preferred(snap *discovery.Snapshot) []row {
+	var rows []row
+	chosen := map[string]int{} // a resource of the group → its row
+	for gi := range snap.Groups() {
+		g := &snap.Groups()[gi]
+		pref := ""
+		for _, v := range g.Versions {
+			if v.Freshness != discovery.FreshnessStale {
+				pref = v.Version
+				break
+			}
+		}
+		if pref == "" && len(g.Versions) > 0 {
+			pref = g.Versions[0].Version
+		}
+		clear(chosen)
+		for vi := range g.Versions {
+			v := &g.Versions[vi]
+			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}.String()
+			for ri := range v.Resources {
+				r := row{group: g.Name, groupVersion: gv, r: &v.Resources[ri]}
+				if i, ok := chosen[r.r.Name]; ok {
+					if v.Version == pref {
+						rows[i] = r
+					}
+					continue
+				}
+				chosen[r.r.Name] = len(rows)
+				rows = append(rows, r)
+			}
+		}
+	}
+	return rows
+}
+
+func filter(o *Options, rows []row) []row {
+	kept := rows[:0]
+	for _, r := range rows {
+		switch {
+		case len(r.r.Verbs) == 0,
+			o.APIGroup != nil && *o.APIGroup != r.group,
+			o.Namespaced != nil && *o.Namespaced != r.r.Namespaced,
+			!containsAll(r.r.Verbs, o.Verbs),
+			!containsAll(r.r.Categories, o.Categories):
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// sortRows sorts as kubectl does (by group, or by name or kind), with the
+// resource name as the tie-breaker kubectl leaves to map order.
+func sortRows(by string, rows []row) {
+	slices.SortStableFunc(rows, func(a, b row) int {
+		var c int
+		switch by {
+		case "name":
+			c = cmp.Compare(a.r.Name, b.r.Name)
+		case "kind":
+			c = cmp.Compare(a.r.Kind.Kind, b.r.Kind.Kind)
+		default:
+			c = cmp.Compare(a.group, b.group)
+		}
+		return cmp.Or(c, cmp.Compare(a.r.Name, b.r.Name), cmp.Compare(a.group, b.group))
+	})
+}
+
+func print(o *Options, rows []row, stdout io.Writer) error {
+	switch o.Output {
+	case "name":
+		for _, r := range rows {
+			name := r.r.Name
+			if r.group != "" {
+				name += "." + r.group
+			}
+			fmt.Fprintln(stdout, name)
+		}
+		return nil
+	case "json":
+		type item struct {
+			Name       string   `json:"name"`
+			ShortNames []string `json:"shortNames,omitempty"`
+			APIVersion string   `json:"apiVersion"`
+			Namespaced bool     `json:"namespaced"`
+			Kind       string   `json:"kind"`
+			Verbs      []string `json:"verbs"`
+			Categories []string `json:"categories,omitempty"`
+		}
+		items := make([]item, 0, len(rows))
+		for _, r := range rows {
+			items = append(items, item{r.r.Name, r.r.ShortNames, r.groupVersion, r.r.Namespaced, r.r.Kind.Kind, r.r.Verbs, r.r.Categories})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(items)
+	}
+	w := tabwriter.NewWriter(stdout, 0, 8, 3, ' ', 0)
+	if !o.NoHeaders {
+		header := "NAME\tSHORTNAMES\tAPIVERSION\tNAMESPACED\tKIND"
+		if o.Output == "wide" {
+			header += "\tVERBS\tCATEGORIES"
+		}
+		fmt.Fprintln(w, header)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s", r.r.Name, strings.Join(r.r.ShortNames, ","), r.groupVersion, r.r.Namespaced, r.r.Kind.Kind)
+		if o.Output == "wide" {
+			fmt.Fprintf(w, "\t%s\t%s", strings.Join(r.r.Verbs, ","), strings.Join(r.r.Categories, ","))
+		}
+		fmt.Fprintln(w)
+	}
+	return w.Flush()
+}
