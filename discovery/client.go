@@ -42,6 +42,9 @@ type options struct {
 	logger           *slog.Logger
 	clock            clock.PassiveClock
 	disk             diskcache.Store
+	surfaces         *Surfaces
+	content          diskcache.Store
+	like             *Client
 }
 
 // Option configures a Client.
@@ -142,10 +145,9 @@ type Client struct {
 	// see Connection.
 	config *rest.Config
 
-	current     atomic.Pointer[Snapshot]
-	generations atomic.Uint64
-	refreshes   flight.Group[struct{}, *Snapshot] // the refresh under way, if any
-	stats       counters
+	current   atomic.Pointer[Snapshot]
+	refreshes flight.Group[struct{}, *Snapshot] // the refresh under way, if any
+	stats     counters
 
 	logMu          sync.Mutex
 	lastFailed     map[string]string // group-version -> error text last logged

@@ -62,7 +62,7 @@ func (c *Client) CheckConsistency(ctx context.Context, samples int) (*Consistenc
 		if err != nil {
 			return nil, &ResponseError{Path: "/apis", ContentType: resp.Header.Get("Content-Type"), Err: err}
 		}
-		s := &Snapshot{content: newContent(part{}, *named, c.opts.clock.Now())}
+		s := &Snapshot{content: newContent(part{}, *named), fetched: c.opts.clock.Now()}
 		index[etag] = len(out.Views)
 		out.Views = append(out.Views, View{ETag: etag, Seen: 1, Snapshot: s})
 	}

@@ -45,11 +45,16 @@ func aggregatedPart(body []byte, mt mediatype.Discovery, etag string) (*part, er
 	if err != nil {
 		return nil, err
 	}
+	return &part{groups: groups, etag: etag, failed: failed, source: sourceOf(mt)}, nil
+}
+
+// sourceOf is the source of an aggregated document of media type mt.
+func sourceOf(mt mediatype.Discovery) Source {
 	format := FormatAggregatedV2
 	if mt.Version == "v2beta1" {
 		format = FormatAggregatedV2Beta1
 	}
-	return &part{groups: groups, etag: etag, failed: failed, source: Source{Format: format, Protobuf: mt.Protobuf}}, nil
+	return Source{Format: format, Protobuf: mt.Protobuf}
 }
 
 // legacyObject is one of the legacy discovery types (APIVersions,

@@ -50,7 +50,16 @@ func (c *Client) legacyAccept() string {
 // fetch reads /api and /apis in parallel, conditionally on prev's ETags.
 // It returns nil only when no snapshot could be built; a snapshot with
 // failed group-versions comes with its PartialError.
+//
+// With nothing before (a cold start), the requests are conditional on a
+// surface the client's Surfaces holds, if any: two 304s adopt it.
 func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	cond := prev // what the requests are conditional on
+	if prev == nil {
+		if g := c.guess(); g != nil {
+			cond = &Snapshot{content: g}
+		}
+	}
 	var core, named *part
 	var coreErr, namedErr error
 	var wg sync.WaitGroup
@@ -58,14 +67,14 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	go func() {
 		defer wg.Done()
 		var p *part
-		if prev != nil {
-			p = &prev.core
+		if cond != nil {
+			p = &cond.core
 		}
 		core, coreErr = c.fetchPart(ctx, "/api", p)
 	}()
 	var p *part
-	if prev != nil {
-		p = &prev.named
+	if cond != nil {
+		p = &cond.named
 	}
 	named, namedErr = c.fetchPart(ctx, "/apis", p)
 	wg.Wait()
@@ -76,9 +85,17 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		return nil, namedErr
 	}
 	now := c.opts.clock.Now()
+	if prev == nil && cond != nil && core == &cond.core && named == &cond.named {
+		// Two 304s on a cold start: the server serves a surface the
+		// fleet already holds.
+		c.stats.surfaceHits.Add(1)
+		s := &Snapshot{content: c.opts.surfaces.intern(c.accept(), cond.content), validated: now, fetched: now}
+		c.persist(s)
+		return s, s.err
+	}
 	if prev != nil && core == &prev.core && named == &prev.named {
 		// Two 304s: the parsed content is still right.
-		s := &Snapshot{content: prev.content, validated: now}
+		s := &Snapshot{content: prev.content, validated: now, fetched: prev.fetched}
 		// Record the validation on disk now and then, not on every refresh.
 		if now.Sub(time.Unix(0, c.persistedAt.Load())) > c.opts.maxAge/2 {
 			c.persist(s)
@@ -86,6 +103,7 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		return s, prev.err
 	}
 	if prev != nil {
+		// Only the cluster's own history: never a guessed surface's.
 		if core != &prev.core {
 			keepLastKnown(core, prev)
 		}
@@ -93,8 +111,11 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 			keepLastKnown(named, prev)
 		}
 	}
-	s := &Snapshot{content: newContent(*core, *named, now), validated: now}
-	s.generation = c.generations.Add(1)
+	fresh := newContent(*core, *named)
+	if c.opts.surfaces != nil {
+		fresh = c.opts.surfaces.intern(c.accept(), fresh)
+	}
+	s := &Snapshot{content: fresh, validated: now, fetched: now}
 	c.persist(s)
 	return s, s.err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -32,7 +33,30 @@ func WithDiskCache(c diskcache.Store) Option {
 	}
 }
 
-// persisted is the header of the entry; the two bodies follow it, then,
+// WithContentCache keeps the persisted discovery documents in s once per
+// content (by ETag and content type), whichever cluster served them, and
+// in WithDiskCache's store only the cluster's own part: the ETags, when
+// they were validated, and the resources it last knew of group-versions
+// that are not current. The clients of a fleet give each its own
+// WithDiskCache and all the same WithContentCache: a thousand clusters of
+// one surface store its documents once. It needs WithDiskCache. A nil s is
+// none. Default: none (the documents are in the cluster's entry).
+func WithContentCache(s diskcache.Store) Option {
+	return func(o *options) error {
+		if o.content = s; diskcache.IsNil(s) {
+			o.content = nil
+		}
+		return nil
+	}
+}
+
+// contentKey names a document in the WithContentCache store.
+func contentKey(etag, contentType string) string {
+	return "kubeatlas/discovery/content/v1\n" + etag + "\n" + contentType
+}
+
+// persisted is the header of the entry; the two bodies follow it (unless
+// Shared: they are in the WithContentCache store), then,
 // when LastKnown is not zero, the last known resources of group-versions
 // that were not current (an aggregated API server that went away), which
 // the bodies no longer hold: an APIGroupDiscoveryList in JSON.
@@ -41,6 +65,7 @@ type persisted struct {
 	Validated time.Time     `json:"validated"`
 	Parts     [2]storedPart `json:"parts"` // /api, /apis
 	LastKnown int           `json:"lastKnown,omitempty"`
+	Shared    bool          `json:"shared,omitempty"`
 }
 
 type storedPart struct {
@@ -62,6 +87,7 @@ func (c *Client) persistKey() string {
 type raw struct {
 	body        []byte
 	contentType string
+	storedIn    sync.Map // WithContentCache stores that hold it
 }
 
 // persist writes the snapshot's documents. Only aggregated parts can be
@@ -80,6 +106,15 @@ func (c *Client) persist(s *Snapshot) {
 		return
 	}
 	h.LastKnown = len(lastKnown)
+	if c.opts.content != nil {
+		for _, p := range []*part{&s.core, &s.named} {
+			if err := c.storeContent(p); err != nil {
+				c.opts.logger.Debug("discovery: could not persist a document", "err", err)
+				return
+			}
+		}
+		h.Shared = true
+	}
 	header, err := json.Marshal(h)
 	if err != nil {
 		return
@@ -87,8 +122,10 @@ func (c *Client) persist(s *Snapshot) {
 	buf := make([]byte, 4, 4+len(header)+len(s.core.raw.body)+len(s.named.raw.body)+len(lastKnown))
 	binary.LittleEndian.PutUint32(buf, uint32(len(header)))
 	buf = append(buf, header...)
-	buf = append(buf, s.core.raw.body...)
-	buf = append(buf, s.named.raw.body...)
+	if !h.Shared {
+		buf = append(buf, s.core.raw.body...)
+		buf = append(buf, s.named.raw.body...)
+	}
 	buf = append(buf, lastKnown...)
 	if err := c.opts.disk.Put(c.persistKey(), buf); err != nil {
 		// The cache says once that it cannot write; no need to say it per refresh.
@@ -96,6 +133,20 @@ func (c *Client) persist(s *Snapshot) {
 		return
 	}
 	c.persistedAt.Store(s.validated.UnixNano())
+}
+
+// storeContent writes a part's document to the WithContentCache store,
+// once per store: the part (shared by every client of its surface) records
+// that it is there.
+func (c *Client) storeContent(p *part) error {
+	if _, done := p.raw.storedIn.Load(c.opts.content); done {
+		return nil
+	}
+	if err := c.opts.content.Put(contentKey(p.etag, p.raw.contentType), p.raw.body); err != nil {
+		return err
+	}
+	p.raw.storedIn.Store(c.opts.content, true)
+	return nil
 }
 
 // load reads the persisted snapshot, or returns an error saying why not.
@@ -116,22 +167,40 @@ func (c *Client) load() (*Snapshot, error) {
 		return nil, fmt.Errorf("persisted snapshot header: version %d, %v", h.Version, err)
 	}
 	rest := buf[4+n:]
+	if h.Shared && c.opts.content == nil {
+		return nil, errors.New("persisted snapshot is in a content cache, and the client has none")
+	}
+	if s := c.sharedLoad(h, rest); s != nil {
+		return s, nil
+	}
 	var parts [2]part
 	for i, sp := range h.Parts {
-		if sp.Length < 0 || sp.Length > len(rest) {
-			return nil, errors.New("persisted snapshot body lengths do not add up")
-		}
-		body := rest[:sp.Length]
-		rest = rest[sp.Length:]
 		mt, err := mediatype.ParseDiscovery(sp.ContentType)
 		if err != nil || !mt.Aggregated {
 			return nil, fmt.Errorf("persisted snapshot content type %q", sp.ContentType)
+		}
+		var body []byte
+		if h.Shared {
+			b, ok := c.opts.content.Get(contentKey(sp.ETag, sp.ContentType))
+			if !ok || len(b) != sp.Length {
+				return nil, fmt.Errorf("persisted document %s is not in the content cache", sp.ETag)
+			}
+			body = b
+		} else {
+			if sp.Length < 0 || sp.Length > len(rest) {
+				return nil, errors.New("persisted snapshot body lengths do not add up")
+			}
+			body = rest[:sp.Length]
+			rest = rest[sp.Length:]
 		}
 		p, err := aggregatedPart(body, mt, sp.ETag)
 		if err != nil {
 			return nil, err
 		}
 		p.raw = &raw{body: body, contentType: sp.ContentType}
+		if h.Shared {
+			p.raw.storedIn.Store(c.opts.content, true)
+		}
 		parts[i] = *p
 	}
 	if h.LastKnown < 0 || h.LastKnown != len(rest) {
@@ -142,16 +211,49 @@ func (c *Client) load() (*Snapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("persisted last known resources: %w", err)
 		}
-		known := &Snapshot{content: newContent(part{groups: groups}, part{}, h.Validated)}
+		known := &Snapshot{content: newContent(part{groups: groups}, part{})}
 		keepLastKnown(&parts[0], known)
 		keepLastKnown(&parts[1], known)
 	}
-	s := &Snapshot{content: newContent(parts[0], parts[1], h.Validated), validated: h.Validated}
-	s.generation = c.generations.Add(1)
-	s.fromDisk = true
+	loaded := newContent(parts[0], parts[1])
+	if c.opts.surfaces != nil {
+		loaded = c.opts.surfaces.intern(c.accept(), loaded)
+	}
+	return c.loaded(loaded, h), nil
+}
+
+// sharedLoad is the persisted snapshot when its content is one the
+// client's Surfaces holds: nothing to read or decode. Nil otherwise.
+func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
+	if c.opts.surfaces == nil || h.LastKnown != 0 || len(rest) != 0 && h.Shared {
+		return nil
+	}
+	k := surfaceKey{accept: c.accept(), api: h.Parts[0].ETag, apis: h.Parts[1].ETag}
+	for i, sp := range h.Parts {
+		mt, err := mediatype.ParseDiscovery(sp.ContentType)
+		if err != nil || !mt.Aggregated {
+			return nil
+		}
+		if i == 0 {
+			k.core = sourceOf(mt)
+		} else {
+			k.named = sourceOf(mt)
+		}
+	}
+	held := c.opts.surfaces.lookup(k)
+	if held == nil {
+		return nil
+	}
+	c.opts.surfaces.intern(c.accept(), held) // counted as a use
+	return c.loaded(held, h)
+}
+
+// loaded is a snapshot read from the disk cache.
+func (c *Client) loaded(ct *content, h persisted) *Snapshot {
+	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, fromDisk: true}
 	c.persistedAt.Store(h.Validated.UnixNano())
 	c.stats.diskLoads.Add(1)
-	return s, nil
+	return s
 }
 
 // warmStart installs the persisted snapshot, once, before the first read.

@@ -3,6 +3,7 @@ package discovery
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -146,6 +147,7 @@ func (g *Group) PreferredVersion() *Version {
 type Snapshot struct {
 	*content
 	validated time.Time
+	fetched   time.Time // when this client last downloaded the content
 	// fromDisk: read from a WithDiskCache entry and not revalidated since.
 	fromDisk bool
 	// refreshErr: why the refresh after this snapshot failed, when the
@@ -154,13 +156,13 @@ type Snapshot struct {
 }
 
 // content is what two snapshots share when a revalidation found nothing
-// changed (two 304s): only the validation time differs.
+// changed (two 304s), and what the clients of a Surfaces share when their
+// clusters serve the same documents: nothing in it belongs to one cluster.
 type content struct {
 	generation  uint64
 	core, named part
 	groups      []Group // core first, then named groups, in server order
-	fetched     time.Time
-	err         error // *PartialError when some group-versions failed
+	err         error   // *PartialError when some group-versions failed
 
 	indexOnce sync.Once
 	byGroup   map[string]int
@@ -175,8 +177,12 @@ type part struct {
 	raw    *raw // the body as received, only when it is to be persisted
 }
 
-func newContent(core, named part, fetched time.Time) *content {
-	c := &content{core: core, named: named, fetched: fetched}
+// generations numbers contents across the process, so that a content
+// shared by the clients of a Surfaces has one generation in all of them.
+var generations atomic.Uint64
+
+func newContent(core, named part) *content {
+	c := &content{core: core, named: named, generation: generations.Add(1)}
 	c.groups = make([]Group, 0, len(core.groups)+len(named.groups))
 	c.groups = append(c.groups, core.groups...)
 	c.groups = append(c.groups, named.groups...)
@@ -222,10 +228,12 @@ func (c *content) index() {
 	}
 }
 
-// Generation numbers the snapshot's content within its client: two
-// snapshots of one client have the same generation exactly when a
-// revalidation found nothing changed. Structures derived from a snapshot
-// (a REST mapper's indexes) are rebuilt when it changes.
+// Generation numbers the snapshot's content: two snapshots have the same
+// generation exactly when they hold the same content, which happens when a
+// revalidation found nothing changed, or when the clients of one Surfaces
+// read the same documents from two clusters. Structures derived from a
+// snapshot (a REST mapper's indexes) are rebuilt when it changes, and can
+// be shared between snapshots of one generation.
 func (s *Snapshot) Generation() uint64 { return s.generation }
 
 // Source says how the snapshot was read.

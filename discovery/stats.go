@@ -18,6 +18,9 @@ type Stats struct {
 	RefreshErrors int64 // refreshes that produced no snapshot
 	RefreshTime   time.Duration
 	DiskLoads     int64 // snapshots read from the disk cache (warm starts)
+	// SurfaceHits counts cold starts that the server confirmed (two 304s)
+	// for a surface the client's Surfaces already held.
+	SurfaceHits int64
 
 	// Watch (see Client.Watch): its list and watch requests (not counted
 	// in Requests), the events they brought, the events that could change
@@ -41,9 +44,9 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 type counters struct {
-	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, diskLoads atomic.Int64
-	watchRequests, watchEvents, watchTriggers                                                  atomic.Int64
-	watchForbidden                                                                             atomic.Bool
+	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, diskLoads, surfaceHits atomic.Int64
+	watchRequests, watchEvents, watchTriggers                                                               atomic.Int64
+	watchForbidden                                                                                          atomic.Bool
 }
 
 // Stats returns the client's counters.
@@ -57,6 +60,7 @@ func (c *Client) Stats() Stats {
 		RefreshErrors:  c.stats.refreshErrors.Load(),
 		RefreshTime:    time.Duration(c.stats.refreshNanos.Load()),
 		DiskLoads:      c.stats.diskLoads.Load(),
+		SurfaceHits:    c.stats.surfaceHits.Load(),
 		WatchRequests:  c.stats.watchRequests.Load(),
 		WatchEvents:    c.stats.watchEvents.Load(),
 		WatchTriggers:  c.stats.watchTriggers.Load(),

@@ -24,6 +24,7 @@ type options struct {
 	missInterval time.Duration
 	clock        clock.PassiveClock
 	warn         func(string)
+	indexes      *Indexes
 }
 
 // Option configures a Mapper.
@@ -84,6 +85,10 @@ type Mapper struct {
 	state   atomic.Pointer[state]
 	buildMu sync.Mutex // serializes building a generation's state (in memory)
 
+	// lookups counts lookups, so that only every revalidateEvery-th one
+	// reads the clock to see whether discovery should be revalidated.
+	lookups atomic.Uint32
+
 	// lastMissRefresh is when a miss last refreshed discovery (unix nanos).
 	lastMissRefresh atomic.Int64
 }
@@ -116,7 +121,7 @@ const revalidateEvery = 64
 func (m *Mapper) current(ctx context.Context) (*state, error) {
 	snap := m.client.Current()
 	st := m.state.Load()
-	if snap == nil || st == nil || st.lookups.Add(1)%revalidateEvery == 0 {
+	if snap == nil || st == nil || m.lookups.Add(1)%revalidateEvery == 0 {
 		var err error
 		if snap, err = m.client.Snapshot(ctx); snap == nil {
 			return nil, err
@@ -130,7 +135,15 @@ func (m *Mapper) current(ctx context.Context) (*state, error) {
 	if st := m.state.Load(); st != nil && st.generation == snap.Generation() {
 		return st, nil
 	}
-	st = newState(snap, m.opts.warn)
+	if ix := m.opts.indexes; ix != nil {
+		// Built outside the table's lock: another mapper may build the
+		// same generation meanwhile, and put keeps the first.
+		if st = ix.get(snap.Generation()); st == nil {
+			st = ix.put(newState(snap, m.opts.warn))
+		}
+	} else {
+		st = newState(snap, m.opts.warn)
+	}
 	m.state.Store(st)
 	return st, nil
 }

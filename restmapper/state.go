@@ -3,7 +3,6 @@ package restmapper
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,9 +19,6 @@ type state struct {
 	native     *nativeIndex
 	generation uint64
 	warn       func(string)
-	// lookups counts lookups, so that only every revalidateEvery-th one
-	// reads the clock to see whether discovery should be revalidated.
-	lookups atomic.Uint32
 
 	// Built on first use: a process that only maps kinds needs neither.
 	shortcutsOnce  sync.Once

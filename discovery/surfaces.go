@@ -1,0 +1,165 @@
+package discovery
+
+import (
+	"runtime"
+	"sync"
+	"weak"
+)
+
+// Surfaces is what the discovery clients of a fleet share (WithSurfaces):
+// the decoded content of each API surface one of them has read, by the
+// ETags of its /api and /apis documents, which are the SHA-512 the server
+// computes of each. Clusters that serve the same documents then hold one
+// copy of them (and one REST mapper index: restmapper shares it by
+// Snapshot.Generation), however many clusters there are; and a client
+// that starts with nothing asks its server to confirm a surface the fleet
+// already holds, with a conditional request, instead of having it sent
+// again: two 304s and no body.
+//
+// A kube-apiserver compares If-None-Match with its current ETag as one
+// exact string (a list of ETags is not accepted), so a cold start offers
+// one surface: the one of the client WithLike names (a cluster known to be
+// of the same kind), else the surface the most clients have read. A wrong
+// guess costs what no guess costs: the server sends the documents.
+//
+// Only complete contents are shared: one with a Stale or failed
+// group-version may carry resources its own cluster last knew, which are
+// not the documents' to give another. A surface no client holds any more
+// is forgotten (Surfaces holds contents weakly). The zero value is not
+// usable; use NewSurfaces. It is safe for concurrent use.
+type Surfaces struct {
+	mu      sync.Mutex
+	entries map[surfaceKey]*surfaceEntry
+}
+
+// surfaceKey names a content: its documents (by their ETags) as one
+// request form (Accept) reads them, in the form the server answered in.
+type surfaceKey struct {
+	accept      string
+	api, apis   string
+	core, named Source
+}
+
+type surfaceEntry struct {
+	content weak.Pointer[content]
+	uses    int // clients that read or confirmed it, over time
+}
+
+// NewSurfaces returns an empty table.
+func NewSurfaces() *Surfaces {
+	return &Surfaces{entries: map[surfaceKey]*surfaceEntry{}}
+}
+
+// SurfaceStats says what a Surfaces holds.
+type SurfaceStats struct {
+	Surfaces int // distinct contents held (and still in use)
+	Uses     int // times a client read or confirmed one of them
+}
+
+// Stats counts the surfaces held now.
+func (s *Surfaces) Stats() SurfaceStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st SurfaceStats
+	for _, e := range s.entries {
+		if e.content.Value() != nil {
+			st.Surfaces++
+			st.Uses += e.uses
+		}
+	}
+	return st
+}
+
+func keyOf(accept string, c *content) (surfaceKey, bool) {
+	k := surfaceKey{accept: accept, api: c.core.etag, apis: c.named.etag, core: c.core.source, named: c.named.source}
+	return k, c.err == nil && k.api != "" && k.apis != ""
+}
+
+// intern returns the held content with c's documents, or holds c and
+// returns it.
+func (s *Surfaces) intern(accept string, c *content) *content {
+	k, ok := keyOf(accept, c)
+	if !ok {
+		return c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[k]; e != nil {
+		if held := e.content.Value(); held != nil {
+			e.uses++
+			return held
+		}
+	}
+	s.entries[k] = &surfaceEntry{content: weak.Make(c), uses: 1}
+	runtime.AddCleanup(c, s.forget, k)
+	return c
+}
+
+// forget drops an entry whose content is gone.
+func (s *Surfaces) forget(k surfaceKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[k]; e != nil && e.content.Value() == nil {
+		delete(s.entries, k)
+	}
+}
+
+// lookup finds a held content by its documents.
+func (s *Surfaces) lookup(k surfaceKey) *content {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[k]; e != nil {
+		return e.content.Value()
+	}
+	return nil
+}
+
+// mostUsed is the held content for accept that the most clients read.
+func (s *Surfaces) mostUsed(accept string) *content {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best *content
+	bestUses := 0
+	for k, e := range s.entries {
+		if k.accept != accept || e.uses <= bestUses {
+			continue
+		}
+		if c := e.content.Value(); c != nil {
+			best, bestUses = c, e.uses
+		}
+	}
+	return best
+}
+
+// WithSurfaces makes the client share decoded discovery with the other
+// clients given the same table, and start cold from a surface it holds
+// (see Surfaces). Default: none, every client holds its own.
+func WithSurfaces(s *Surfaces) Option {
+	return func(o *options) error { o.surfaces = s; return nil }
+}
+
+// WithLike names a client of a cluster expected to serve the same API
+// surface (the same Kubernetes version and add-ons): a cold start offers
+// its surface to the server first. It needs WithSurfaces (the same table
+// for both clients). Default: the surface the most clients of the table
+// read.
+func WithLike(other *Client) Option {
+	return func(o *options) error { o.like = other; return nil }
+}
+
+// guess is the content a cold start asks the server to confirm, or nil.
+func (c *Client) guess() *content {
+	s := c.opts.surfaces
+	if s == nil {
+		return nil
+	}
+	accept := c.accept()
+	if like := c.opts.like; like != nil && like != c && like.accept() == accept {
+		if snap := like.current.Load(); snap != nil {
+			if _, ok := keyOf(accept, snap.content); ok {
+				return snap.content
+			}
+		}
+	}
+	return s.mostUsed(accept)
+}

@@ -1,0 +1,247 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+)
+
+// statuses lists the statuses of the discovery requests a server answered
+// since its last ResetRequests.
+func statuses(srv *discoverytest.Server) map[string]int {
+	out := map[string]int{}
+	for _, r := range srv.Requests() {
+		out[r.Path] = r.Status
+	}
+	return out
+}
+
+func snapshot(t *testing.T, c *discovery.Client) *discovery.Snapshot {
+	t.Helper()
+	s, err := c.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestSurfacesShareContent: clusters that serve the same documents share
+// one decoded snapshot content (one generation), and a client that starts
+// cold on such a cluster has the server confirm the held surface with two
+// 304s, no body; a cluster of another surface gets its own content and
+// costs what it costs without Surfaces. WithLike picks the surface to
+// offer when the most-read one is not it.
+func TestSurfacesShareContent(t *testing.T) {
+	surfaces := discovery.NewSurfaces()
+	a1, baseA1 := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	a2, baseA2 := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	b1, baseB1 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
+	b2, baseB2 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
+
+	first := newClient(t, baseA1, discovery.WithSurfaces(surfaces))
+	s1 := snapshot(t, first)
+	if got := statuses(a1); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
+		t.Fatalf("first client: %v, want two 200s", got)
+	}
+
+	a2.ResetRequests()
+	second := newClient(t, baseA2, discovery.WithSurfaces(surfaces))
+	s2 := snapshot(t, second)
+	if got := statuses(a2); len(got) != 2 || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+		t.Errorf("a cold client on a held surface: %v, want two 304s", got)
+	}
+	if st := second.Stats(); st.SurfaceHits != 1 || st.Bytes != 0 {
+		t.Errorf("second client's stats: %+v, want one surface hit and no body", st)
+	}
+	if s2.Generation() != s1.Generation() || &s2.Groups()[0] != &s1.Groups()[0] {
+		t.Errorf("the two clusters' snapshots do not share their content (generations %d, %d)", s1.Generation(), s2.Generation())
+	}
+	if s2.Fetched().Before(s1.Fetched()) || !s2.Complete() {
+		t.Errorf("second snapshot: fetched %v (first %v), complete %v", s2.Fetched(), s1.Fetched(), s2.Complete())
+	}
+
+	// Another surface: the guess (the most read surface) is wrong for
+	// /apis, which comes whole; /api is the same on both.
+	b1.ResetRequests()
+	third := newClient(t, baseB1, discovery.WithSurfaces(surfaces))
+	s3 := snapshot(t, third)
+	if got := statuses(b1); got["/apis"] != http.StatusOK {
+		t.Errorf("a cold client on another surface: %v, want /apis 200", got)
+	}
+	if s3.Generation() == s1.Generation() || len(s3.Groups()) == len(s1.Groups()) {
+		t.Errorf("another surface shares the first's content")
+	}
+	if got := surfaces.Stats(); got.Surfaces != 2 {
+		t.Errorf("surfaces held: %+v, want 2", got)
+	}
+
+	// The first surface is the most read (two clients); WithLike offers
+	// the other.
+	b2.ResetRequests()
+	fourth := newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithLike(third))
+	s4 := snapshot(t, fourth)
+	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+		t.Errorf("WithLike: %v, want two 304s", got)
+	}
+	if s4.Generation() != s3.Generation() {
+		t.Errorf("WithLike: not the like cluster's content")
+	}
+	b2.ResetRequests()
+	fifth := newClient(t, baseB2, discovery.WithSurfaces(surfaces))
+	snapshot(t, fifth)
+	if got := statuses(b2); got["/apis"] != http.StatusOK {
+		t.Errorf("without WithLike the most read surface is offered first: %v, want /apis 200", got)
+	}
+
+	// Every client's later refreshes are its own cluster's: a change on
+	// a2 reaches second only.
+	if err := a2.AddCRD(discoverytest.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "Thing", Plural: "things"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := second.Current().Group("new.example.com"); !ok {
+		t.Errorf("the changed cluster's client does not see its change")
+	}
+	if _, ok := first.Current().Group("new.example.com"); ok {
+		t.Errorf("another cluster's client sees the change")
+	}
+}
+
+// TestSurfacesNeverLendHistory: a cluster whose aggregated API server is
+// down (a Stale group-version, no resources) starts cold from a guessed
+// surface in which that group-version is served: the snapshot must not
+// take the resources from the guess (a cluster's last known resources are
+// its own), and the incomplete content is not shared.
+func TestSurfacesNeverLendHistory(t *testing.T) {
+	surfaces := discovery.NewSurfaces()
+	_, baseA := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	c, baseC := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	gv := schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}
+	if err := c.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := snapshot(t, newClient(t, baseA, discovery.WithSurfaces(surfaces))).Version(gv); !ok || len(v.Resources) == 0 {
+		t.Fatalf("the guessed surface does not serve %s", gv)
+	}
+	s, err := newClient(t, baseC, discovery.WithSurfaces(surfaces)).Snapshot(context.Background())
+	var partial *discovery.PartialError
+	if s == nil || !errors.As(err, &partial) {
+		t.Fatalf("snapshot %v, error %v: want a partial one", s, err)
+	}
+	v, ok := s.Version(gv)
+	if !ok || v.Freshness != discovery.FreshnessStale {
+		t.Fatalf("%s: %+v, want it listed Stale", gv, v)
+	}
+	if len(v.Resources) != 0 || v.LastKnown {
+		t.Errorf("the Stale group-version took %d resources from another cluster's surface", len(v.Resources))
+	}
+	if got := surfaces.Stats(); got.Surfaces != 1 {
+		t.Errorf("surfaces held: %+v, want only the complete one", got)
+	}
+	c.ResetRequests()
+	if _, err := newClient(t, baseC, discovery.WithSurfaces(surfaces)).Snapshot(context.Background()); !errors.As(err, &partial) {
+		t.Fatal(err)
+	}
+	if got := statuses(c); got["/apis"] != http.StatusOK {
+		t.Errorf("an incomplete surface was offered to the server: %v", got)
+	}
+}
+
+// TestSurfacesForget: a surface no client holds any more is forgotten.
+func TestSurfacesForget(t *testing.T) {
+	surfaces := discovery.NewSurfaces()
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
+	func() {
+		c := newClient(t, base, discovery.WithSurfaces(surfaces))
+		snapshot(t, c)
+		if got := surfaces.Stats().Surfaces; got != 1 {
+			t.Fatalf("surfaces held: %d, want 1", got)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for surfaces.Stats().Surfaces != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a surface no client holds is still held")
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestContentCache: clusters of one surface store its documents once in
+// the shared content cache, each cluster's own entry holding only its
+// ETags; a new process (new clients, a new Surfaces) starts every cluster
+// from the disk, decodes the documents once, and revalidates each with
+// two 304s.
+func TestContentCache(t *testing.T) {
+	dir := t.TempDir()
+	var bases []string
+	var servers []*discoverytest.Server
+	for range 3 {
+		srv, base := discoverytest.Start(t, discoverytest.WithCRDs(40, 4))
+		servers, bases = append(servers, srv), append(bases, base)
+	}
+	open := func(name string) *diskcache.Cache {
+		c, err := diskcache.Open(dir, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	run := func() []*discovery.Client {
+		content := open("kubeatlas-content")
+		surfaces := discovery.NewSurfaces()
+		var clients []*discovery.Client
+		for _, base := range bases {
+			c := newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithDiskCache(open(base)), discovery.WithContentCache(content))
+			snapshot(t, c)
+			clients = append(clients, c)
+		}
+		return clients
+	}
+	first := run()
+	content := open("kubeatlas-content")
+	contentBytes, contentEntries := content.Usage()
+	if contentEntries != 2 {
+		t.Errorf("content cache: %d entries, want the two documents once", contentEntries)
+	}
+	for _, base := range bases {
+		if b, n := open(base).Usage(); n != 1 || b > contentBytes/10 {
+			t.Errorf("cluster %s's cache: %d entries, %d bytes (the documents are %d bytes): want one small entry", base, n, b, contentBytes)
+		}
+	}
+	for _, srv := range servers {
+		srv.ResetRequests()
+	}
+	second := run()
+	for i, c := range second {
+		st := c.Stats()
+		if st.DiskLoads != 1 {
+			t.Errorf("client %d: %d disk loads, want 1", i, st.DiskLoads)
+		}
+		if s, err := c.Refresh(context.Background()); err != nil || s.Generation() != second[0].Current().Generation() {
+			t.Errorf("client %d: refresh %v, generation %d, want the shared one", i, err, s.Generation())
+		}
+		if got := statuses(servers[i]); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+			t.Errorf("client %d revalidated with %v, want two 304s", i, got)
+		}
+	}
+	if second[0].Current().Generation() == first[0].Current().Generation() {
+		t.Errorf("the second run shares the first run's content: it did not read the disk")
+	}
+}
