@@ -41,6 +41,7 @@ type options struct {
 	maxAge           time.Duration
 	clock            clock.PassiveClock
 	maxDocuments     int
+	documents        *Documents
 }
 
 // WithMaxDocuments bounds how many documents the client keeps in memory,
@@ -356,6 +357,12 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 	if d := c.kept(path); d != nil && d.URL == u {
 		return d, nil
 	}
+	if t := c.opts.documents; t != nil {
+		if d := t.get(path, u); d != nil {
+			c.keepIfCurrent(path, u, d)
+			return d, nil
+		}
+	}
 	d, err := c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
 		body, resp, err := c.get(ctx, u, "application/json")
 		if err != nil {
@@ -364,23 +371,32 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 		if err := wantType(resp, "application/json"); err != nil {
 			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
 		}
-		if err := c.verify(resp, body); err != nil {
+		verified, err := c.verify(resp, body)
+		if err != nil {
 			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
 		}
-		return NewDocument(path, u, body)
+		d, err := NewDocument(path, u, body)
+		if err != nil || !verified || c.opts.documents == nil {
+			return d, err
+		}
+		return c.opts.documents.put(d), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	// Kept only while it is the root's current one: a caller holding an
-	// older root must not replace a newer document.
+	c.keepIfCurrent(path, u, d)
+	return d, nil
+}
+
+// keepIfCurrent keeps d for path while u is the root's current URL for it:
+// a caller holding an older root must not replace a newer document.
+func (c *Client) keepIfCurrent(path, u string, d *Document) {
 	c.rootMu.Lock()
 	current := c.root[path] == u
 	c.rootMu.Unlock()
 	if current {
 		c.keep(path, d)
 	}
-	return d, nil
 }
 
 // kept returns the document kept for path, if any, as just used.

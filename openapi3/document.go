@@ -29,6 +29,14 @@ type Document struct {
 	URL  string // the server-relative URL it was read from, with its ?hash=
 	JSON []byte
 
+	// st is what is derived from JSON, made on first use (a Document may
+	// be a literal), and shared by the Documents of one content that
+	// Documents (WithDocuments) hands to clusters at other URLs.
+	st atomic.Pointer[docState]
+}
+
+// docState is what a Document derives from its JSON.
+type docState struct {
 	indexOnce sync.Once
 	idx       docIndex // where each components/schemas entry (and the rest) lies
 	indexErr  error
@@ -40,6 +48,26 @@ type Document struct {
 	once sync.Once
 	full *spec3.OpenAPI
 	err  error
+}
+
+// state returns d's derived state, making it on first use.
+func (d *Document) state() *docState {
+	if st := d.st.Load(); st != nil {
+		return st
+	}
+	d.st.CompareAndSwap(nil, &docState{})
+	return d.st.Load()
+}
+
+// at is d as read from another URL (the same content at another cluster's
+// prefix), sharing what d derived.
+func (d *Document) at(u string) *Document {
+	if u == d.URL {
+		return d
+	}
+	nd := &Document{Path: d.Path, URL: u, JSON: d.JSON}
+	nd.st.Store(d.state())
+	return nd
 }
 
 // NewDocument indexes a document's JSON, as the Client does with each
@@ -62,13 +90,14 @@ func (d *Document) index() (map[string]span, error) {
 
 // indexAll returns where the document's parts lie (see docIndex).
 func (d *Document) indexAll() (docIndex, error) {
-	d.indexOnce.Do(func() {
-		d.idx, d.indexErr = indexDocument(d.JSON)
-		if d.indexErr != nil {
-			d.indexErr = fmt.Errorf("openapi3: %s is not a JSON document: %w", d.Path, d.indexErr)
+	st := d.state()
+	st.indexOnce.Do(func() {
+		st.idx, st.indexErr = indexDocument(d.JSON)
+		if st.indexErr != nil {
+			st.indexErr = fmt.Errorf("openapi3: %s is not a JSON document: %w", d.Path, st.indexErr)
 		}
 	})
-	return d.idx, d.indexErr
+	return st.idx, st.indexErr
 }
 
 // raw is the bytes at, or nil for the zero span (a part the document lacks).
@@ -107,9 +136,10 @@ func (d *Document) SchemaNames() []string {
 // Schema returns the components/schemas entry called name, parsing it on
 // first use. A name the document does not define is an ErrNotFound.
 func (d *Document) Schema(name string) (*spec.Schema, error) {
-	d.mu.Lock()
-	s := d.parsed[name]
-	d.mu.Unlock()
+	st := d.state()
+	st.mu.Lock()
+	s := st.parsed[name]
+	st.mu.Unlock()
 	if s != nil {
 		return s, nil
 	}
@@ -127,15 +157,15 @@ func (d *Document) Schema(name string) (*spec.Schema, error) {
 	if err := s.UnmarshalJSON(d.JSON[at.start:at.end]); err != nil {
 		return nil, fmt.Errorf("openapi3: %s: schema %q: %w", d.Path, name, err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if first := d.parsed[name]; first != nil {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if first := st.parsed[name]; first != nil {
 		return first, nil // parsed concurrently; everyone gets the same one
 	}
-	if d.parsed == nil {
-		d.parsed = map[string]*spec.Schema{}
+	if st.parsed == nil {
+		st.parsed = map[string]*spec.Schema{}
 	}
-	d.parsed[name] = s
+	st.parsed[name] = s
 	return s, nil
 }
 
@@ -178,17 +208,18 @@ const gvkExtension = "x-kubernetes-group-version-kind"
 // Kind finds the schema whose x-kubernetes-group-version-kind lists gvk.
 // Where several do, the first by name wins.
 func (d *Document) Kind(gvk schema.GroupVersionKind) (*Schema, error) {
-	d.mu.Lock()
-	kinds := d.kinds
-	d.mu.Unlock()
+	st := d.state()
+	st.mu.Lock()
+	kinds := st.kinds
+	st.mu.Unlock()
 	if kinds == nil {
 		var err error
 		if kinds, err = d.indexKinds(); err != nil {
 			return nil, err
 		}
-		d.mu.Lock()
-		d.kinds = kinds
-		d.mu.Unlock()
+		st.mu.Lock()
+		st.kinds = kinds
+		st.mu.Unlock()
 	}
 	name, ok := kinds[gvk]
 	if !ok {
@@ -237,11 +268,12 @@ func (d *Document) indexKinds() (map[schema.GroupVersionKind]string, error) {
 // OpenAPI parses the whole document into spec3 (once). It shares nothing
 // with what Schema returns.
 func (d *Document) OpenAPI() (*spec3.OpenAPI, error) {
-	d.once.Do(func() {
-		d.full = &spec3.OpenAPI{}
-		if err := d.full.UnmarshalJSON(d.JSON); err != nil {
-			d.full, d.err = nil, fmt.Errorf("openapi3: %s: %w", d.Path, err)
+	st := d.state()
+	st.once.Do(func() {
+		st.full = &spec3.OpenAPI{}
+		if err := st.full.UnmarshalJSON(d.JSON); err != nil {
+			st.full, st.err = nil, fmt.Errorf("openapi3: %s: %w", d.Path, err)
 		}
 	})
-	return d.full, d.err
+	return st.full, st.err
 }

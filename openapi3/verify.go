@@ -21,15 +21,19 @@ var ErrHashMismatch = diskcache.ErrHashMismatch
 // against the ?hash= it was served at. What the disk cache serves was
 // checked before it was stored and is checksummed on disk; the transport
 // removes a server's own X-From-Cache, so the header cannot be forged.
-func (c *Client) verify(resp *http.Response, body []byte) error {
-	if c.opts.disk != nil && resp.Header.Get("X-From-Cache") == "1" {
-		return nil
-	}
+//
+// verified says the body is the one its URL's ?hash= names: checked now,
+// or by the disk cache when it stored it (which stores no JSON document
+// that fails the check).
+func (c *Client) verify(resp *http.Response, body []byte) (verified bool, err error) {
 	if resp.Request == nil {
-		return nil
+		return false, nil
 	}
-	_, err := diskcache.VerifyHash(resp.Request.URL, body)
-	return err
+	if c.opts.disk != nil && resp.Header.Get(diskcache.FromCache) == "1" {
+		_, hashed := keyFor("", resp.Request.URL.String())
+		return hashed, nil
+	}
+	return diskcache.VerifyHash(resp.Request.URL, body)
 }
 
 // checkBeforeStoring is what the disk cache checks, besides the hash of

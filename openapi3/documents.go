@@ -1,0 +1,97 @@
+package openapi3
+
+import (
+	"net/url"
+	"runtime"
+	"sync"
+	"weak"
+)
+
+// Documents is a table of OpenAPI v3 documents that the clients given it
+// (WithDocuments) share by content: a document is named by its
+// group-version path and the ?hash= of its URL, which is the SHA-512 of
+// its JSON (the client checks it, or the disk cache did when it stored
+// the document). Clusters of a fleet that serve the same schemas then
+// hold each document, and what was parsed of it, once; and a client asks
+// its server for none that another client has read. Documents at URLs
+// without a verified hash are not shared. A document no client holds any
+// more is forgotten. It is safe for concurrent use.
+type Documents struct {
+	mu sync.Mutex
+	m  map[docKey]weak.Pointer[Document]
+}
+
+type docKey struct{ path, hash string }
+
+// NewDocuments returns an empty table.
+func NewDocuments() *Documents { return &Documents{m: map[docKey]weak.Pointer[Document]{}} }
+
+// Len is how many documents the table holds now.
+func (t *Documents) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, p := range t.m {
+		if p.Value() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// WithDocuments shares documents with the other clients given t. Default:
+// the client's own.
+func WithDocuments(t *Documents) Option {
+	return func(o *options) error { o.documents = t; return nil }
+}
+
+// keyFor names the document at the server-relative URL u of path, if u
+// has a hash.
+func keyFor(path, u string) (docKey, bool) {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return docKey{}, false
+	}
+	h := parsed.Query().Get("hash")
+	return docKey{path: path, hash: h}, h != ""
+}
+
+// get returns the held document of path at u (read from u), or nil.
+func (t *Documents) get(path, u string) *Document {
+	k, ok := keyFor(path, u)
+	if !ok {
+		return nil
+	}
+	t.mu.Lock()
+	d := t.m[k].Value()
+	t.mu.Unlock()
+	if d == nil {
+		return nil
+	}
+	return d.at(u)
+}
+
+// put holds d (read from its URL, its hash verified) unless the table
+// holds its content already, and returns the document to use.
+func (t *Documents) put(d *Document) *Document {
+	k, ok := keyFor(d.Path, d.URL)
+	if !ok {
+		return d
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if held := t.m[k].Value(); held != nil {
+		return held.at(d.URL)
+	}
+	t.m[k] = weak.Make(d)
+	runtime.AddCleanup(d, t.forget, k)
+	return d
+}
+
+func (t *Documents) forget(k docKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.m[k]; ok && p.Value() == nil {
+		delete(t.m, k)
+	}
+}
