@@ -189,27 +189,30 @@ func TestCompactionBounds(t *testing.T) {
 // group-version path and Accept is left, whether one process wrote every
 // hash or each round was a new process (as kubectl explain runs are).
 func TestOneFilePerLiveDocument(t *testing.T) {
-	c := open(t, t.TempDir())
-	for round := range 5 {
-		for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
-			for _, accept := range []string{"application/json", "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"} {
-				c.Set(diskcache.Key(fmt.Sprintf("https://h/openapi/v3/%s?hash=%04d", gv, round), accept), []byte("doc"))
+	// A server of its own, and one behind a fleet proxy's path prefix.
+	for _, server := range []string{"https://h", "https://proxy/k8s/clusters/c1"} {
+		c := open(t, t.TempDir())
+		for round := range 5 {
+			for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
+				for _, accept := range []string{"application/json", "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"} {
+					c.Set(diskcache.Key(fmt.Sprintf("%s/openapi/v3/%s?hash=%04d", server, gv, round), accept), []byte("doc"))
+				}
 			}
 		}
-	}
-	c.Set(diskcache.Key("https://h/apis", "application/json"), []byte("discovery"))
-	if _, n := c.Usage(); n != 5 {
-		t.Errorf("%d entries, want 4 live documents and discovery", n)
-	}
-	if n := len(entryFiles(t, c.Dir())); n != 5 {
-		t.Errorf("%d files, want 5", n)
-	}
-	for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
-		if _, ok := c.Get(diskcache.Key("https://h/openapi/v3/"+gv+"?hash=0004", "application/json")); !ok {
-			t.Errorf("newest %s lost", gv)
+		c.Set(diskcache.Key(server+"/apis", "application/json"), []byte("discovery"))
+		if _, n := c.Usage(); n != 5 {
+			t.Errorf("%s: %d entries, want 4 live documents and discovery", server, n)
 		}
-		if _, ok := c.Get(diskcache.Key("https://h/openapi/v3/"+gv+"?hash=0003", "application/json")); ok {
-			t.Errorf("superseded %s still served", gv)
+		if n := len(entryFiles(t, c.Dir())); n != 5 {
+			t.Errorf("%s: %d files, want 5", server, n)
+		}
+		for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
+			if _, ok := c.Get(diskcache.Key(server+"/openapi/v3/"+gv+"?hash=0004", "application/json")); !ok {
+				t.Errorf("%s: newest %s lost", server, gv)
+			}
+			if _, ok := c.Get(diskcache.Key(server+"/openapi/v3/"+gv+"?hash=0003", "application/json")); ok {
+				t.Errorf("%s: superseded %s still served", server, gv)
+			}
 		}
 	}
 

@@ -136,11 +136,12 @@ func supersededOpenAPI(entries []diskEntry) (keep, remove []diskEntry) {
 }
 
 // openAPIIdentity is an OpenAPI document's path and Accept, from a key
-// written by this package's transport ("<URL>\n<Accept>").
+// written by this package's transport ("<URL>\n<Accept>"). The server's
+// URL may have a path prefix (a fleet proxy's /k8s/clusters/<id>).
 func openAPIIdentity(key string) (string, bool) {
 	rawURL, accept, _ := strings.Cut(key, "\n")
 	u, err := url.Parse(rawURL)
-	if err != nil || !strings.HasPrefix(u.Path, "/openapi/v3/") || u.Query().Get("hash") == "" {
+	if err != nil || !strings.Contains(u.Path, "/openapi/v3/") || u.Query().Get("hash") == "" {
 		return "", false
 	}
 	return u.Path + "\n" + accept, true
