@@ -28,7 +28,8 @@ type Backend struct {
 	gen     Generation
 	codecs  runtime.NegotiatedSerializer
 	version []byte
-	changed func() // tells the Server, so peer-aggregated views and the objects are rebuilt
+	changed func()     // tells the Server, so peer-aggregated views and the objects are rebuilt
+	specs   *specCache // OpenAPI documents shared with a fleet's other Servers, or nil
 
 	// mu guards content and published. It is held only for in-memory work:
 	// updating the real handlers' state, never for a request.
@@ -43,9 +44,10 @@ type Backend struct {
 	handler   http.Handler
 }
 
-func newBackend(id string, gen Generation, c *content, peers aggregated.PeerDiscoveryProvider) (*Backend, error) {
+func newBackend(id string, gen Generation, c *content, peers aggregated.PeerDiscoveryProvider, specs *specCache) (*Backend, error) {
 	b := &Backend{
 		id:        id,
+		specs:     specs,
 		gen:       gen,
 		codecs:    legacyCodecs(),
 		content:   c,
@@ -130,7 +132,7 @@ func (b *Backend) syncLocked() {
 		if old, ok := b.published[path]; ok && old == rev {
 			continue
 		}
-		registerOpenAPI(b.openapi, gv, *c.version(gv), rev)
+		registerOpenAPI(b.openapi, gv, *c.version(gv), rev, b.specs)
 		b.published[path] = rev
 	}
 	for _, path := range c.openAPIExtras {

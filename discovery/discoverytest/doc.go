@@ -59,6 +59,21 @@
 // server's latency, delays and bookmarks run on the bubble's fake clock,
 // and synctest.Wait knows when every request has settled.
 //
+// # Many clusters
+//
+// A [Fleet] serves many clusters from one handler, each under
+// /k8s/clusters/<id> as a fleet proxy exposes them ([StartFleet],
+// [ClusterPath]). Clusters share a few Servers, their surfaces, each built
+// from its own options ([Surface], [DistinctSurfaces]), so memory grows
+// with surfaces, not clusters: a Server with 3,000 CRDs is ~14 MiB, and
+// hundreds of MiB once its OpenAPI has been served. Clusters of one
+// surface serve the same bytes and ETags under their own prefixes; the
+// prefix is put back where a response names a server-relative URL (the
+// OpenAPI root's serverRelativeURLs, a redirect's Location). A change
+// through a [Cluster] gives that cluster a Server of its own, copied from
+// its surface (sharing the unchanged OpenAPI documents); faults and
+// counters (Cluster.InjectFault, Cluster.Stats) are per cluster.
+//
 // The real handlers log through klog; a program that wants quiet sets
 // klog's output (examples/fake-apiserver does).
 //
@@ -79,4 +94,5 @@
 //   - faults.go: [Fault] and InjectFault; auth.go: bearer tokens.
 //   - log.go: the request log ([Request], [Stats]).
 //   - start.go, inprocess.go: [Start] and [StartInProcess].
+//   - fleet.go: [Fleet], [Cluster], [StartFleet]: many clusters.
 package discoverytest

@@ -22,14 +22,19 @@ func openAPIPath(gv schema.GroupVersion) string { return mediatype.OpenAPIPath(g
 
 // registerOpenAPI publishes one group-version's synthetic document to the
 // real handler3 service. The document is generated lazily, once, on the
-// first request that needs it (the root needs them all, for their hashes).
-func registerOpenAPI(svc *handler3.OpenAPIService, gv schema.GroupVersion, v apidiscoveryv2.APIVersionDiscovery, revision int) {
+// first request that needs it (the root needs them all, for their hashes),
+// and once per fleet when shared is not nil.
+func registerOpenAPI(svc *handler3.OpenAPIService, gv schema.GroupVersion, v apidiscoveryv2.APIVersionDiscovery, revision int, shared *specCache) {
 	v = *v.DeepCopy()
 	key := fmt.Sprintf("%s@%d", gv, revision)
-	svc.UpdateGroupVersionLazy(openAPIPath(gv), cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
+	doc := cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
 		doc, err := syntheticOpenAPI(gv, v, revision)
 		return doc, key, err
-	})))
+	}))
+	if shared != nil {
+		doc = shared.get(key, v, doc)
+	}
+	svc.UpdateGroupVersionLazy(openAPIPath(gv), doc)
 }
 
 // registerOpenAPIExtra publishes a small document for a non-group-version

@@ -38,6 +38,7 @@ type options struct {
 	bookmarks       time.Duration
 	discoveryDelay  time.Duration
 	watchForbidden  bool
+	specs           *specCache // set by NewFleet for its Servers
 }
 
 // Option configures a Server.
@@ -144,6 +145,7 @@ func WithWatchForbidden() Option {
 // from the first backend's content after each change, with a watch
 // history to resume from (see DropWatches, CompactWatchHistory).
 type Server struct {
+	opts     options // as built, for Server.clone
 	token    string
 	backends []*Backend
 	routing  Routing
@@ -178,7 +180,15 @@ func NewServer(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
+	return newServer(o, func(int) *content { return base.clone() })
+}
+
+// newServer builds a server whose i-th backend starts from contentOf(i),
+// which it then owns. NewServer and a fleet's copy-on-write (Server.clone)
+// share it.
+func newServer(o options, contentOf func(i int) *content) (*Server, error) {
 	s := &Server{
+		opts:           o,
 		routing:        o.routing,
 		token:          o.token,
 		objects:        newObjectStore(o.bookmarks, o.watchForbidden),
@@ -190,7 +200,7 @@ func NewServer(opts ...Option) (*Server, error) {
 		if o.peer {
 			peers = peerView{server: s, self: id}
 		}
-		b, err := newBackend(id, o.generation, base.clone(), peers)
+		b, err := newBackend(id, o.generation, contentOf(i), peers, o.specs)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package discoverytest_test
+
+const raceEnabled = false
