@@ -58,7 +58,7 @@ func (c *Client) CheckConsistency(ctx context.Context, samples int) (*Consistenc
 		if err != nil || !mt.Aggregated {
 			return nil, &ResponseError{Path: "/apis", ContentType: resp.Header.Get("Content-Type"), Err: fmt.Errorf("not aggregated discovery (%v)", err)}
 		}
-		named, err := aggregatedPart(body, mt, etag)
+		named, err := aggregatedPart(body, mt, etag, false)
 		if err != nil {
 			return nil, &ResponseError{Path: "/apis", ContentType: resp.Header.Get("Content-Type"), Err: err}
 		}

@@ -2,8 +2,10 @@ package discovery
 
 import (
 	"bytes"
+	"crypto/sha512"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -23,29 +25,53 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // same, in JSON and protobuf, so one decoder serves both. A body of another
 // kind is an error, never an empty result.
 func decodeAggregated(body []byte, mt mediatype.Discovery) ([]Group, []*GroupVersionError, error) {
+	groups, failed, _, err := decodeAggregatedVerified(body, mt, "")
+	return groups, failed, err
+}
+
+// decodeAggregatedVerified is decodeAggregated that also says whether the
+// body is the one etag names, when it can tell: kube-apiserver's ETag is
+// the SHA-512 of the JSON of the list without its apiVersion and kind, so
+// a JSON body is checked by decoding and encoding it again; a protobuf one
+// cannot be, nor a JSON one of fields these types do not know.
+func decodeAggregatedVerified(body []byte, mt mediatype.Discovery, etag string) ([]Group, []*GroupVersionError, bool, error) {
 	apiVersion := "apidiscovery.k8s.io/" + mt.Version
 	if mt.Protobuf {
-		return decodeAggregatedProtobuf(body, apiVersion)
+		groups, failed, err := decodeAggregatedProtobuf(body, apiVersion)
+		return groups, failed, false, err
 	}
 	var list apidiscoveryv2.APIGroupDiscoveryList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
+		return nil, nil, false, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
 	}
 	if list.APIVersion != apiVersion || list.Kind != "APIGroupDiscoveryList" {
-		return nil, nil, fmt.Errorf("body holds %q %q, want %s APIGroupDiscoveryList", list.APIVersion, list.Kind, apiVersion)
+		return nil, nil, false, fmt.Errorf("body holds %q %q, want %s APIGroupDiscoveryList", list.APIVersion, list.Kind, apiVersion)
+	}
+	verified := false
+	if etag != "" {
+		list.TypeMeta = metav1.TypeMeta{}
+		if again, err := json.Marshal(list); err == nil {
+			verified = strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(again))) == etag
+		}
 	}
 	groups, failed := fromAggregated(list.Items)
-	return groups, failed, nil
+	return groups, failed, verified, nil
 }
 
 // aggregatedPart decodes an aggregated discovery body into what one
 // endpoint contributes to a snapshot, its source taken from the media type.
-func aggregatedPart(body []byte, mt mediatype.Discovery, etag string) (*part, error) {
-	groups, failed, err := decodeAggregated(body, mt)
+// With verify, the part records whether the body is the one its ETag names
+// (decodeAggregatedVerified), which Surfaces requires of what it shares.
+func aggregatedPart(body []byte, mt mediatype.Discovery, etag string, verify bool) (*part, error) {
+	check := ""
+	if verify {
+		check = etag
+	}
+	groups, failed, verified, err := decodeAggregatedVerified(body, mt, check)
 	if err != nil {
 		return nil, err
 	}
-	return &part{groups: groups, etag: etag, failed: failed, source: sourceOf(mt)}, nil
+	return &part{groups: groups, etag: etag, failed: failed, source: sourceOf(mt), verified: verified}, nil
 }
 
 // sourceOf is the source of an aggregated document of media type mt.

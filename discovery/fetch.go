@@ -146,7 +146,7 @@ func (c *Client) fetchPart(ctx context.Context, path string, prev *part) (*part,
 	if !mt.Aggregated {
 		return c.fetchLegacy(ctx, path, body, mt)
 	}
-	p, err := aggregatedPart(body, mt, resp.Header.Get("ETag"))
+	p, err := aggregatedPart(body, mt, resp.Header.Get("ETag"), c.opts.surfaces != nil)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}

@@ -193,7 +193,7 @@ func (c *Client) load() (*Snapshot, error) {
 			body = rest[:sp.Length]
 			rest = rest[sp.Length:]
 		}
-		p, err := aggregatedPart(body, mt, sp.ETag)
+		p, err := aggregatedPart(body, mt, sp.ETag, c.opts.surfaces != nil)
 		if err != nil {
 			return nil, err
 		}

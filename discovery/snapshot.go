@@ -175,6 +175,9 @@ type part struct {
 	source Source
 	failed []*GroupVersionError
 	raw    *raw // the body as received, only when it is to be persisted
+	// verified: the body is the one the ETag names (checked only for
+	// Surfaces, which shares nothing else).
+	verified bool
 }
 
 // generations numbers contents across the process, so that a content

@@ -22,9 +22,15 @@ import (
 // of the same kind), else the surface the most clients have read. A wrong
 // guess costs what no guess costs: the server sends the documents.
 //
-// Only complete contents are shared: one with a Stale or failed
-// group-version may carry resources its own cluster last knew, which are
-// not the documents' to give another. A surface no client holds any more
+// Only complete contents whose documents are the ones their ETags name are
+// shared: one with a Stale or failed group-version may carry resources its
+// own cluster last knew, which are not the documents' to give another; and
+// a cluster must not hand the others documents of its own making under
+// another surface's ETag. kube-apiserver's ETag is the SHA-512 of the
+// document's JSON, which the client checks; a protobuf document cannot be
+// checked, so clients that share a Surfaces should read JSON
+// (WithJSONOnly): the documents cost more once per surface, and nothing
+// per cluster that the fleet holds. A surface no client holds any more
 // is forgotten (Surfaces holds contents weakly). The zero value is not
 // usable; use NewSurfaces. It is safe for concurrent use.
 type Surfaces struct {
@@ -72,7 +78,7 @@ func (s *Surfaces) Stats() SurfaceStats {
 
 func keyOf(accept string, c *content) (surfaceKey, bool) {
 	k := surfaceKey{accept: accept, api: c.core.etag, apis: c.named.etag, core: c.core.source, named: c.named.source}
-	return k, c.err == nil && k.api != "" && k.apis != ""
+	return k, c.err == nil && c.core.verified && c.named.verified
 }
 
 // intern returns the held content with c's documents, or holds c and

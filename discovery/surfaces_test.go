@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"runtime"
 	"testing"
 	"time"
@@ -48,14 +51,14 @@ func TestSurfacesShareContent(t *testing.T) {
 	b1, baseB1 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
 	b2, baseB2 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
 
-	first := newClient(t, baseA1, discovery.WithSurfaces(surfaces))
+	first := newClient(t, baseA1, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 	s1 := snapshot(t, first)
 	if got := statuses(a1); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
 		t.Fatalf("first client: %v, want two 200s", got)
 	}
 
 	a2.ResetRequests()
-	second := newClient(t, baseA2, discovery.WithSurfaces(surfaces))
+	second := newClient(t, baseA2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 	s2 := snapshot(t, second)
 	if got := statuses(a2); len(got) != 2 || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("a cold client on a held surface: %v, want two 304s", got)
@@ -73,7 +76,7 @@ func TestSurfacesShareContent(t *testing.T) {
 	// Another surface: the guess (the most read surface) is wrong for
 	// /apis, which comes whole; /api is the same on both.
 	b1.ResetRequests()
-	third := newClient(t, baseB1, discovery.WithSurfaces(surfaces))
+	third := newClient(t, baseB1, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 	s3 := snapshot(t, third)
 	if got := statuses(b1); got["/apis"] != http.StatusOK {
 		t.Errorf("a cold client on another surface: %v, want /apis 200", got)
@@ -88,7 +91,7 @@ func TestSurfacesShareContent(t *testing.T) {
 	// The first surface is the most read (two clients); WithLike offers
 	// the other.
 	b2.ResetRequests()
-	fourth := newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithLike(third))
+	fourth := newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly(), discovery.WithLike(third))
 	s4 := snapshot(t, fourth)
 	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("WithLike: %v, want two 304s", got)
@@ -97,7 +100,7 @@ func TestSurfacesShareContent(t *testing.T) {
 		t.Errorf("WithLike: not the like cluster's content")
 	}
 	b2.ResetRequests()
-	fifth := newClient(t, baseB2, discovery.WithSurfaces(surfaces))
+	fifth := newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 	snapshot(t, fifth)
 	if got := statuses(b2); got["/apis"] != http.StatusOK {
 		t.Errorf("without WithLike the most read surface is offered first: %v, want /apis 200", got)
@@ -135,10 +138,10 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 	if err := c.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := snapshot(t, newClient(t, baseA, discovery.WithSurfaces(surfaces))).Version(gv); !ok || len(v.Resources) == 0 {
+	if v, ok := snapshot(t, newClient(t, baseA, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())).Version(gv); !ok || len(v.Resources) == 0 {
 		t.Fatalf("the guessed surface does not serve %s", gv)
 	}
-	s, err := newClient(t, baseC, discovery.WithSurfaces(surfaces)).Snapshot(context.Background())
+	s, err := newClient(t, baseC, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background())
 	var partial *discovery.PartialError
 	if s == nil || !errors.As(err, &partial) {
 		t.Fatalf("snapshot %v, error %v: want a partial one", s, err)
@@ -154,7 +157,7 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 		t.Errorf("surfaces held: %+v, want only the complete one", got)
 	}
 	c.ResetRequests()
-	if _, err := newClient(t, baseC, discovery.WithSurfaces(surfaces)).Snapshot(context.Background()); !errors.As(err, &partial) {
+	if _, err := newClient(t, baseC, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background()); !errors.As(err, &partial) {
 		t.Fatal(err)
 	}
 	if got := statuses(c); got["/apis"] != http.StatusOK {
@@ -167,7 +170,7 @@ func TestSurfacesForget(t *testing.T) {
 	surfaces := discovery.NewSurfaces()
 	_, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
 	func() {
-		c := newClient(t, base, discovery.WithSurfaces(surfaces))
+		c := newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 		snapshot(t, c)
 		if got := surfaces.Stats().Surfaces; got != 1 {
 			t.Fatalf("surfaces held: %d, want 1", got)
@@ -208,7 +211,7 @@ func TestContentCache(t *testing.T) {
 		surfaces := discovery.NewSurfaces()
 		var clients []*discovery.Client
 		for _, base := range bases {
-			c := newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithDiskCache(open(base)), discovery.WithContentCache(content))
+			c := newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly(), discovery.WithDiskCache(open(base)), discovery.WithContentCache(content))
 			snapshot(t, c)
 			clients = append(clients, c)
 		}
@@ -243,5 +246,54 @@ func TestContentCache(t *testing.T) {
 	}
 	if second[0].Current().Generation() == first[0].Current().Generation() {
 		t.Errorf("the second run shares the first run's content: it did not read the disk")
+	}
+}
+
+// TestSurfacesShareOnlyWhatTheETagNames: a cluster that sends documents of
+// its own making under another surface's ETag (a compromised or buggy
+// server, or a proxy) does not get them shared with the fleet: another
+// cluster of that surface still reads its own server's documents. Nor is
+// a protobuf document shared, which cannot be checked against its ETag.
+func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
+	surfaces := discovery.NewSurfaces()
+	real, baseReal := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	_, baseOther := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
+	// The real surface's ETag for /apis.
+	probe := newClient(t, baseReal, discovery.WithJSONOnly())
+	_, realETag := snapshot(t, probe).ETags()
+	// The forger serves the other surface's documents under it.
+	otherURL, err := url.Parse(baseOther)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(otherURL)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path == "/apis" && resp.Header.Get("ETag") != "" {
+			resp.Header.Set("ETag", realETag)
+		}
+		return nil
+	}
+	forger := httptest.NewServer(proxy)
+	t.Cleanup(forger.Close)
+	forged := snapshot(t, newClient(t, forger.URL, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+	if _, e := forged.ETags(); e != realETag {
+		t.Fatalf("the forger's ETag: %s", e)
+	}
+	if got := surfaces.Stats().Surfaces; got != 0 {
+		t.Errorf("a document that is not the one its ETag names was shared (%d surfaces held)", got)
+	}
+	real.ResetRequests()
+	honest := snapshot(t, newClient(t, baseReal, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+	if len(honest.Groups()) == len(forged.Groups()) {
+		t.Errorf("a cluster of the real surface got the forger's documents")
+	}
+	if got := statuses(real); got["/apis"] != http.StatusOK {
+		t.Errorf("the real cluster's /apis: %v, want a 200 of its own", got)
+	}
+
+	protobuf := discovery.NewSurfaces()
+	snapshot(t, newClient(t, baseReal, discovery.WithSurfaces(protobuf)))
+	if got := protobuf.Stats().Surfaces; got != 0 {
+		t.Errorf("a protobuf document was shared (%d surfaces held)", got)
 	}
 }

@@ -21,6 +21,7 @@ var allowed = map[string][]string{
 	"restmapper":         {"discovery", "discovery/clientgo", "diskcache", "internal/"},
 	"openapi3":           {"diskcache", "internal/"},
 	"openapi3/clientgo":  {"openapi3", "diskcache", "internal/"},
+	"fleet":              {"discovery", "discovery/clientgo", "restmapper", "openapi3", "diskcache", "internal/"},
 }
 
 // banned everywhere in the library: the real server code and the test double.

@@ -1,0 +1,193 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+)
+
+// Cluster is one cluster of a Fleet: its discovery client, REST mapper
+// and OpenAPI v3 client, each sharing what the fleet holds.
+type Cluster struct {
+	id     string
+	fleet  *Fleet
+	disc   *discovery.Client
+	mapper *restmapper.Mapper
+	cfg    *rest.Config
+	store  diskcache.Store // the cluster's own entries and the fleet's content, or nil
+	like   *Cluster        // Like's cluster, or nil
+	unsub  func()
+
+	openapiOnce sync.Once
+	openapi     *openapi3.Client
+	openapiErr  error
+
+	mu       sync.Mutex // guards the failure state; never held across I/O
+	failures int
+	retryAt  time.Time
+	lastErr  *ClusterError
+}
+
+func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Cluster, error) {
+	if id == "" {
+		return nil, errors.New("fleet: a cluster needs an ID")
+	}
+	c := &Cluster{id: id, fleet: f, cfg: rest.CopyConfig(cfg)}
+	// JSON: a surface is shared only once its documents are checked against
+	// their ETags, which protobuf documents cannot be (discovery.Surfaces).
+	dopts := []discovery.Option{discovery.WithSurfaces(f.surfaces), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(f.opts.refreshTimeout)}
+	if co.like != "" {
+		if c.like = f.Cluster(co.like); c.like == nil {
+			return nil, fmt.Errorf("fleet: cluster %s: Like(%q): no such cluster", id, co.like)
+		}
+		dopts = append(dopts, discovery.WithLike(c.like.disc))
+	}
+	if f.content != nil {
+		base, _, err := rest.DefaultServerUrlFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
+		}
+		own, err := diskcache.Open(f.opts.cacheDir, base.String())
+		if err != nil {
+			return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
+		}
+		c.store = &contentStore{own: own, content: f.content}
+		dopts = append(dopts, discovery.WithDiskCache(own), discovery.WithContentCache(f.content))
+	}
+	dopts = append(dopts, f.opts.discoveryOpts...)
+	disc, err := discovery.New(c.cfg, dopts...)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
+	}
+	c.disc = disc
+	if c.mapper, err = restmapper.New(disc, restmapper.WithIndexes(f.indexes)); err != nil {
+		return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
+	}
+	c.unsub = disc.Subscribe(func(ch discovery.Change) { f.notify(id, ch) })
+	return c, nil
+}
+
+// ID is the cluster's name in the fleet.
+func (c *Cluster) ID() string { return c.id }
+
+// Discovery is the cluster's discovery client.
+func (c *Cluster) Discovery() *discovery.Client { return c.disc }
+
+// Mapper is the cluster's REST mapper.
+func (c *Cluster) Mapper() *restmapper.Mapper { return c.mapper }
+
+// Snapshot is the cluster's latest snapshot, nil before the first read.
+func (c *Cluster) Snapshot() *discovery.Snapshot { return c.disc.Current() }
+
+// OpenAPI is the cluster's OpenAPI v3 client, made on first use: its
+// documents are shared with the fleet's other clusters by content.
+func (c *Cluster) OpenAPI() (*openapi3.Client, error) {
+	c.openapiOnce.Do(func() {
+		opts := []openapi3.Option{openapi3.WithDocuments(c.fleet.documents)}
+		if c.store != nil {
+			opts = append(opts, openapi3.WithDiskCache(c.store))
+		}
+		c.openapi, c.openapiErr = openapi3.New(c.cfg, append(opts, c.fleet.opts.openapiOpts...)...)
+	})
+	return c.openapi, c.openapiErr
+}
+
+// Err is why the cluster's latest refresh failed (a *ClusterError), or nil.
+func (c *Cluster) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastErr == nil {
+		return nil
+	}
+	return c.lastErr
+}
+
+func (c *Cluster) due(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !now.Before(c.retryAt)
+}
+
+// refresh revalidates the cluster, recording a failure and its backoff.
+func (c *Cluster) refresh(ctx context.Context) *ClusterError {
+	snap, err := c.disc.Refresh(ctx)
+	var partial *discovery.PartialError
+	if err != nil && errors.As(err, &partial) && snap != nil && snap.RefreshError() == nil {
+		err = nil // read; some group-versions are not current (Snapshot.Err says which)
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil // the round was cancelled: not the cluster's failure
+	}
+	o := &c.fleet.opts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		if c.failures > 0 {
+			o.logger.Info("fleet: cluster recovered", "cluster", c.id, "after", c.failures)
+		}
+		c.failures, c.retryAt, c.lastErr = 0, time.Time{}, nil
+		return nil
+	}
+	c.failures++
+	c.retryAt = o.clock.Now().Add(o.backoff(c.failures))
+	c.lastErr = &ClusterError{Cluster: c.id, Err: err, Last: c.disc.Current(), Failures: c.failures, RetryAt: c.retryAt}
+	if c.failures == 1 {
+		o.logger.Warn("fleet: cluster failed", "cluster", c.id, "err", err)
+	}
+	return c.lastErr
+}
+
+func (c *Cluster) close() {
+	if c.unsub != nil {
+		c.unsub()
+	}
+}
+
+// contentStore is a cluster's disk store for OpenAPI v3: JSON documents at
+// ?hash= URLs, whose hash the transport verified before storing them, go
+// to the fleet's content cache under their path and hash, whichever
+// cluster (and path prefix) served them; everything else is the cluster's
+// own.
+type contentStore struct {
+	own, content diskcache.Store
+}
+
+func (s *contentStore) route(key string) (diskcache.Store, string) {
+	rawURL, accept, _ := strings.Cut(key, "\n")
+	u, err := url.Parse(rawURL)
+	if err != nil || accept != "application/json" {
+		return s.own, key
+	}
+	_, path, ok := strings.Cut(u.Path, "/openapi/v3/")
+	hash := u.Query().Get("hash")
+	if !ok || hash == "" {
+		return s.own, key
+	}
+	return s.content, "kubeatlas/openapi/content/v1\n" + path + "\n" + hash
+}
+
+func (s *contentStore) Get(key string) ([]byte, bool) {
+	st, k := s.route(key)
+	return st.Get(k)
+}
+
+func (s *contentStore) Put(key string, value []byte) error {
+	st, k := s.route(key)
+	return st.Put(k, value)
+}
+
+func (s *contentStore) Delete(key string) {
+	st, k := s.route(key)
+	st.Delete(k)
+}
