@@ -1,3 +1,5 @@
+//go:build unix
+
 package redisstore
 
 import (
@@ -29,7 +31,8 @@ type redisServer struct {
 
 // startRedis starts redis-server (the Debian package redis-server) on a
 // free loopback port, or skips where it is not installed (fails with
-// KUBEATLAS_REQUIRE_EXTERNAL set, as in .ci/run).
+// KUBEATLAS_REQUIRE_EXTERNAL set, as in .ci/run). The tests that use it
+// build on Unix only: redis-server is Unix software, and they signal it.
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
 	r := &redisServer{path: testenv.Tool(t, "redis-server"), dir: t.TempDir()}
