@@ -1,0 +1,37 @@
+// Package redisstore is a diskcache.Store in Redis, for replicas of a
+// sharded controller, or any processes on several hosts, that share
+// discovery and OpenAPI documents through a Redis they already run
+// (GitOps engines do): what one replica fetched, the others read, so that a
+// fleet fetches each distinct document from the API server once.
+//
+// It lives in its own module, github.com/kubeatlas/kubeatlas/redisstore,
+// so that users of the core module do not inherit go-redis.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+//	store, err := redisstore.New(rdb)
+//	oc, err := openapi3.New(restConfig, openapi3.WithDiskCache(store))
+//
+// Keys are hashed (SHA-256) under a prefix (WithPrefix), so any key is
+// fine; as in diskcache, an OpenAPI document at a ?hash= URL is named by
+// its path and Accept, so that a new hash replaces the old value. Values
+// are verified on every read: a header with a magic number and version,
+// the full key, the lengths, and a SHA-256 of it all; a damaged, truncated
+// or foreign value (another key's, another program's, not a string) is a
+// miss, and is removed, unless another process has written a good value
+// meanwhile. Like diskcache, the store does not deduplicate identical
+// values under different keys.
+//
+// The bound is the TTL (WithTTL, 24 h by default), renewed by every read,
+// so that what a fleet uses stays and the rest goes, together with the
+// server's maxmemory and maxmemory-policy: with an evicting policy
+// (allkeys-lru, volatile-lru, ...) Redis makes room by itself; with
+// noeviction, the default, a full Redis refuses writes and Put returns its
+// error. Puts over WithMaxValueBytes (64 MiB by default) are refused.
+//
+// Store's methods take no context: each is bounded by WithTimeout (2 s by
+// default), if the client honours contexts (ContextTimeoutEnabled), else by
+// the client's own timeouts. A Redis that does not answer makes Get a miss
+// and Delete a no-op, logged when the trouble starts and when it ends; Put
+// returns the error. The store holds no lock and starts no goroutine.
+// Reads renew the TTL with GETEX, so Redis 6.2 or later is needed.
+package redisstore
