@@ -22,7 +22,7 @@ func TestIndexesShared(t *testing.T) {
 	var clients []*discovery.Client
 	for _, crds := range []int{20, 20, 20, 30} {
 		srv, base := discoverytest.Start(t, discoverytest.WithCRDs(crds, 4))
-		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithSurfaces(surfaces))
+		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 		if err != nil {
 			t.Fatal(err)
 		}
