@@ -24,10 +24,11 @@ type Cluster struct {
 	fleet  *Fleet
 	disc   *discovery.Client
 	mapper *restmapper.Mapper
-	cfg    *rest.Config
 	store  diskcache.Store // the cluster's own entries and the fleet's content, or nil
 	like   *Cluster        // Like's cluster, or nil
-	unsub  func()
+
+	forwardOnce sync.Once
+	unsub       func() // set once forwarding, under forwardOnce
 
 	openapiOnce sync.Once
 	openapi     *openapi3.Client
@@ -43,7 +44,9 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 	if id == "" {
 		return nil, errors.New("fleet: a cluster needs an ID")
 	}
-	c := &Cluster{id: id, fleet: f, cfg: rest.CopyConfig(cfg)}
+	// Nothing is kept of cfg beyond the discovery client's copy: a
+	// cluster costs a few hundred bytes of its own (see Fleet).
+	c := &Cluster{id: id, fleet: f}
 	// JSON: a surface is shared only once its documents are checked against
 	// their ETags, which protobuf documents cannot be (discovery.Surfaces).
 	dopts := []discovery.Option{discovery.WithSurfaces(f.surfaces), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(f.opts.refreshTimeout)}
@@ -66,7 +69,7 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 		dopts = append(dopts, discovery.WithDiskCache(own), discovery.WithContentCache(f.content))
 	}
 	dopts = append(dopts, f.opts.discoveryOpts...)
-	disc, err := discovery.New(c.cfg, dopts...)
+	disc, err := discovery.New(cfg, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
 	}
@@ -74,8 +77,16 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 	if c.mapper, err = restmapper.New(disc, restmapper.WithIndexes(f.indexes)); err != nil {
 		return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
 	}
-	c.unsub = disc.Subscribe(func(ch discovery.Change) { f.notify(id, ch) })
 	return c, nil
+}
+
+// forward passes the cluster's changes to the fleet's subscribers, from
+// the first Subscribe on: a fleet nobody subscribes to spends nothing per
+// cluster on it.
+func (c *Cluster) forward() {
+	c.forwardOnce.Do(func() {
+		c.unsub = c.disc.Subscribe(func(ch discovery.Change) { c.fleet.notify(c.id, ch) })
+	})
 }
 
 // ID is the cluster's name in the fleet.
@@ -98,7 +109,8 @@ func (c *Cluster) OpenAPI() (*openapi3.Client, error) {
 		if c.store != nil {
 			opts = append(opts, openapi3.WithDiskCache(c.store))
 		}
-		c.openapi, c.openapiErr = openapi3.New(c.cfg, append(opts, c.fleet.opts.openapiOpts...)...)
+		_, cfg := c.disc.Connection() // its own HTTP client: discovery's counts only discovery
+		c.openapi, c.openapiErr = openapi3.New(cfg, append(opts, c.fleet.opts.openapiOpts...)...)
 	})
 	return c.openapi, c.openapiErr
 }
@@ -149,6 +161,7 @@ func (c *Cluster) refresh(ctx context.Context) *ClusterError {
 }
 
 func (c *Cluster) close() {
+	c.forwardOnce.Do(func() {}) // no forwarding from now on
 	if c.unsub != nil {
 		c.unsub()
 	}

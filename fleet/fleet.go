@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -130,9 +131,10 @@ type Fleet struct {
 	mu       sync.RWMutex
 	clusters map[string]*Cluster
 
-	subsMu  sync.Mutex
-	subs    map[int]func(Change)
-	nextSub int
+	subsMu     sync.Mutex
+	subs       map[int]func(Change)
+	nextSub    int
+	forwarding atomic.Bool // clusters pass on their changes (from the first Subscribe)
 }
 
 // Change is a change of one cluster's discovery.
@@ -203,6 +205,9 @@ func (f *Fleet) Add(id string, cfg *rest.Config, opts ...ClusterOption) (*Cluste
 		return nil, fmt.Errorf("%w: %q", ErrExists, id)
 	}
 	f.clusters[id] = c
+	if f.forwarding.Load() { // after the insert: Subscribe sets it, then forwards every cluster
+		c.forward()
+	}
 	return c, nil
 }
 
@@ -394,6 +399,11 @@ func (f *Fleet) Subscribe(fn func(Change)) (unsubscribe func()) {
 	f.nextSub++
 	f.subs[id] = fn
 	f.subsMu.Unlock()
+	if !f.forwarding.Swap(true) {
+		for _, c := range f.all() {
+			c.forward()
+		}
+	}
 	return func() {
 		f.subsMu.Lock()
 		delete(f.subs, id)
