@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -24,10 +23,7 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Status(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) error {

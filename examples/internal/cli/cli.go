@@ -78,6 +78,18 @@ func Parse(fs *pflag.FlagSet, args []string, stderr io.Writer) error {
 	return err
 }
 
+// Status is a command's exit status for what its run returned, as
+// kubectl's: 0 for nil and for --help (ErrHelp: the usage is printed
+// already), else 1, with the error on stderr.
+func Status(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, pflag.ErrHelp):
+		return 0
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	return 1
+}
+
 // EmbeddedCacheName is the cache name of the embedded cluster, whose port
 // changes from run to run while its content does not.
 const EmbeddedCacheName = "embedded-fake-cluster"
