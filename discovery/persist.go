@@ -119,7 +119,11 @@ func (c *Client) persist(s *Snapshot) {
 	if err != nil {
 		return
 	}
-	buf := make([]byte, 4, 4+len(header)+len(s.core.raw.body)+len(s.named.raw.body)+len(lastKnown))
+	size := 4 + len(header) + len(lastKnown)
+	if !h.Shared {
+		size += len(s.core.raw.body) + len(s.named.raw.body)
+	}
+	buf := make([]byte, 4, size)
 	binary.LittleEndian.PutUint32(buf, uint32(len(header)))
 	buf = append(buf, header...)
 	if !h.Shared {

@@ -7,6 +7,14 @@
 // It prints its base URL as the first line of stdout and serves until
 // interrupted (or, with --exit-when-stdin-closes, until its stdin closes:
 // the example commands run it so as their embedded cluster).
+//
+// With --fleet it serves many clusters instead, each under
+// /k8s/clusters/<id> as a fleet proxy does (discoverytest.Fleet), on
+// --surfaces distinct API surfaces; --write-kubeconfig writes a kubeconfig
+// with one context per cluster, for examples/fleet:
+//
+//	go run ./examples/fake-apiserver --fleet 1000 --surfaces 1 --crds 3000 --write-kubeconfig /tmp/fleet.kubeconfig
+//	go run ./examples/fleet --kubeconfig /tmp/fleet.kubeconfig --stats
 package main
 
 import (
@@ -15,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +35,8 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -52,6 +63,9 @@ func run() error {
 		token      = flag.String("token", "", "require this bearer token, as a kube-apiserver with a token file does (anonymous: 403, wrong token: 401)")
 		stdinEOF   = flag.Bool("exit-when-stdin-closes", false, "exit when stdin closes (run as a child process that must not outlive its parent)")
 		demoEvery  = flag.Duration("demo-crd-every", 0, "create a demo CRD (demos.demo.example.com), delete it, and so on, this often")
+		fleet      = flag.Int("fleet", 0, "serve this many clusters (c0000, c0001, ...) under /k8s/clusters/<id>, as a fleet proxy does")
+		surfaces   = flag.Int("surfaces", 1, "with --fleet: distinct API surfaces, surface i spreading the --crds over --groups+i groups; cluster i serves surface i % surfaces")
+		kubeconfig = flag.String("write-kubeconfig", "", "write a kubeconfig with a context per cluster (one with --fleet, named by cluster id; else one named fake-apiserver) to this file before printing the URL")
 	)
 	flag.Parse()
 
@@ -63,10 +77,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	opts := []discoverytest.Option{
-		discoverytest.WithGeneration(gen),
-		discoverytest.WithCRDs(*crds, *groups),
-	}
+	opts := []discoverytest.Option{discoverytest.WithGeneration(gen)}
 	if *backends > 1 {
 		routing := discoverytest.RoundRobin
 		if *sticky {
@@ -80,13 +91,40 @@ func run() error {
 	if *token != "" {
 		opts = append(opts, discoverytest.WithBearerToken(*token))
 	}
-	srv, err := discoverytest.NewServer(opts...)
-	if err != nil {
-		return err
+	// servers are the Servers that --stale and --demo-crd-every change: the
+	// one server, or a fleet's surfaces.
+	var servers []*discoverytest.Server
+	var serve http.Handler
+	var clusterPaths map[string]string // context name → path under the URL
+	if *fleet < 0 {
+		return fmt.Errorf("--fleet must not be negative, got %d", *fleet)
+	}
+	if *fleet > 0 {
+		f, err := newFleet(*fleet, *surfaces, *crds, *groups, opts)
+		if err != nil {
+			return err
+		}
+		servers, serve = f.Surfaces(), f
+		clusterPaths = map[string]string{}
+		for _, c := range f.Clusters() {
+			clusterPaths[c.ID()] = c.Path()
+		}
+	} else {
+		if *surfaces != 1 {
+			return errors.New("--surfaces needs --fleet")
+		}
+		srv, err := discoverytest.NewServer(append(opts, discoverytest.WithCRDs(*crds, *groups))...)
+		if err != nil {
+			return err
+		}
+		servers, serve = []*discoverytest.Server{srv}, srv
+		clusterPaths = map[string]string{"fake-apiserver": ""}
 	}
 	if *stale != "" {
-		if err := markStale(srv, *stale); err != nil {
-			return err
+		for _, srv := range servers {
+			if err := markStale(srv, *stale); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -94,15 +132,21 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var handler http.Handler = srv
+	url := fmt.Sprintf("http://%s", ln.Addr())
+	if *kubeconfig != "" {
+		if err := writeKubeconfig(*kubeconfig, url, clusterPaths, *token); err != nil {
+			return err
+		}
+	}
+	handler := serve
 	if *logRequest {
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			srv.ServeHTTP(w, r)
+			serve.ServeHTTP(w, r)
 			fmt.Fprintf(os.Stderr, "%s %s Accept=%q\n", r.Method, r.URL.RequestURI(), r.Header.Get("Accept"))
 		})
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Printf("http://%s\n", ln.Addr())
+	fmt.Println(url)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -115,7 +159,7 @@ func run() error {
 		}()
 	}
 	if *demoEvery > 0 {
-		go demo(ctx, srv, *demoEvery)
+		go demo(ctx, servers[0], *demoEvery) // with --fleet, the clusters of the first surface
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -128,6 +172,42 @@ func run() error {
 	defer cancel()
 	if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// newFleet serves n clusters on k surfaces of crds CRDs each (surface i
+// spreading them over groups+i groups), each surface with opts too.
+func newFleet(n, k, crds, groups int, opts []discoverytest.Option) (*discoverytest.Fleet, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("--surfaces must be at least 1, got %d", k)
+	}
+	surfaces := []discoverytest.Surface{{discoverytest.WithCRDs(crds, groups)}}
+	if k > 1 {
+		var err error
+		if surfaces, err = discoverytest.DistinctSurfaces(k, crds, groups); err != nil {
+			return nil, fmt.Errorf("--surfaces %d needs --crds of at least --groups+%d: %w", k, k-1, err)
+		}
+	}
+	for i := range surfaces {
+		surfaces[i] = append(surfaces[i], opts...)
+	}
+	return discoverytest.NewFleet(discoverytest.ClusterIDs(n), surfaces)
+}
+
+// writeKubeconfig writes a kubeconfig with a context, cluster and user per
+// entry of paths (context name → path under url), the first one current.
+func writeKubeconfig(file, url string, paths map[string]string, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	names := slices.Sorted(maps.Keys(paths))
+	for _, name := range names {
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: url + paths[name]}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	cfg.CurrentContext = names[0]
+	if err := clientcmd.WriteToFile(*cfg, file); err != nil {
+		return fmt.Errorf("--write-kubeconfig: %w", err)
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func TestDependencies(t *testing.T) {
 // as a child process (examples/fake-apiserver) instead of linking the real
 // server code behind it, which would double their size and start-up.
 func TestCommandsAreLight(t *testing.T) {
-	for _, cmd := range []string{"examples/api-resources", "examples/explain", "examples/watch-apis"} {
+	for _, cmd := range []string{"examples/api-resources", "examples/explain", "examples/watch-apis", "examples/fleet"} {
 		for _, dep := range deps(t, cmd) {
 			for _, b := range banned {
 				if strings.HasPrefix(dep, b) {

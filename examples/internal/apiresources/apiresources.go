@@ -78,9 +78,28 @@ func (o *Options) Complete(fs *pflag.FlagSet) error {
 	return nil
 }
 
-type row struct {
-	group, groupVersion string
-	r                   *discovery.Resource
+// Row is a resource as kubectl api-resources lists it: in the version
+// kubectl chose for it.
+type Row struct {
+	Group, GroupVersion string
+	Resource            *discovery.Resource
+}
+
+// Name is the resource as -o name prints it: resource.group, or resource
+// for the core group.
+func (r Row) Name() string {
+	if r.Group == "" {
+		return r.Resource.Name
+	}
+	return r.Resource.Name + "." + r.Group
+}
+
+// Select is what Run prints of snap, in the order it prints it: kubectl's
+// selection of versions, o's filters, o's order.
+func Select(snap *discovery.Snapshot, o *Options) []Row {
+	rows := filter(o, preferred(snap))
+	sortRows(o.SortBy, rows)
+	return rows
 }
 
 // Run prints the resources client's cluster serves as kubectl does. As
@@ -117,9 +136,7 @@ func Run(ctx context.Context, client *discovery.Client, o *Options, start time.T
 	if len(snap.Groups()) == 0 && err != nil {
 		return err
 	}
-	rows := filter(o, preferred(snap))
-	sortRows(o.SortBy, rows)
-	if err := print(o, rows, stdout); err != nil {
+	if err := print(o, Select(snap, o), stdout); err != nil {
 		return err
 	}
 	if o.Stats {
@@ -136,8 +153,8 @@ func Run(ctx context.Context, client *discovery.Client, o *Options, start time.T
 // does not serve it, in the first version that does. The preferred version
 // is the first that is not Stale, as client-go's reading of aggregated
 // discovery makes it.
-func preferred(snap *discovery.Snapshot) []row {
-	var rows []row
+func preferred(snap *discovery.Snapshot) []Row {
+	var rows []Row
 	chosen := map[string]int{} // a resource of the group → its row
 	for gi := range snap.Groups() {
 		g := &snap.Groups()[gi]
@@ -156,14 +173,14 @@ func preferred(snap *discovery.Snapshot) []row {
 			v := &g.Versions[vi]
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}.String()
 			for ri := range v.Resources {
-				r := row{group: g.Name, groupVersion: gv, r: &v.Resources[ri]}
-				if i, ok := chosen[r.r.Name]; ok {
+				r := Row{Group: g.Name, GroupVersion: gv, Resource: &v.Resources[ri]}
+				if i, ok := chosen[r.Resource.Name]; ok {
 					if v.Version == pref {
 						rows[i] = r
 					}
 					continue
 				}
-				chosen[r.r.Name] = len(rows)
+				chosen[r.Resource.Name] = len(rows)
 				rows = append(rows, r)
 			}
 		}
@@ -171,15 +188,15 @@ func preferred(snap *discovery.Snapshot) []row {
 	return rows
 }
 
-func filter(o *Options, rows []row) []row {
+func filter(o *Options, rows []Row) []Row {
 	kept := rows[:0]
 	for _, r := range rows {
 		switch {
-		case len(r.r.Verbs) == 0,
-			o.APIGroup != nil && *o.APIGroup != r.group,
-			o.Namespaced != nil && *o.Namespaced != r.r.Namespaced,
-			!containsAll(r.r.Verbs, o.Verbs),
-			!containsAll(r.r.Categories, o.Categories):
+		case len(r.Resource.Verbs) == 0,
+			o.APIGroup != nil && *o.APIGroup != r.Group,
+			o.Namespaced != nil && *o.Namespaced != r.Resource.Namespaced,
+			!containsAll(r.Resource.Verbs, o.Verbs),
+			!containsAll(r.Resource.Categories, o.Categories):
 			continue
 		}
 		kept = append(kept, r)
@@ -198,30 +215,30 @@ func containsAll(have, want []string) bool {
 
 // sortRows sorts as kubectl does (by group, or by name or kind), with the
 // resource name as the tie-breaker kubectl leaves to map order.
-func sortRows(by string, rows []row) {
-	slices.SortStableFunc(rows, func(a, b row) int {
-		var c int
-		switch by {
-		case "name":
-			c = cmp.Compare(a.r.Name, b.r.Name)
-		case "kind":
-			c = cmp.Compare(a.r.Kind.Kind, b.r.Kind.Kind)
-		default:
-			c = cmp.Compare(a.group, b.group)
-		}
-		return cmp.Or(c, cmp.Compare(a.r.Name, b.r.Name), cmp.Compare(a.group, b.group))
-	})
+func sortRows(by string, rows []Row) {
+	slices.SortStableFunc(rows, func(a, b Row) int { return CompareRows(by, a, b) })
 }
 
-func print(o *Options, rows []row, stdout io.Writer) error {
+// CompareRows orders rows as Select does with SortBy by: by group (""),
+// name or kind, then by resource name and group.
+func CompareRows(by string, a, b Row) int {
+	var c int
+	switch by {
+	case "name":
+		c = cmp.Compare(a.Resource.Name, b.Resource.Name)
+	case "kind":
+		c = cmp.Compare(a.Resource.Kind.Kind, b.Resource.Kind.Kind)
+	default:
+		c = cmp.Compare(a.Group, b.Group)
+	}
+	return cmp.Or(c, cmp.Compare(a.Resource.Name, b.Resource.Name), cmp.Compare(a.Group, b.Group))
+}
+
+func print(o *Options, rows []Row, stdout io.Writer) error {
 	switch o.Output {
 	case "name":
 		for _, r := range rows {
-			name := r.r.Name
-			if r.group != "" {
-				name += "." + r.group
-			}
-			fmt.Fprintln(stdout, name)
+			fmt.Fprintln(stdout, r.Name())
 		}
 		return nil
 	case "json":
@@ -236,7 +253,8 @@ func print(o *Options, rows []row, stdout io.Writer) error {
 		}
 		items := make([]item, 0, len(rows))
 		for _, r := range rows {
-			items = append(items, item{r.r.Name, r.r.ShortNames, r.groupVersion, r.r.Namespaced, r.r.Kind.Kind, r.r.Verbs, r.r.Categories})
+			res := r.Resource
+			items = append(items, item{res.Name, res.ShortNames, r.GroupVersion, res.Namespaced, res.Kind.Kind, res.Verbs, res.Categories})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -251,9 +269,10 @@ func print(o *Options, rows []row, stdout io.Writer) error {
 		fmt.Fprintln(w, header)
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s", r.r.Name, strings.Join(r.r.ShortNames, ","), r.groupVersion, r.r.Namespaced, r.r.Kind.Kind)
+		res := r.Resource
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s", res.Name, strings.Join(res.ShortNames, ","), r.GroupVersion, res.Namespaced, res.Kind.Kind)
 		if o.Output == "wide" {
-			fmt.Fprintf(w, "\t%s\t%s", strings.Join(r.r.Verbs, ","), strings.Join(r.r.Categories, ","))
+			fmt.Fprintf(w, "\t%s\t%s", strings.Join(res.Verbs, ","), strings.Join(res.Categories, ","))
 		}
 		fmt.Fprintln(w)
 	}
