@@ -177,7 +177,7 @@ func ClusterDir(serverURL string) string {
 // one hash from another.
 func (c *Cache) fileName(key string) (dir, name string) {
 	id := key
-	if oid, ok := openAPIIdentity(key); ok {
+	if oid, ok := DocumentIdentity(key); ok {
 		id = "openapi-document\n" + oid
 	}
 	sum := sha256.Sum256([]byte(id))
@@ -253,8 +253,8 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	if err == nil {
 		if k, value, err = decode(buf); err == nil && k != key {
 			err = errOtherKey
-			if id, ok := openAPIIdentity(key); ok {
-				if other, _ := openAPIIdentity(k); other == id {
+			if id, ok := DocumentIdentity(key); ok {
+				if other, _ := DocumentIdentity(k); other == id {
 					// The document at another ?hash=: a plain miss, and
 					// the next Put replaces it.
 					c.count(func(s *Stats) { s.Misses++ })

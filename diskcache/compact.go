@@ -117,7 +117,7 @@ func readKey(path string) string {
 func supersededOpenAPI(entries []diskEntry) (keep, remove []diskEntry) {
 	newest := map[string]int{}
 	for i, e := range entries {
-		id, ok := openAPIIdentity(e.key)
+		id, ok := DocumentIdentity(e.key)
 		if !ok {
 			continue
 		}
@@ -126,7 +126,7 @@ func supersededOpenAPI(entries []diskEntry) (keep, remove []diskEntry) {
 		}
 	}
 	for i, e := range entries {
-		if id, ok := openAPIIdentity(e.key); ok && newest[id] != i {
+		if id, ok := DocumentIdentity(e.key); ok && newest[id] != i {
 			remove = append(remove, e)
 			continue
 		}
@@ -135,10 +135,13 @@ func supersededOpenAPI(entries []diskEntry) (keep, remove []diskEntry) {
 	return keep, remove
 }
 
-// openAPIIdentity is an OpenAPI document's path and Accept, from a key
-// written by this package's transport ("<URL>\n<Accept>"). The server's
-// URL may have a path prefix (a fleet proxy's /k8s/clusters/<id>).
-func openAPIIdentity(key string) (string, bool) {
+// DocumentIdentity is an OpenAPI v3 document's identity at every ?hash=:
+// its path and Accept, from a key written by NewTransport (Key: "<URL>\n
+// <Accept>"); false for any other key. The server's URL may have a path
+// prefix (a fleet proxy's /k8s/clusters/<id>). A Cache keeps one file per
+// identity, the newest hash; another Store may do the same (redisstore
+// does).
+func DocumentIdentity(key string) (string, bool) {
 	rawURL, accept, _ := strings.Cut(key, "\n")
 	u, err := url.Parse(rawURL)
 	if err != nil || !strings.Contains(u.Path, "/openapi/v3/") || u.Query().Get("hash") == "" {

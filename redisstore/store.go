@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -169,23 +168,11 @@ func (s *Store) Stats() Stats {
 // Redis holds one value per live document.
 func (s *Store) RedisKey(key string) string {
 	id := key
-	if oid, ok := openAPIIdentity(key); ok {
+	if oid, ok := diskcache.DocumentIdentity(key); ok {
 		id = "openapi-document\n" + oid
 	}
 	sum := sha256.Sum256([]byte(id))
 	return s.opts.prefix + hex.EncodeToString(sum[:16])
-}
-
-// openAPIIdentity is an OpenAPI document's key (diskcache.Key: URL, a
-// newline, Accept) without its ?hash=, the same document at every hash;
-// diskcache names its files by the same rule.
-func openAPIIdentity(key string) (string, bool) {
-	rawURL, accept, _ := strings.Cut(key, "\n")
-	u, err := url.Parse(rawURL)
-	if err != nil || !strings.HasPrefix(u.Path, "/openapi/v3/") || u.Query().Get("hash") == "" {
-		return "", false
-	}
-	return u.Path + "\n" + accept, true
 }
 
 // The value's format: magic (its last byte the version), SHA-256 of what
@@ -264,8 +251,8 @@ func (s *Store) Get(key string) ([]byte, bool) {
 	s.answered(opRead)
 	k, value, err := decode(buf)
 	if err == nil && k != key {
-		if id, ok := openAPIIdentity(key); ok {
-			if other, _ := openAPIIdentity(k); other == id {
+		if id, ok := diskcache.DocumentIdentity(key); ok {
+			if other, _ := diskcache.DocumentIdentity(k); other == id {
 				s.misses.Add(1)
 				return nil, false
 			}

@@ -123,16 +123,7 @@ func TestWarmStartAndCached(t *testing.T) {
 // child process (this command does not link it), which is gone when the
 // command returns.
 func TestEmbeddedClusterWithoutKubeconfig(t *testing.T) {
-	// The go command keeps its caches where they are when HOME moves.
-	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
-	if err != nil {
-		t.Fatalf("go env: %v", err)
-	}
-	for i, v := range strings.Split(strings.TrimSpace(string(goenv)), "\n") {
-		t.Setenv([]string{"GOCACHE", "GOMODCACHE", "GOPATH"}[i], v)
-	}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("KUBECONFIG", "")
+	testenv.NoKubeconfig(t)
 	t.Setenv(cli.FakeAPIServerEnv, "")
 	out, errOut := apiResources(t, t.TempDir())
 	if !strings.Contains(errOut, "embedded fake cluster") {
@@ -152,7 +143,7 @@ func TestEmbeddedClusterWithoutKubeconfig(t *testing.T) {
 
 	// Where it cannot be started, the error says why and what to do.
 	t.Setenv(cli.FakeAPIServerEnv, filepath.Join(t.TempDir(), "missing"))
-	err = run(nil, &bytes.Buffer{}, &bytes.Buffer{})
+	err := run(nil, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "no kubeconfig found") || !strings.Contains(err.Error(), "--kubeconfig") {
 		t.Errorf("with no fake-apiserver to run: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/examples/internal/apiresources"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
+	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
 
 // startFleet serves n clusters on the surfaces and writes a kubeconfig
@@ -319,16 +319,7 @@ func TestFlags(t *testing.T) {
 // process (this command does not link it), which is gone, with its
 // kubeconfig, when the command returns.
 func TestEmbeddedFleetWithoutKubeconfig(t *testing.T) {
-	// The go command keeps its caches where they are when HOME moves.
-	goenv, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
-	if err != nil {
-		t.Fatalf("go env: %v", err)
-	}
-	for i, v := range strings.Split(strings.TrimSpace(string(goenv)), "\n") {
-		t.Setenv([]string{"GOCACHE", "GOMODCACHE", "GOPATH"}[i], v)
-	}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("KUBECONFIG", "")
+	testenv.NoKubeconfig(t)
 	t.Setenv(cli.FakeAPIServerEnv, "")
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)

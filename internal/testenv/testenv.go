@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -43,4 +44,22 @@ func SharedFixtures(t testing.TB) string {
 		missing(t, "shared fixtures not found at %s", dir)
 	}
 	return dir
+}
+
+// NoKubeconfig makes the test's process look like a machine with no
+// kubeconfig: HOME an empty directory, KUBECONFIG empty. The go command's
+// caches stay where they are, so that a `go run` the test causes does not
+// build everything anew under the new HOME.
+func NoKubeconfig(t *testing.T) {
+	t.Helper()
+	names := []string{"GOCACHE", "GOMODCACHE", "GOPATH"}
+	out, err := exec.Command("go", append([]string{"env"}, names...)...).Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	for i, v := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		t.Setenv(names[i], v)
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
 }
