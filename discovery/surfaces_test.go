@@ -99,6 +99,9 @@ func TestSurfacesShareContent(t *testing.T) {
 	if s4.Generation() != s3.Generation() {
 		t.Errorf("WithLike: not the like cluster's content")
 	}
+	// A third client of the first surface makes it the most read again
+	// (three against two).
+	snapshot(t, newClient(t, baseA2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
 	b2.ResetRequests()
 	fifth := newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 	snapshot(t, fifth)
@@ -138,7 +141,9 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 	if err := c.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := snapshot(t, newClient(t, baseA, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())).Version(gv); !ok || len(v.Resources) == 0 {
+	held := newClient(t, baseA, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+	defer runtime.KeepAlive(held) // Surfaces holds contents weakly
+	if v, ok := snapshot(t, held).Version(gv); !ok || len(v.Resources) == 0 {
 		t.Fatalf("the guessed surface does not serve %s", gv)
 	}
 	s, err := newClient(t, baseC, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background())

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	cgrestmapper "k8s.io/client-go/restmapper"
 
+	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/fleet"
 )
@@ -84,7 +85,27 @@ func startFakeFleet(b *testing.B, size benchSize) fakeFleet {
 	}
 	srv := httptest.NewServer(proxy)
 	b.Cleanup(srv.Close)
-	return fakeFleet{proxy: proxy, base: srv.URL, ids: ids}
+	ff := fakeFleet{proxy: proxy, base: srv.URL, ids: ids}
+	// The fake server serializes each surface's documents on the first
+	// request for them, and keeps them: read each surface once, as
+	// kubeatlas and as client-go do, before any heap is measured.
+	seen := map[int]bool{}
+	for _, id := range ids {
+		if s := proxy.Cluster(id).Surface(); !seen[s] {
+			seen[s] = true
+			c, err := discovery.NewForHTTPClient(nil, ff.base+discoverytest.ClusterPath(id), discovery.WithJSONOnly())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Snapshot(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := cgdiscovery.NewDiscoveryClientForConfigOrDie(ff.config(id)).ServerGroupsAndResources(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return ff
 }
 
 func (ff fakeFleet) config(id string) *rest.Config {

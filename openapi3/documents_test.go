@@ -2,6 +2,7 @@ package openapi3_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -73,4 +74,5 @@ func TestDocumentsShared(t *testing.T) {
 	if docs.Len() != 2 {
 		t.Errorf("table holds %d documents, want 2", docs.Len())
 	}
+	runtime.KeepAlive([]*openapi3.Document{da, db, dc}) // the table holds them weakly
 }

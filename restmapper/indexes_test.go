@@ -2,6 +2,7 @@ package restmapper_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -60,4 +61,6 @@ func TestIndexesShared(t *testing.T) {
 	if got := ix.Len(); got < 3 {
 		t.Errorf("%d indexes after a cluster changed, want its own besides the 2", got)
 	}
+	// The table holds indexes weakly: the mappers must outlive its counts.
+	runtime.KeepAlive(mappers)
 }
