@@ -10,8 +10,9 @@ import (
 // the decoded content of each API surface one of them has read, by the
 // ETags of its /api and /apis documents, which are the SHA-512 the server
 // computes of each. Clusters that serve the same documents then hold one
-// copy of them (and one REST mapper index: restmapper shares it by
-// Snapshot.Generation), however many clusters there are; and a client
+// copy of them (and, through restmapper.Indexes, which shares by
+// Snapshot.Generation, one REST mapper index), however many clusters there
+// are; and a client
 // that starts with nothing asks its server to confirm a surface the fleet
 // already holds, with a conditional request, instead of having it sent
 // again: two 304s and no body.
