@@ -20,7 +20,8 @@ import (
 // A kube-apiserver compares If-None-Match with its current ETag as one
 // exact string (a list of ETags is not accepted), so a cold start offers
 // one surface: the one of the client WithLike names (a cluster known to be
-// of the same kind), else the surface the most clients have read. A wrong
+// of the same kind), else the surface the most clients have read (of those
+// that tie, the one read last). A wrong
 // guess costs what no guess costs: the server sends the documents.
 //
 // Only complete contents whose documents are the ones their ETags name are
@@ -37,6 +38,7 @@ import (
 type Surfaces struct {
 	mu      sync.Mutex
 	entries map[surfaceKey]*surfaceEntry
+	seq     uint64 // orders entries by when they were last read
 }
 
 // surfaceKey names a content: its documents (by their ETags) as one
@@ -49,7 +51,8 @@ type surfaceKey struct {
 
 type surfaceEntry struct {
 	content weak.Pointer[content]
-	uses    int // clients that read or confirmed it, over time
+	uses    int    // clients that read or confirmed it, over time
+	last    uint64 // Surfaces.seq when it was last read or confirmed
 }
 
 // NewSurfaces returns an empty table.
@@ -93,11 +96,13 @@ func (s *Surfaces) intern(accept string, c *content) *content {
 	defer s.mu.Unlock()
 	if e := s.entries[k]; e != nil {
 		if held := e.content.Value(); held != nil {
-			e.uses++
+			s.seq++
+			e.uses, e.last = e.uses+1, s.seq
 			return held
 		}
 	}
-	s.entries[k] = &surfaceEntry{content: weak.Make(c), uses: 1}
+	s.seq++
+	s.entries[k] = &surfaceEntry{content: weak.Make(c), uses: 1, last: s.seq}
 	runtime.AddCleanup(c, s.forget, k)
 	return c
 }
@@ -121,18 +126,20 @@ func (s *Surfaces) lookup(k surfaceKey) *content {
 	return nil
 }
 
-// mostUsed is the held content for accept that the most clients read.
+// mostUsed is the held content for accept that the most clients read;
+// of those that tie, the one read last.
 func (s *Surfaces) mostUsed(accept string) *content {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var best *content
-	bestUses := 0
+	var bestUses int
+	var bestLast uint64
 	for k, e := range s.entries {
-		if k.accept != accept || e.uses <= bestUses {
+		if k.accept != accept || e.uses < bestUses || e.uses == bestUses && e.last < bestLast {
 			continue
 		}
 		if c := e.content.Value(); c != nil {
-			best, bestUses = c, e.uses
+			best, bestUses, bestLast = c, e.uses, e.last
 		}
 	}
 	return best

@@ -302,3 +302,24 @@ func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 		t.Errorf("a protobuf document was shared (%d surfaces held)", got)
 	}
 }
+
+// TestSurfacesTieGoesToTheLastRead: of surfaces read by as many clients,
+// a cold start offers the one read last.
+func TestSurfacesTieGoesToTheLastRead(t *testing.T) {
+	for range 5 { // map order would pick either, half the time
+		surfaces := discovery.NewSurfaces()
+		_, baseA := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+		_, baseB := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
+		b2, baseB2 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
+		a := newClient(t, baseA, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+		b := newClient(t, baseB, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+		snapshot(t, a)
+		snapshot(t, b)
+		b2.ResetRequests()
+		snapshot(t, newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+		if got := statuses(b2); got["/apis"] != http.StatusNotModified {
+			t.Fatalf("a cold start after two surfaces read once each: %v, want the last read offered (304)", got)
+		}
+		runtime.KeepAlive([]*discovery.Client{a, b})
+	}
+}

@@ -64,3 +64,40 @@ func TestIndexesShared(t *testing.T) {
 	// The table holds indexes weakly: the mappers must outlive its counts.
 	runtime.KeepAlive(mappers)
 }
+
+// TestIndexesWarnOnce: mappers sharing an index hear of an ambiguous short
+// name once, through the handler of the mapper that built the index, as
+// Indexes' doc says; the other mapper's handler hears nothing and its
+// answer is the same.
+func TestIndexesWarnOnce(t *testing.T) {
+	surfaces, ix := discovery.NewSurfaces(), restmapper.NewIndexes()
+	var heard [2][]string
+	var mappers []*restmapper.Mapper
+	for i := range 2 {
+		_, base := discoverytest.Start(t)
+		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := restmapper.New(c, restmapper.WithIndexes(ix), restmapper.WithWarningHandler(func(w string) { heard[i] = append(heard[i], w) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mappers = append(mappers, m)
+	}
+	for _, m := range mappers {
+		for range 2 {
+			gvr, err := m.ResourceFor(schema.GroupVersionResource{Resource: "ev"})
+			if err != nil || gvr != (schema.GroupVersionResource{Version: "v1", Resource: "events"}) {
+				t.Fatalf("ev: %v %v", gvr, err)
+			}
+		}
+	}
+	if ix.Len() != 1 {
+		t.Fatalf("%d indexes for one surface", ix.Len())
+	}
+	if len(heard[0]) != 1 || len(heard[1]) != 0 {
+		t.Errorf("warnings heard: first mapper %q, second %q; want one, by the first", heard[0], heard[1])
+	}
+	runtime.KeepAlive(mappers)
+}

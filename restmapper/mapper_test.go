@@ -232,8 +232,6 @@ func TestAmbiguousShortName(t *testing.T) {
 	}
 }
 
-// TestMissesAreCheap: asking for a kind that does not exist over and over
-// refreshes discovery at most once per backoff period, and each refresh is
 // TestMissesAreCheap: lookups that find nothing, of one kind or of many,
 // refresh discovery at most once a second for the whole mapper, each
 // refresh two 304s: 100,000 misses in a loop cost one refresh.
