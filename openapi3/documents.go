@@ -2,9 +2,8 @@ package openapi3
 
 import (
 	"net/url"
-	"runtime"
-	"sync"
-	"weak"
+
+	"github.com/kubeatlas/kubeatlas/internal/weakmap"
 )
 
 // Documents is a table of OpenAPI v3 documents that the clients given it
@@ -17,27 +16,16 @@ import (
 // without a verified hash are not shared. A document no client holds any
 // more is forgotten. It is safe for concurrent use.
 type Documents struct {
-	mu sync.Mutex
-	m  map[docKey]weak.Pointer[Document]
+	docs weakmap.Map[docKey, Document]
 }
 
 type docKey struct{ path, hash string }
 
 // NewDocuments returns an empty table.
-func NewDocuments() *Documents { return &Documents{m: map[docKey]weak.Pointer[Document]{}} }
+func NewDocuments() *Documents { return &Documents{} }
 
 // Len is how many documents the table holds now.
-func (t *Documents) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, p := range t.m {
-		if p.Value() != nil {
-			n++
-		}
-	}
-	return n
-}
+func (t *Documents) Len() int { return t.docs.Len() }
 
 // WithDocuments shares documents with the other clients given t. Default:
 // the client's own.
@@ -62,9 +50,7 @@ func (t *Documents) get(path, u string) *Document {
 	if !ok {
 		return nil
 	}
-	t.mu.Lock()
-	d := t.m[k].Value()
-	t.mu.Unlock()
+	d := t.docs.Get(k)
 	if d == nil {
 		return nil
 	}
@@ -78,20 +64,5 @@ func (t *Documents) put(d *Document) *Document {
 	if !ok {
 		return d
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if held := t.m[k].Value(); held != nil {
-		return held.at(d.URL)
-	}
-	t.m[k] = weak.Make(d)
-	runtime.AddCleanup(d, t.forget, k)
-	return d
-}
-
-func (t *Documents) forget(k docKey) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if p, ok := t.m[k]; ok && p.Value() == nil {
-		delete(t.m, k)
-	}
+	return t.docs.Put(k, d).at(d.URL)
 }

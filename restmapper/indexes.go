@@ -1,10 +1,6 @@
 package restmapper
 
-import (
-	"runtime"
-	"sync"
-	"weak"
-)
+import "github.com/kubeatlas/kubeatlas/internal/weakmap"
 
 // Indexes is a table of the indexes mappers build from discovery, that the
 // mappers given it (WithIndexes) share by snapshot generation: clients
@@ -15,25 +11,14 @@ import (
 // handler of the mapper that built the index, once. It is safe for
 // concurrent use.
 type Indexes struct {
-	mu sync.Mutex
-	m  map[uint64]weak.Pointer[state]
+	states weakmap.Map[uint64, state]
 }
 
 // NewIndexes returns an empty table.
-func NewIndexes() *Indexes { return &Indexes{m: map[uint64]weak.Pointer[state]{}} }
+func NewIndexes() *Indexes { return &Indexes{} }
 
 // Len is how many indexes the table holds now.
-func (ix *Indexes) Len() int {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	n := 0
-	for _, p := range ix.m {
-		if p.Value() != nil {
-			n++
-		}
-	}
-	return n
-}
+func (ix *Indexes) Len() int { return ix.states.Len() }
 
 // WithIndexes shares the mapper's indexes through ix with the other
 // mappers given it. Default: the mapper's own.
@@ -42,29 +27,8 @@ func WithIndexes(ix *Indexes) Option {
 }
 
 // get returns the table's state for gen, or nil.
-func (ix *Indexes) get(gen uint64) *state {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	return ix.m[gen].Value()
-}
+func (ix *Indexes) get(gen uint64) *state { return ix.states.Get(gen) }
 
 // put holds st unless the table has a state for its generation already,
 // and returns the one it holds.
-func (ix *Indexes) put(st *state) *state {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if held := ix.m[st.generation].Value(); held != nil {
-		return held
-	}
-	ix.m[st.generation] = weak.Make(st)
-	runtime.AddCleanup(st, ix.forget, st.generation)
-	return st
-}
-
-func (ix *Indexes) forget(gen uint64) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if p, ok := ix.m[gen]; ok && p.Value() == nil {
-		delete(ix.m, gen)
-	}
-}
+func (ix *Indexes) put(st *state) *state { return ix.states.Put(st.generation, st) }
