@@ -244,11 +244,10 @@ func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
 			k.named = sourceOf(mt)
 		}
 	}
-	held := c.opts.surfaces.lookup(k)
+	held := c.opts.surfaces.use(k)
 	if held == nil {
 		return nil
 	}
-	c.opts.surfaces.intern(c.accept(), held) // counted as a use
 	return c.loaded(held, h)
 }
 

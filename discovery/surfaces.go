@@ -94,12 +94,8 @@ func (s *Surfaces) intern(accept string, c *content) *content {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.entries[k]; e != nil {
-		if held := e.content.Value(); held != nil {
-			s.seq++
-			e.uses, e.last = e.uses+1, s.seq
-			return held
-		}
+	if held := s.useLocked(k); held != nil {
+		return held
 	}
 	s.seq++
 	s.entries[k] = &surfaceEntry{content: weak.Make(c), uses: 1, last: s.seq}
@@ -116,14 +112,24 @@ func (s *Surfaces) forget(k surfaceKey) {
 	}
 }
 
-// lookup finds a held content by its documents.
-func (s *Surfaces) lookup(k surfaceKey) *content {
+// use finds a held content by its documents, counting a use of it.
+func (s *Surfaces) use(k surfaceKey) *content {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.entries[k]; e != nil {
-		return e.content.Value()
+	return s.useLocked(k)
+}
+
+func (s *Surfaces) useLocked(k surfaceKey) *content {
+	e := s.entries[k]
+	if e == nil {
+		return nil
 	}
-	return nil
+	held := e.content.Value()
+	if held != nil {
+		s.seq++
+		e.uses, e.last = e.uses+1, s.seq
+	}
+	return held
 }
 
 // mostUsed is the held content for accept that the most clients read;

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -159,7 +159,7 @@ func New(opts ...Option) (*Fleet, error) {
 		clusters: map[string]*Cluster{}, subs: map[int]func(Change){},
 	}
 	if o.cacheDir != "" {
-		c, err := diskcache.Open(filepath.Join(o.cacheDir), contentDir, diskcache.WithLogger(o.logger))
+		c, err := diskcache.Open(o.cacheDir, contentDir, diskcache.WithLogger(o.logger))
 		if err != nil {
 			return nil, fmt.Errorf("fleet: %w", err)
 		}
@@ -250,18 +250,8 @@ func (f *Fleet) all() []*Cluster {
 	for _, c := range f.clusters {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b *Cluster) int { return compareIDs(a.id, b.id) })
+	slices.SortFunc(out, func(a, b *Cluster) int { return strings.Compare(a.id, b.id) })
 	return out
-}
-
-func compareIDs(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // RoundError is what a Refresh round returns when clusters failed: one
@@ -341,7 +331,7 @@ func (f *Fleet) Refresh(ctx context.Context) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	slices.SortFunc(failed, func(a, b *ClusterError) int { return compareIDs(a.Cluster, b.Cluster) })
+	slices.SortFunc(failed, func(a, b *ClusterError) int { return strings.Compare(a.Cluster, b.Cluster) })
 	return &RoundError{Failed: failed}
 }
 

@@ -30,8 +30,7 @@ func (c *Client) verify(resp *http.Response, body []byte) (verified bool, err er
 		return false, nil
 	}
 	if c.opts.disk != nil && resp.Header.Get(diskcache.FromCache) == "1" {
-		_, hashed := keyFor("", resp.Request.URL.String())
-		return hashed, nil
+		return resp.Request.URL.Query().Get("hash") != "", nil
 	}
 	return diskcache.VerifyHash(resp.Request.URL, body)
 }
