@@ -38,7 +38,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/homedir"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/examples/internal/apiresources"
@@ -159,7 +158,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	for _, c := range read {
-		warnPartial(stderr, c.id, c.snap)
+		apiresources.WarnPartial(stderr, "cluster "+c.id+": ", c.snap)
 	}
 	resources := aggregate(read)
 	if err := print(stdout, o.output, resources, read); err != nil {
@@ -199,14 +198,8 @@ func kubeconfigFiles(explicit string) []string {
 	if explicit != "" {
 		return []string{explicit}
 	}
-	var candidates []string
-	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
-		candidates = filepath.SplitList(env)
-	} else if home := homedir.HomeDir(); home != "" {
-		candidates = []string{filepath.Join(home, clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
-	}
 	var out []string
-	for _, file := range candidates {
+	for _, file := range clientcmd.NewDefaultClientConfigLoadingRules().GetLoadingPrecedence() {
 		if fi, err := os.Stat(file); file != "" && err == nil && fi.Mode().IsRegular() && !slices.Contains(out, file) {
 			out = append(out, file)
 		}
@@ -243,22 +236,6 @@ func unjoin(err error) []error {
 type clusterSnapshot struct {
 	id   string
 	snap *discovery.Snapshot
-}
-
-// warnPartial says which group-versions of a cluster are not current, as
-// api-resources does.
-func warnPartial(stderr io.Writer, id string, snap *discovery.Snapshot) {
-	var partial *discovery.PartialError
-	if !errors.As(snap.Err(), &partial) {
-		return
-	}
-	for _, gve := range partial.Errors {
-		if v, ok := snap.Version(gve.GroupVersion); ok && v.LastKnown {
-			fmt.Fprintf(stderr, "warning: cluster %s: %s: %v (listed with its last known resources)\n", id, gve.GroupVersion, gve.Err)
-		} else {
-			fmt.Fprintf(stderr, "warning: cluster %s: %s: %v (its resources are unknown)\n", id, gve.GroupVersion, gve.Err)
-		}
-	}
 }
 
 // resource is one resource of the fleet: what api-resources lists of it,

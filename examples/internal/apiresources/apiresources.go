@@ -122,16 +122,7 @@ func Run(ctx context.Context, client *discovery.Client, o *Options, start time.T
 		fmt.Fprintf(stderr, "warning: could not revalidate the cached discovery (%s old): %v\n",
 			time.Since(snap.Validated()).Round(time.Second), rerr)
 	}
-	var partial *discovery.PartialError
-	if errors.As(err, &partial) {
-		for _, gve := range partial.Errors {
-			if v, ok := snap.Version(gve.GroupVersion); ok && v.LastKnown {
-				fmt.Fprintf(stderr, "warning: %s: %v (listed with its last known resources)\n", gve.GroupVersion, gve.Err)
-			} else {
-				fmt.Fprintf(stderr, "warning: %s: %v (its resources are unknown)\n", gve.GroupVersion, gve.Err)
-			}
-		}
-	}
+	WarnPartial(stderr, "", snap)
 
 	if len(snap.Groups()) == 0 && err != nil {
 		return err
@@ -277,4 +268,21 @@ func print(o *Options, rows []Row, stdout io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	return w.Flush()
+}
+
+// WarnPartial says on stderr which group-versions of snap are not current,
+// and whether they are listed with their last known resources; each line
+// starts "warning: " and then prefix (fleet names the cluster there).
+func WarnPartial(stderr io.Writer, prefix string, snap *discovery.Snapshot) {
+	var partial *discovery.PartialError
+	if !errors.As(snap.Err(), &partial) {
+		return
+	}
+	for _, gve := range partial.Errors {
+		if v, ok := snap.Version(gve.GroupVersion); ok && v.LastKnown {
+			fmt.Fprintf(stderr, "warning: %s%s: %v (listed with its last known resources)\n", prefix, gve.GroupVersion, gve.Err)
+		} else {
+			fmt.Fprintf(stderr, "warning: %s%s: %v (its resources are unknown)\n", prefix, gve.GroupVersion, gve.Err)
+		}
+	}
 }
