@@ -53,12 +53,23 @@ func (c *Client) legacyAccept() string {
 //
 // With nothing before (a cold start), the requests are conditional on a
 // surface the client's Surfaces holds, if any: two 304s adopt it.
-func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err error) {
 	cond := prev // what the requests are conditional on
 	if prev == nil {
-		if g := c.guess(); g != nil {
+		g, cs, err := c.guess(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if g != nil {
 			cond = &Snapshot{content: g}
 		}
+		defer func() {
+			var read *content
+			if snap != nil {
+				read = snap.content
+			}
+			c.opts.surfaces.tell(cs, c.accept(), read)
+		}()
 	}
 	var core, named *part
 	var coreErr, namedErr error

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"weak"
@@ -20,9 +21,14 @@ import (
 // A kube-apiserver compares If-None-Match with its current ETag as one
 // exact string (a list of ETags is not accepted), so a cold start offers
 // one surface: the one of the client WithLike names (a cluster known to be
-// of the same kind), else the surface the most clients have read (of those
-// that tie, the one read last). A wrong
-// guess costs what no guess costs: the server sends the documents.
+// of the same kind); else the one its server's fingerprint names, a few
+// byte ranges of its OpenAPI v3 root (one request of about 2 KiB, answered
+// 206; see probe.go) that an earlier cold start saw on a server of that
+// surface; else the surface the most clients have read (of those that tie,
+// the one read last). A wrong guess costs what no guess costs: the server
+// sends the documents. Cold starts of one fingerprint wait for the first
+// of them, so a round of cold starts over many clusters reads each
+// surface's documents about once, however many run at a time.
 //
 // Only complete contents whose documents are the ones their ETags name are
 // shared: one with a Stale or failed group-version may carry resources its
@@ -39,7 +45,20 @@ type Surfaces struct {
 	mu      sync.Mutex
 	entries map[surfaceKey]*surfaceEntry
 	seq     uint64 // orders entries by when they were last read
+	// prints maps a cold start's fingerprint of its server (probe.go) to
+	// the surface the server then turned out to serve; pending holds the
+	// fingerprints whose first cold start is under way, which the others
+	// of that fingerprint wait for (closed when it ends), so that a cold
+	// round over many clusters reads each surface's documents once, not
+	// once per concurrent client.
+	prints  map[printKey]surfaceKey
+	pending map[printKey]chan struct{}
+	// noRanges holds the hosts (scheme://host) that answered a probe with
+	// the whole document: they are not probed again.
+	noRanges map[string]bool
 }
+
+type printKey struct{ accept, print string }
 
 // surfaceKey names a content: its documents (by their ETags) as one
 // request form (Accept) reads them, in the form the server answered in.
@@ -57,7 +76,7 @@ type surfaceEntry struct {
 
 // NewSurfaces returns an empty table.
 func NewSurfaces() *Surfaces {
-	return &Surfaces{entries: map[surfaceKey]*surfaceEntry{}}
+	return &Surfaces{entries: map[surfaceKey]*surfaceEntry{}, prints: map[printKey]surfaceKey{}, pending: map[printKey]chan struct{}{}, noRanges: map[string]bool{}}
 }
 
 // SurfaceStats says what a Surfaces holds.
@@ -109,6 +128,11 @@ func (s *Surfaces) forget(k surfaceKey) {
 	defer s.mu.Unlock()
 	if e := s.entries[k]; e != nil && e.content.Value() == nil {
 		delete(s.entries, k)
+		for p, pk := range s.prints {
+			if pk == k {
+				delete(s.prints, p)
+			}
+		}
 	}
 }
 
@@ -167,19 +191,74 @@ func WithLike(other *Client) Option {
 	return func(o *options) error { o.like = other; return nil }
 }
 
-// guess is the content a cold start asks the server to confirm, or nil.
-func (c *Client) guess() *content {
+// coldStart is what a cold start guessed, for tell to report back.
+type coldStart struct {
+	print printKey
+	lead  chan struct{} // this client is the first of its fingerprint
+}
+
+// guess is the content a cold start asks the server to confirm, or nil:
+// the WithLike client's, else the one its server's fingerprint (probe.go)
+// turned out to be before, else the one the most clients read. A client
+// whose fingerprint another cold start is reading waits for it first.
+// The caller passes what it read to tell, whatever happened.
+func (c *Client) guess(ctx context.Context) (*content, *coldStart, error) {
 	s := c.opts.surfaces
 	if s == nil {
-		return nil
+		return nil, nil, nil
 	}
 	accept := c.accept()
 	if like := c.opts.like; like != nil && like != c && like.accept() == accept {
 		if snap := like.current.Load(); snap != nil {
 			if _, ok := keyOf(accept, snap.content); ok {
-				return snap.content
+				return snap.content, nil, nil
 			}
 		}
 	}
-	return s.mostUsed(accept)
+	f, err := c.fingerprint(ctx)
+	if err != nil || f == "" {
+		return s.mostUsed(accept), nil, err
+	}
+	pk := printKey{accept: accept, print: f}
+	for {
+		s.mu.Lock()
+		if k, ok := s.prints[pk]; ok {
+			if held := s.useLocked(k); held != nil {
+				s.mu.Unlock()
+				return held, &coldStart{print: pk}, nil
+			}
+		}
+		wait := s.pending[pk]
+		if wait == nil {
+			lead := make(chan struct{})
+			s.pending[pk] = lead
+			s.mu.Unlock()
+			return s.mostUsed(accept), &coldStart{print: pk, lead: lead}, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// tell records which surface a cold start's fingerprint turned out to be
+// (read is nil when it failed) and lets the clients that waited for it go.
+func (s *Surfaces) tell(cs *coldStart, accept string, read *content) {
+	if cs == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if read != nil {
+		if k, ok := keyOf(accept, read); ok && s.entries[k] != nil {
+			s.prints[cs.print] = k
+		}
+	}
+	if cs.lead != nil {
+		delete(s.pending, cs.print)
+		close(cs.lead)
+	}
 }

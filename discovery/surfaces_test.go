@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,11 +61,11 @@ func TestSurfacesShareContent(t *testing.T) {
 	a2.ResetRequests()
 	second := newClient(t, baseA2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 	s2 := snapshot(t, second)
-	if got := statuses(a2); len(got) != 2 || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
-		t.Errorf("a cold client on a held surface: %v, want two 304s", got)
+	if got := statuses(a2); len(got) != 3 || got["/openapi/v3"] != http.StatusPartialContent || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+		t.Errorf("a cold client on a held surface: %v, want the probe's 206 and two 304s", got)
 	}
-	if st := second.Stats(); st.SurfaceHits != 1 || st.Bytes != 0 {
-		t.Errorf("second client's stats: %+v, want one surface hit and no body", st)
+	if st := second.Stats(); st.SurfaceHits != 1 || st.Requests != 3 || st.Bytes > 4<<10 {
+		t.Errorf("second client's stats: %+v, want one surface hit, three requests and no body but the probe's", st)
 	}
 	if s2.Generation() != s1.Generation() || &s2.Groups()[0] != &s1.Groups()[0] {
 		t.Errorf("the two clusters' snapshots do not share their content (generations %d, %d)", s1.Generation(), s2.Generation())
@@ -100,13 +101,24 @@ func TestSurfacesShareContent(t *testing.T) {
 		t.Errorf("WithLike: not the like cluster's content")
 	}
 	// A third client of the first surface makes it the most read again
-	// (three against two).
+	// (three against two); without WithLike, the server's fingerprint
+	// still names the second.
 	snapshot(t, newClient(t, baseA2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
 	b2.ResetRequests()
 	fifth := newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
-	snapshot(t, fifth)
+	if s5 := snapshot(t, fifth); s5.Generation() != s3.Generation() {
+		t.Errorf("the fingerprint's surface was not adopted")
+	}
+	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+		t.Errorf("without WithLike, the fingerprint names the surface: %v, want two 304s", got)
+	}
+	// Behind a proxy that does not answer ranges there is no fingerprint:
+	// the most read surface is offered first.
+	noRanges := withoutRanges(t, baseB2)
+	b2.ResetRequests()
+	snapshot(t, newClient(t, noRanges, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
 	if got := statuses(b2); got["/apis"] != http.StatusOK {
-		t.Errorf("without WithLike the most read surface is offered first: %v, want /apis 200", got)
+		t.Errorf("without a fingerprint the most read surface is offered first: %v, want /apis 200", got)
 	}
 
 	// Every client's later refreshes are its own cluster's: a change on
@@ -311,15 +323,102 @@ func TestSurfacesTieGoesToTheLastRead(t *testing.T) {
 		_, baseA := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 		_, baseB := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
 		b2, baseB2 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
-		a := newClient(t, baseA, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
-		b := newClient(t, baseB, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+		// No fingerprints: servers whose ranges go unanswered.
+		a := newClient(t, withoutRanges(t, baseA), discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+		b := newClient(t, withoutRanges(t, baseB), discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 		snapshot(t, a)
 		snapshot(t, b)
 		b2.ResetRequests()
-		snapshot(t, newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+		snapshot(t, newClient(t, withoutRanges(t, baseB2), discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
 		if got := statuses(b2); got["/apis"] != http.StatusNotModified {
 			t.Fatalf("a cold start after two surfaces read once each: %v, want the last read offered (304)", got)
 		}
 		runtime.KeepAlive([]*discovery.Client{a, b})
 	}
+}
+
+// withoutRanges puts a proxy in front of base that drops Range headers, as
+// some proxies do: the OpenAPI root then comes whole.
+func withoutRanges(t *testing.T, base string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	next := proxy.Director
+	proxy.Director = func(r *http.Request) {
+		next(r)
+		r.Header.Del("Range")
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestSurfacesFingerprintRounds: a round of cold starts, all at once, over
+// clusters of two surfaces reads each surface's /apis once: the clients
+// whose servers have one fingerprint wait for the first of them and then
+// have it confirmed with 304s. Behind a proxy that ignores ranges, the
+// root is asked for once, not by every client.
+func TestSurfacesFingerprintRounds(t *testing.T) {
+	surfaces := discovery.NewSurfaces()
+	var servers []*discoverytest.Server
+	var clients []*discovery.Client
+	var first string
+	for i := range 12 {
+		srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20+10*(i%2), 4+i%2))
+		if i == 0 {
+			first = base
+		}
+		// Slow enough that every client probes before any has read.
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: 200 * time.Millisecond})
+		servers = append(servers, srv)
+		clients = append(clients, newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+	}
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() { snapshot(t, c) })
+	}
+	wg.Wait()
+	bodies, hits := 0, int64(0)
+	for i, srv := range servers {
+		if statuses(srv)["/apis"] == http.StatusOK {
+			bodies++
+		}
+		hits += clients[i].Stats().SurfaceHits
+	}
+	if bodies != 2 || hits != 10 {
+		t.Errorf("12 concurrent cold starts over 2 surfaces: %d /apis bodies, %d surface hits; want 2 and 10", bodies, hits)
+	}
+	if got := surfaces.Stats().Surfaces; got != 2 {
+		t.Errorf("surfaces held: %d, want 2", got)
+	}
+
+	// One proxy host in front of servers that answer ranges, which it
+	// does not pass on: the first probe learns it.
+	other := discovery.NewSurfaces()
+	var roots int
+	var mu sync.Mutex
+	u, _ := url.Parse(first)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	next := proxy.Director
+	proxy.Director = func(r *http.Request) {
+		next(r)
+		r.Header.Del("Range")
+		if r.URL.Path == "/openapi/v3" {
+			mu.Lock()
+			roots++
+			mu.Unlock()
+		}
+	}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+	for range 3 {
+		snapshot(t, newClient(t, front.URL, discovery.WithSurfaces(other), discovery.WithJSONOnly()))
+	}
+	if roots != 1 {
+		t.Errorf("a host that ignores ranges had the OpenAPI root asked for %d times, want once", roots)
+	}
+	runtime.KeepAlive(clients)
 }

@@ -482,16 +482,20 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request) {
 // front of every serverRelativeURL. The root is compact JSON from
 // encoding/json ({"paths":{"api/v1":{"serverRelativeURL":"/openapi/v3/..."}}}),
 // where that key cannot occur inside a string, so a byte replacement is
-// exact (and far cheaper than decoding for every cluster).
+// exact (and far cheaper than decoding for every cluster). The rewritten
+// root is served as kube-openapi serves the original, with
+// http.ServeContent: byte ranges (206) and If-Modified-Since are answered
+// on the rewritten bytes.
 func (c *Cluster) serveOpenAPIRoot(w http.ResponseWriter, r *http.Request, srv *Server) {
-	r = r.Clone(r.Context())
-	r.Header.Del("Range") // a part of the root could not be rewritten
-	r.Header.Del("If-Range")
+	inner := r.Clone(r.Context())
+	for _, h := range []string{"Range", "If-Range", "If-Modified-Since", "If-None-Match"} {
+		inner.Header.Del(h) // the whole root, to rewrite
+	}
 	rec := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
 	var aborted any
 	func() {
 		defer func() { aborted = recover() }()
-		srv.ServeHTTP(rec, r)
+		srv.ServeHTTP(rec, inner)
 	}()
 	body := rec.body.Bytes()
 	for k, v := range rec.header {
@@ -499,10 +503,10 @@ func (c *Cluster) serveOpenAPIRoot(w http.ResponseWriter, r *http.Request, srv *
 	}
 	if aborted == nil && rec.code == http.StatusOK {
 		body = bytes.ReplaceAll(body, []byte(`"serverRelativeURL":"/`), []byte(`"serverRelativeURL":"`+c.prefix+`/`))
-		w.Header().Del("Content-Length") // net/http sets it; a HEAD's would not be known
-		if r.Method != http.MethodHead {
-			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-		}
+		w.Header().Del("Content-Length") // ServeContent sets it
+		modified, _ := http.ParseTime(rec.header.Get("Last-Modified"))
+		http.ServeContent(w, r, "", modified, bytes.NewReader(body))
+		return
 	}
 	w.WriteHeader(rec.code)
 	_, _ = w.Write(body)

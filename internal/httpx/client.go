@@ -113,6 +113,10 @@ type Request struct {
 	// NewConnection asks for a connection of its own (req.Close), so that a
 	// load balancer may pick another server.
 	NewConnection bool
+	// Range, when set, is sent as the Range header (without asking for
+	// gzip, which would make the ranges the compressed bytes'), and a 206
+	// is then an answer.
+	Range string
 }
 
 // Response is an answered request, its body read and closed.
@@ -131,8 +135,8 @@ type Response struct {
 //     Response;
 //   - one wrapping ErrTooLarge, or a read or gzip error, with the Response
 //     (headers only);
-//   - an *apierrors.StatusError (StatusError) for any status but 200, or
-//     304 after an ETag, with the Response.
+//   - an *apierrors.StatusError (StatusError) for any status but 200, 304
+//     after an ETag, or 206 after a Range, with the Response.
 func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	u, err := c.URL(r.Ref)
 	if err != nil {
@@ -146,7 +150,10 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	if r.ETag != "" {
 		req.Header.Set("If-None-Match", r.ETag)
 	}
-	if c.Gzip {
+	if r.Range != "" {
+		req.Header.Set("Range", r.Range)
+		// Go's transport asks for gzip itself only when no Range is set.
+	} else if c.Gzip {
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
 	req.Close = r.NewConnection
@@ -160,7 +167,10 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	if err != nil {
 		return out, err
 	}
-	if resp.StatusCode != http.StatusOK && (resp.StatusCode != http.StatusNotModified || r.ETag == "") {
+	answered := resp.StatusCode == http.StatusOK ||
+		resp.StatusCode == http.StatusNotModified && r.ETag != "" ||
+		resp.StatusCode == http.StatusPartialContent && r.Range != ""
+	if !answered {
 		return out, StatusError(resp, body)
 	}
 	return out, nil
