@@ -21,11 +21,11 @@ import (
 // A kube-apiserver compares If-None-Match with its current ETag as one
 // exact string (a list of ETags is not accepted), so a cold start offers
 // one surface: the one of the client WithLike names (a cluster known to be
-// of the same kind); else the one its server's fingerprint names, a few
-// byte ranges of its OpenAPI v3 root (one request of about 2 KiB, answered
-// 206; see probe.go) that an earlier cold start saw on a server of that
-// surface; else the surface the most clients have read (of those that tie,
-// the one read last). A wrong guess costs what no guess costs: the server
+// of the same kind); else, of the surfaces that servers of the same
+// fingerprint turned out to serve, the most read: the fingerprint is the
+// size of the server's OpenAPI v3 root (one request answered 206 with one
+// byte; see probe.go for what it cannot tell apart); else the surface the
+// most clients have read (of those that tie, the one read last). A wrong guess costs what no guess costs: the server
 // sends the documents. Cold starts of one fingerprint wait for the first
 // of them, so a round of cold starts over many clusters reads each
 // surface's documents about once, however many run at a time.
@@ -46,12 +46,12 @@ type Surfaces struct {
 	entries map[surfaceKey]*surfaceEntry
 	seq     uint64 // orders entries by when they were last read
 	// prints maps a cold start's fingerprint of its server (probe.go) to
-	// the surface the server then turned out to serve; pending holds the
+	// the surfaces servers of that fingerprint turned out to serve; pending holds the
 	// fingerprints whose first cold start is under way, which the others
 	// of that fingerprint wait for (closed when it ends), so that a cold
 	// round over many clusters reads each surface's documents once, not
 	// once per concurrent client.
-	prints  map[printKey]surfaceKey
+	prints  map[printKey]map[surfaceKey]bool
 	pending map[printKey]chan struct{}
 	// noRanges holds the hosts (scheme://host) that answered a probe with
 	// the whole document: they are not probed again.
@@ -76,7 +76,7 @@ type surfaceEntry struct {
 
 // NewSurfaces returns an empty table.
 func NewSurfaces() *Surfaces {
-	return &Surfaces{entries: map[surfaceKey]*surfaceEntry{}, prints: map[printKey]surfaceKey{}, pending: map[printKey]chan struct{}{}, noRanges: map[string]bool{}}
+	return &Surfaces{entries: map[surfaceKey]*surfaceEntry{}, prints: map[printKey]map[surfaceKey]bool{}, pending: map[printKey]chan struct{}{}, noRanges: map[string]bool{}}
 }
 
 // SurfaceStats says what a Surfaces holds.
@@ -128,8 +128,9 @@ func (s *Surfaces) forget(k surfaceKey) {
 	defer s.mu.Unlock()
 	if e := s.entries[k]; e != nil && e.content.Value() == nil {
 		delete(s.entries, k)
-		for p, pk := range s.prints {
-			if pk == k {
+		for p, keys := range s.prints {
+			delete(keys, k)
+			if len(keys) == 0 {
 				delete(s.prints, p)
 			}
 		}
@@ -161,11 +162,16 @@ func (s *Surfaces) useLocked(k surfaceKey) *content {
 func (s *Surfaces) mostUsed(accept string) *content {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.mostUsedLocked(nil, accept)
+}
+
+// mostUsedLocked is mostUsed among the keys of among (all if nil).
+func (s *Surfaces) mostUsedLocked(among map[surfaceKey]bool, accept string) *content {
 	var best *content
 	var bestUses int
 	var bestLast uint64
 	for k, e := range s.entries {
-		if k.accept != accept || e.uses < bestUses || e.uses == bestUses && e.last < bestLast {
+		if among != nil && !among[k] || k.accept != accept || e.uses < bestUses || e.uses == bestUses && e.last < bestLast {
 			continue
 		}
 		if c := e.content.Value(); c != nil {
@@ -222,8 +228,8 @@ func (c *Client) guess(ctx context.Context) (*content, *coldStart, error) {
 	pk := printKey{accept: accept, print: f}
 	for {
 		s.mu.Lock()
-		if k, ok := s.prints[pk]; ok {
-			if held := s.useLocked(k); held != nil {
+		if among := s.prints[pk]; among != nil {
+			if held := s.mostUsedLocked(among, accept); held != nil {
 				s.mu.Unlock()
 				return held, &coldStart{print: pk}, nil
 			}
@@ -254,7 +260,10 @@ func (s *Surfaces) tell(cs *coldStart, accept string, read *content) {
 	defer s.mu.Unlock()
 	if read != nil {
 		if k, ok := keyOf(accept, read); ok && s.entries[k] != nil {
-			s.prints[cs.print] = k
+			if s.prints[cs.print] == nil {
+				s.prints[cs.print] = map[surfaceKey]bool{}
+			}
+			s.prints[cs.print][k] = true
 		}
 	}
 	if cs.lead != nil {

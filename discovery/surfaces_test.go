@@ -64,8 +64,8 @@ func TestSurfacesShareContent(t *testing.T) {
 	if got := statuses(a2); len(got) != 3 || got["/openapi/v3"] != http.StatusPartialContent || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("a cold client on a held surface: %v, want the probe's 206 and two 304s", got)
 	}
-	if st := second.Stats(); st.SurfaceHits != 1 || st.Requests != 3 || st.Bytes > 4<<10 {
-		t.Errorf("second client's stats: %+v, want one surface hit, three requests and no body but the probe's", st)
+	if st := second.Stats(); st.SurfaceHits != 1 || st.Requests != 3 || st.Bytes > 1 {
+		t.Errorf("second client's stats: %+v, want one surface hit, three requests and no body but the probe's byte", st)
 	}
 	if s2.Generation() != s1.Generation() || &s2.Groups()[0] != &s1.Groups()[0] {
 		t.Errorf("the two clusters' snapshots do not share their content (generations %d, %d)", s1.Generation(), s2.Generation())
@@ -113,7 +113,10 @@ func TestSurfacesShareContent(t *testing.T) {
 		t.Errorf("without WithLike, the fingerprint names the surface: %v, want two 304s", got)
 	}
 	// Behind a proxy that does not answer ranges there is no fingerprint:
-	// the most read surface is offered first.
+	// the most read surface (the first, after two more reads) is offered.
+	for range 2 {
+		snapshot(t, newClient(t, baseA2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+	}
 	noRanges := withoutRanges(t, baseB2)
 	b2.ResetRequests()
 	snapshot(t, newClient(t, noRanges, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))

@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	cgrestmapper "k8s.io/client-go/restmapper"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
@@ -94,9 +93,10 @@ type Mapper struct {
 }
 
 var (
-	_ meta.RESTMapper               = (*Mapper)(nil)
-	_ meta.ResettableRESTMapper     = (*Mapper)(nil)
-	_ cgrestmapper.CategoryExpander = (*Mapper)(nil)
+	_ meta.RESTMapper           = (*Mapper)(nil)
+	_ meta.ResettableRESTMapper = (*Mapper)(nil)
+	// And client-go's restmapper.CategoryExpander (mapper_test.go): that
+	// package is not imported here, see discoverymapper.go.
 )
 
 // New builds a mapper over c. It reads discovery lazily, on the first

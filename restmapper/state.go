@@ -7,10 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	cgrestmapper "k8s.io/client-go/restmapper"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/clientgo"
+	"github.com/kubeatlas/kubeatlas/internal/cgview"
 )
 
 // state is everything derived from one snapshot generation.
@@ -73,14 +72,15 @@ func (st *state) categoryIndex() map[string][]schema.GroupResource {
 	return st.categories
 }
 
-// groupResources is what client-go's GetAPIGroupResources builds from the
-// same discovery.
-func groupResources(snap *discovery.Snapshot) []*cgrestmapper.APIGroupResources {
-	groupList, resources, _ := clientgo.View(snap)
-	out := make([]*cgrestmapper.APIGroupResources, 0, len(groupList.Groups))
+// groupResourcesOf is what client-go's GetAPIGroupResources builds from
+// the same discovery.
+func groupResourcesOf(snap *discovery.Snapshot) []*groupResources {
+	v := cgview.Convert(snap)
+	groupList, resources := v.Groups, v.Resources
+	out := make([]*groupResources, 0, len(groupList.Groups))
 	for i := range groupList.Groups {
 		g := &groupList.Groups[i]
-		gr := &cgrestmapper.APIGroupResources{Group: *g, VersionedResources: map[string][]metav1.APIResource{}}
+		gr := &groupResources{Group: *g, VersionedResources: map[string][]metav1.APIResource{}}
 		for _, v := range g.Versions {
 			if l, ok := resources[schema.GroupVersion{Group: g.Name, Version: v.Version}]; ok {
 				gr.VersionedResources[v.Version] = l.APIResources
@@ -91,10 +91,11 @@ func groupResources(snap *discovery.Snapshot) []*cgrestmapper.APIGroupResources 
 	return out
 }
 
-// mapper is client-go's discovery REST mapper over this generation, built on
+// mapper is client-go's discovery REST mapper (a copy: discoverymapper.go)
+// over this generation, built on
 // the first question that is not yet answered.
 func (st *state) mapper() meta.RESTMapper {
-	st.delegateOnce.Do(func() { st.delegate = cgrestmapper.NewDiscoveryRESTMapper(groupResources(st.snap)) })
+	st.delegateOnce.Do(func() { st.delegate = newDiscoveryRESTMapper(groupResourcesOf(st.snap)) })
 	return st.delegate
 }
 

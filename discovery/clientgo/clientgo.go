@@ -14,7 +14,6 @@ package clientgo
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/internal/cgview"
 )
 
 // Discovery adapts a discovery.Client to client-go's discovery interfaces, so that
@@ -101,11 +101,7 @@ func New(c *discovery.Client, opts ...Option) (*Discovery, error) {
 }
 
 // view is a snapshot in client-go's types.
-type view struct {
-	groups    *metav1.APIGroupList
-	resources map[schema.GroupVersion]*metav1.APIResourceList
-	failed    map[schema.GroupVersion]error
-}
+type view = cgview.View
 
 func (a *Discovery) view(ctx context.Context) (*view, error) {
 	var s *discovery.Snapshot
@@ -121,7 +117,7 @@ func (a *Discovery) view(ctx context.Context) (*view, error) {
 	if last := a.last.Load(); last != nil && last.generation == s.Generation() {
 		return last.view, nil
 	}
-	v := convert(s)
+	v := cgview.Convert(s)
 	a.last.Store(&converted{generation: s.Generation(), view: v})
 	return v, nil
 }
@@ -131,108 +127,8 @@ func (a *Discovery) view(ctx context.Context) (*view, error) {
 // group-version's resources, and the group-versions that are not current.
 // Each call converts anew.
 func View(s *discovery.Snapshot) (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error) {
-	v := convert(s)
-	return v.groups, v.resources, v.failed
-}
-
-func convert(s *discovery.Snapshot) *view {
-	groups := s.Groups()
-	v := &view{
-		groups:    &metav1.APIGroupList{Groups: make([]metav1.APIGroup, 0, len(groups))},
-		resources: map[schema.GroupVersion]*metav1.APIResourceList{},
-		failed:    map[schema.GroupVersion]error{},
-	}
-	var partial *discovery.PartialError
-	if errors.As(s.Err(), &partial) {
-		for _, gve := range partial.Errors {
-			v.failed[gve.GroupVersion] = gve
-		}
-	}
-	core, named := s.Sources()
-	for gi := range groups {
-		g := &groups[gi]
-		aggregated := named.Format != discovery.FormatLegacy
-		if g.Name == "" {
-			aggregated = core.Format != discovery.FormatLegacy
-		}
-		group := metav1.APIGroup{Name: g.Name}
-		for vi := range g.Versions {
-			ver := &g.Versions[vi]
-			gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
-			if ver.Freshness == discovery.FreshnessStale && len(ver.Resources) == 0 {
-				// Nothing known of it (an aggregated API server never
-				// reached): client-go leaves it out of its group, and
-				// so out of kubectl api-versions and Helm's
-				// .Capabilities.APIVersions.
-				continue
-			}
-			d := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: ver.Version}
-			group.Versions = append(group.Versions, d)
-			// client-go prefers the first version that is not Stale.
-			if group.PreferredVersion.Version == "" && ver.Freshness != discovery.FreshnessStale {
-				group.PreferredVersion = d
-			}
-			if ver.Freshness == discovery.FreshnessFailed && len(ver.Resources) == 0 {
-				continue
-			}
-			v.resources[gv] = toAPIResourceList(gv, ver.Resources, aggregated)
-		}
-		if group.PreferredVersion.Version == "" && len(group.Versions) > 0 {
-			group.PreferredVersion = group.Versions[0]
-		}
-		v.groups.Groups = append(v.groups.Groups, group)
-	}
-	return v
-}
-
-// toAPIResourceList writes resources as client-go would have produced them
-// from the same server response: from aggregated discovery, subresources
-// take their parent's singular name; from legacy, what the server sent.
-func toAPIResourceList(gv schema.GroupVersion, rs []discovery.Resource, aggregated bool) *metav1.APIResourceList {
-	list := &metav1.APIResourceList{GroupVersion: gv.String()}
-	if !aggregated {
-		// client-go keeps the type of the legacy document it decoded; the
-		// server writes the core and extensions groups' without apiVersion.
-		list.Kind, list.APIVersion = "APIResourceList", "v1"
-		if gv.Group == "" || gv.Group == "extensions" {
-			list.APIVersion = ""
-		}
-	}
-	for i := range rs {
-		r := &rs[i]
-		res := metav1.APIResource{
-			Name:               r.Name,
-			SingularName:       r.SingularName,
-			Namespaced:         r.Namespaced,
-			Kind:               r.Kind.Kind,
-			Verbs:              r.Verbs,
-			ShortNames:         r.ShortNames,
-			Categories:         r.Categories,
-			StorageVersionHash: r.StorageVersionHash,
-		}
-		if r.ExplicitKind() {
-			res.Group, res.Version = r.Kind.Group, r.Kind.Version
-		}
-		list.APIResources = append(list.APIResources, res)
-		for j := range r.Subresources {
-			s := &r.Subresources[j]
-			sub := metav1.APIResource{
-				Name:         r.Name + "/" + s.Name,
-				SingularName: s.LegacySingularName(),
-				Namespaced:   r.Namespaced,
-				Kind:         s.Kind.Kind,
-				Verbs:        s.Verbs,
-			}
-			if aggregated {
-				sub.SingularName = r.SingularName
-			}
-			if s.ExplicitKind() {
-				sub.Group, sub.Version = s.Kind.Group, s.Kind.Version
-			}
-			list.APIResources = append(list.APIResources, sub)
-		}
-	}
-	return list
+	v := cgview.Convert(s)
+	return v.Groups, v.Resources, v.Failed
 }
 
 // GroupsAndMaybeResourcesWithContext answers from the snapshot: every group,
@@ -243,7 +139,7 @@ func (a *Discovery) GroupsAndMaybeResourcesWithContext(ctx context.Context) (*me
 	if v == nil {
 		return nil, nil, nil, err
 	}
-	return v.groups, v.resources, v.failed, nil
+	return v.Groups, v.Resources, v.Failed, nil
 }
 
 func (a *Discovery) GroupsAndMaybeResources() (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
@@ -255,7 +151,7 @@ func (a *Discovery) ServerGroupsWithContext(ctx context.Context) (*metav1.APIGro
 	if v == nil {
 		return nil, err
 	}
-	return v.groups, nil
+	return v.Groups, nil
 }
 
 func (a *Discovery) ServerGroups() (*metav1.APIGroupList, error) {
@@ -271,10 +167,10 @@ func (a *Discovery) ServerResourcesForGroupVersionWithContext(ctx context.Contex
 	if v == nil {
 		return nil, err
 	}
-	if list, ok := v.resources[gv]; ok {
+	if list, ok := v.Resources[gv]; ok {
 		return list, nil
 	}
-	if err, ok := v.failed[gv]; ok {
+	if err, ok := v.Failed[gv]; ok {
 		return nil, err
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: "groupversion"}, gv.String())

@@ -1,0 +1,125 @@
+// Package cgview writes a discovery snapshot in client-go's types, as
+// client-go's discovery would have returned the same server responses. It
+// is discovery/clientgo's View, kept apart from that package so that
+// restmapper, which needs the conversion but not the adapter, does not link
+// client-go's discovery package and, through it, client-go's scheme of
+// every built-in API type (about 10 MB of a process's memory from package
+// initialisation alone).
+package cgview
+
+import (
+	"errors"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+)
+
+// View is a snapshot in client-go's types.
+type View struct {
+	Groups    *metav1.APIGroupList
+	Resources map[schema.GroupVersion]*metav1.APIResourceList
+	Failed    map[schema.GroupVersion]error
+}
+
+// Convert writes s in client-go's types (see discovery/clientgo.View).
+func Convert(s *discovery.Snapshot) *View {
+	groups := s.Groups()
+	v := &View{
+		Groups:    &metav1.APIGroupList{Groups: make([]metav1.APIGroup, 0, len(groups))},
+		Resources: map[schema.GroupVersion]*metav1.APIResourceList{},
+		Failed:    map[schema.GroupVersion]error{},
+	}
+	var partial *discovery.PartialError
+	if errors.As(s.Err(), &partial) {
+		for _, gve := range partial.Errors {
+			v.Failed[gve.GroupVersion] = gve
+		}
+	}
+	core, named := s.Sources()
+	for gi := range groups {
+		g := &groups[gi]
+		aggregated := named.Format != discovery.FormatLegacy
+		if g.Name == "" {
+			aggregated = core.Format != discovery.FormatLegacy
+		}
+		group := metav1.APIGroup{Name: g.Name}
+		for vi := range g.Versions {
+			ver := &g.Versions[vi]
+			gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
+			if ver.Freshness == discovery.FreshnessStale && len(ver.Resources) == 0 {
+				// Nothing known of it (an aggregated API server never
+				// reached): client-go leaves it out of its group, and
+				// so out of kubectl api-versions and Helm's
+				// .Capabilities.APIVersions.
+				continue
+			}
+			d := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: ver.Version}
+			group.Versions = append(group.Versions, d)
+			// client-go prefers the first version that is not Stale.
+			if group.PreferredVersion.Version == "" && ver.Freshness != discovery.FreshnessStale {
+				group.PreferredVersion = d
+			}
+			if ver.Freshness == discovery.FreshnessFailed && len(ver.Resources) == 0 {
+				continue
+			}
+			v.Resources[gv] = toAPIResourceList(gv, ver.Resources, aggregated)
+		}
+		if group.PreferredVersion.Version == "" && len(group.Versions) > 0 {
+			group.PreferredVersion = group.Versions[0]
+		}
+		v.Groups.Groups = append(v.Groups.Groups, group)
+	}
+	return v
+}
+
+// toAPIResourceList writes resources as client-go would have produced them
+// from the same server response: from aggregated discovery, subresources
+// take their parent's singular name; from legacy, what the server sent.
+func toAPIResourceList(gv schema.GroupVersion, rs []discovery.Resource, aggregated bool) *metav1.APIResourceList {
+	list := &metav1.APIResourceList{GroupVersion: gv.String()}
+	if !aggregated {
+		// client-go keeps the type of the legacy document it decoded; the
+		// server writes the core and extensions groups' without apiVersion.
+		list.Kind, list.APIVersion = "APIResourceList", "v1"
+		if gv.Group == "" || gv.Group == "extensions" {
+			list.APIVersion = ""
+		}
+	}
+	for i := range rs {
+		r := &rs[i]
+		res := metav1.APIResource{
+			Name:               r.Name,
+			SingularName:       r.SingularName,
+			Namespaced:         r.Namespaced,
+			Kind:               r.Kind.Kind,
+			Verbs:              r.Verbs,
+			ShortNames:         r.ShortNames,
+			Categories:         r.Categories,
+			StorageVersionHash: r.StorageVersionHash,
+		}
+		if r.ExplicitKind() {
+			res.Group, res.Version = r.Kind.Group, r.Kind.Version
+		}
+		list.APIResources = append(list.APIResources, res)
+		for j := range r.Subresources {
+			s := &r.Subresources[j]
+			sub := metav1.APIResource{
+				Name:         r.Name + "/" + s.Name,
+				SingularName: s.LegacySingularName(),
+				Namespaced:   r.Namespaced,
+				Kind:         s.Kind.Kind,
+				Verbs:        s.Verbs,
+			}
+			if aggregated {
+				sub.SingularName = r.SingularName
+			}
+			if s.ExplicitKind() {
+				sub.Group, sub.Version = s.Kind.Group, s.Kind.Version
+			}
+			list.APIResources = append(list.APIResources, sub)
+		}
+	}
+	return list
+}
