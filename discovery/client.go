@@ -157,6 +157,10 @@ type Client struct {
 	persistedAt atomic.Int64 // unix nanos of the last persisted validation
 	failedAt    atomic.Int64 // unix nanos of the last failed refresh
 
+	views     viewHistory // what servers behind one URL answered lately (mixed.go)
+	freshOnce sync.Once   // builds fresh, for requests on new connections
+	fresh     *httpx.Client
+
 	subs     subscribers
 	notifyMu sync.Mutex   // keeps change notifications in order
 	watching atomic.Int32 // Watch calls watching (not polling), synced
@@ -348,6 +352,7 @@ func (c *Client) refresh(ctx context.Context) (*Snapshot, error) {
 		c.lastRefreshErr = ""
 	}
 	c.logMu.Unlock()
+	s = c.observe(ctx, prev, s)
 	c.current.Store(s)
 	c.logFailures(s)
 	c.notify(prev, s)
@@ -384,7 +389,7 @@ func (c *Client) logFailures(s *Snapshot) {
 // *ResponseError; any other error is the transport's, or says the body
 // could not be read.
 func (c *Client) get(ctx context.Context, r httpx.Request) (*httpx.Response, error) {
-	resp, err := c.http.Get(ctx, r)
+	resp, err := c.connectionFor(ctx, &r).Get(ctx, r)
 	if resp != nil {
 		c.stats.bytes.Add(resp.Wire)
 	}

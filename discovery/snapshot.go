@@ -166,6 +166,12 @@ type content struct {
 
 	indexOnce sync.Once
 	byGroup   map[string]int
+
+	// Set for the union of disagreeing servers' views (mixed.go): the
+	// latest view, and what only some views serve.
+	latestView       *content
+	partialVersions  map[schema.GroupVersion]bool
+	partialResources map[schema.GroupVersionResource]bool
 }
 
 // part is what one endpoint (/api or /apis) contributed.

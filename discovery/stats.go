@@ -21,6 +21,10 @@ type Stats struct {
 	// SurfaceHits counts cold starts that the server confirmed (two 304s)
 	// for a surface the client's Surfaces already held.
 	SurfaceHits int64
+	// Resamples counts refreshes whose discovery differed from the one
+	// before and that asked again on a new connection, to tell a change
+	// from servers that disagree behind one URL (see Snapshot.Mixed).
+	Resamples int64
 
 	// Watch (see Client.Watch): its list and watch requests (not counted
 	// in Requests), the events they brought, the events that could change
@@ -44,9 +48,9 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 type counters struct {
-	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, diskLoads, surfaceHits atomic.Int64
-	watchRequests, watchEvents, watchTriggers                                                               atomic.Int64
-	watchForbidden                                                                                          atomic.Bool
+	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, diskLoads, surfaceHits, resamples atomic.Int64
+	watchRequests, watchEvents, watchTriggers                                                                          atomic.Int64
+	watchForbidden                                                                                                     atomic.Bool
 }
 
 // Stats returns the client's counters.
@@ -61,6 +65,7 @@ func (c *Client) Stats() Stats {
 		RefreshTime:    time.Duration(c.stats.refreshNanos.Load()),
 		DiskLoads:      c.stats.diskLoads.Load(),
 		SurfaceHits:    c.stats.surfaceHits.Load(),
+		Resamples:      c.stats.resamples.Load(),
 		WatchRequests:  c.stats.watchRequests.Load(),
 		WatchEvents:    c.stats.watchEvents.Load(),
 		WatchTriggers:  c.stats.watchTriggers.Load(),

@@ -1,0 +1,333 @@
+package discovery
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
+)
+
+// The API servers of an HA cluster behind a load balancer disagree while
+// the cluster is upgraded (or when peer-aggregated discovery is off, or
+// one server's aggregated API server is down). A client whose requests
+// reach one server, then the other, would otherwise see resources added
+// and removed on every other refresh, and tell its subscribers so.
+//
+// So a refresh whose discovery differs from the one before asks again, at
+// once, on a new connection (conditional on what it just read: two 304s
+// when a server confirms it). One server confirming a change is a change.
+// A different answer means the servers disagree: the client then serves
+// the union of the views it has seen lately (each view is kept for
+// mixedWindow refreshes after it was last seen, and looked for once more
+// with a new connection before it leaves), marks what only some of them
+// serve (Snapshot.Partial), and tells subscribers only when that union
+// changes. A real change still shows: a resource new on one server
+// is added at once (partial, until every view has it); one removed from
+// every server goes once the views that had it have not been seen for
+// mixedWindow refreshes.
+
+// mixedWindow is how many refreshes a view of a disagreeing server stays
+// in the union after it was last seen.
+const mixedWindow = 8
+
+type viewHistory struct {
+	mu    sync.Mutex
+	seq   uint64 // refreshes observed
+	views []seenView
+	mixed bool
+	union *content // the union served, reused while its views are the same
+	of    []*content
+}
+
+type seenView struct {
+	c    *content
+	last uint64
+}
+
+func viewKey(c *content) [2]string { return [2]string{c.core.etag, c.named.etag} }
+
+// see records a view seen now and returns the one it holds for its key.
+func (h *viewHistory) seeLocked(c *content) *content {
+	k := viewKey(c)
+	for i := range h.views {
+		if viewKey(h.views[i].c) == k {
+			h.views[i].last = h.seq
+			return h.views[i].c
+		}
+	}
+	h.views = append(h.views, seenView{c: c, last: h.seq})
+	return c
+}
+
+// observe takes a refresh's snapshot s (prev is the client's view before
+// it) and returns what the client serves: s, or the union of the views of
+// disagreeing servers.
+func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
+	h := &c.views
+	// Two 304s on a union answer for its latest view.
+	view := s.latestViewOrSelf()
+	k := viewKey(view)
+	if k[0] == "" || k[1] == "" {
+		// Legacy discovery has no ETags to tell views apart.
+		h.mu.Lock()
+		h.views, h.mixed, h.union, h.of = nil, false, nil, nil
+		h.mu.Unlock()
+		return s
+	}
+	var before [2]string
+	if prev != nil {
+		before = viewKey(prev.latestViewOrSelf())
+	}
+	h.mu.Lock()
+	h.seq++
+	view = h.seeLocked(view)
+	mixed := h.mixed
+	h.mu.Unlock()
+	if prev != nil && before != k && !mixed {
+		// A change, or another server: ask again on a new connection.
+		if other := c.resample(ctx, view); other != nil {
+			h.mu.Lock()
+			h.seeLocked(other)
+			h.mixed = true
+			h.mu.Unlock()
+		}
+	}
+	h.mu.Lock()
+	expiring := h.mixed && slices.ContainsFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
+	h.mu.Unlock()
+	if expiring {
+		// A view about to leave the union is looked for once more: a
+		// balancer's turns can keep a client's requests off one server for
+		// a while (each refresh sends two requests at once), and a server
+		// that still disagrees must not flap out and in.
+		if other := c.resample(ctx, view); other != nil {
+			h.mu.Lock()
+			h.seeLocked(other)
+			h.mu.Unlock()
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// Views not seen for mixedWindow refreshes leave; the latest stays.
+	h.views = slices.DeleteFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
+	if len(h.views) < 2 {
+		h.mixed = false
+	}
+	if !h.mixed {
+		h.union, h.of = nil, nil
+		if s.content != view {
+			return &Snapshot{content: view, validated: s.validated, fetched: s.fetched}
+		}
+		return s
+	}
+	of := make([]*content, 0, len(h.views))
+	of = append(of, view)
+	for _, v := range h.views {
+		if v.c != view {
+			of = append(of, v.c)
+		}
+	}
+	if h.union == nil || !sameViews(h.of, of) {
+		h.union, h.of = unionContent(of), of
+	}
+	return &Snapshot{content: h.union, validated: s.validated, fetched: s.fetched}
+}
+
+// resample asks for /apis (twice if the first is a 304), then /api, each
+// on a new connection and conditional on view's ETags, and returns what a server answered when it
+// is not view (nil when it is, or on an error: a failed resample proves
+// nothing). One after the other, not both at once: a balancer that sends
+// each request to the next server would otherwise send them to the
+// servers the refresh's two requests went to.
+func (c *Client) resample(ctx context.Context, view *content) *content {
+	c.stats.resamples.Add(1)
+	ctx = withNewConnection(ctx)
+	var named *part
+	for range 2 {
+		// Twice: the refresh sent two requests, so a balancer that sends
+		// each request to the next of two servers may send the first to
+		// the server that just answered /apis, never the second.
+		var err error
+		if named, err = c.fetchPart(ctx, "/apis", &view.named); err != nil {
+			return nil
+		}
+		if named != &view.named {
+			break
+		}
+	}
+	core, err := c.fetchPart(ctx, "/api", &view.core)
+	if err != nil || named == &view.named && core == &view.core {
+		return nil
+	}
+	return newContent(*core, *named)
+}
+
+// sameViews reports whether a and b hold the same views, the first (the
+// latest, whose ETags the next refresh sends) alike.
+func sameViews(a, b []*content) bool {
+	if len(a) != len(b) || a[0] != b[0] {
+		return false
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// latestViewOrSelf is the view a union was made for (its latest), or the
+// content itself.
+func (c *content) latestViewOrSelf() *content {
+	if c.latestView != nil {
+		return c.latestView
+	}
+	return c
+}
+
+// unionContent joins views (the latest first): groups, versions and
+// resources in the latest view's order, then those only others have; a
+// resource both have is the latest view's. What not every view serves is
+// partial. The union's parts are the latest view's, so the next refresh is
+// conditional on that view's ETags.
+func unionContent(views []*content) *content {
+	latest := views[0]
+	u := &content{core: latest.core, named: latest.named, err: latest.err, generation: generations.Add(1), latestView: latest}
+	u.core.raw, u.named.raw = nil, nil
+	u.partialVersions = map[schema.GroupVersion]bool{}
+	u.partialResources = map[schema.GroupVersionResource]bool{}
+	versions := map[schema.GroupVersion]int{}          // views that serve it
+	resources := map[schema.GroupVersionResource]int{} // views that serve it
+	groupAt := map[string]int{}
+	for _, v := range views {
+		for gi := range v.groups {
+			g := &v.groups[gi]
+			i, ok := groupAt[g.Name]
+			if !ok {
+				i = len(u.groups)
+				groupAt[g.Name] = i
+				u.groups = append(u.groups, Group{Name: g.Name})
+			}
+			ug := &u.groups[i]
+			for vi := range g.Versions {
+				ver := &g.Versions[vi]
+				gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
+				versions[gv]++
+				j := slices.IndexFunc(ug.Versions, func(x Version) bool { return x.Version == ver.Version })
+				if j < 0 {
+					j = len(ug.Versions)
+					ug.Versions = append(ug.Versions, Version{Version: ver.Version, Freshness: ver.Freshness, LastKnown: ver.LastKnown})
+				}
+				uv := &ug.Versions[j]
+				for ri := range ver.Resources {
+					r := &ver.Resources[ri]
+					resources[gv.WithResource(r.Name)]++
+					if !slices.ContainsFunc(uv.Resources, func(x Resource) bool { return x.Name == r.Name }) {
+						uv.Resources = append(uv.Resources, *r)
+					}
+				}
+			}
+		}
+	}
+	for gv, n := range versions {
+		if n < len(views) {
+			u.partialVersions[gv] = true
+		}
+	}
+	for gvr, n := range resources {
+		if n < len(views) {
+			u.partialResources[gvr] = true
+		}
+	}
+	return u
+}
+
+// Mixed reports whether the snapshot joins the views of API servers that
+// disagree on what they serve, seen through one URL (a load balancer in
+// front of an HA cluster that is being upgraded, say): see Partial.
+// (Servers whose documents differ only in order are joined too, so that
+// the snapshot does not change with every other refresh, but are not
+// Mixed.)
+func (s *Snapshot) Mixed() bool { return len(s.partialVersions)+len(s.partialResources) > 0 }
+
+// Partial lists, for a Mixed snapshot, the group-versions and resources
+// that only some of the cluster's API servers serve, sorted; a request for
+// them may fail on the others. Both are nil otherwise.
+func (s *Snapshot) Partial() (versions []schema.GroupVersion, resources []schema.GroupVersionResource) {
+	for gv := range s.partialVersions {
+		versions = append(versions, gv)
+	}
+	for gvr := range s.partialResources {
+		resources = append(resources, gvr)
+	}
+	slices.SortFunc(versions, func(a, b schema.GroupVersion) int {
+		return compareStrings(a.Group, b.Group, a.Version, b.Version)
+	})
+	slices.SortFunc(resources, func(a, b schema.GroupVersionResource) int {
+		return compareStrings(a.Group, b.Group, a.Version, b.Version, a.Resource, b.Resource)
+	})
+	return versions, resources
+}
+
+// compareStrings compares pairs in order: a0 with b0, then a1 with b1...,
+// given as a0, b0, a1, b1, ...
+func compareStrings(pairs ...string) int {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i] != pairs[i+1] {
+			if pairs[i] < pairs[i+1] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// newConnectionKey marks a context whose requests each go on a new
+// connection (so that a load balancer may pick another server).
+type newConnectionKey struct{}
+
+func withNewConnection(ctx context.Context) context.Context {
+	return context.WithValue(ctx, newConnectionKey{}, true)
+}
+
+// connectionFor is the HTTP client a request goes through: the client's
+// own, or, for a request that wants a new connection, one whose idle
+// connections are closed first. With a rest.Config (New), that is a
+// transport of its own (a config with a Dial is never shared by
+// client-go's transport cache), so nobody else's connections are closed;
+// otherwise the request asks for its connection to be closed after it,
+// which a second request on a new connection honours.
+func (c *Client) connectionFor(ctx context.Context, r *httpx.Request) *httpx.Client {
+	if ctx.Value(newConnectionKey{}) == nil {
+		return c.http
+	}
+	r.NewConnection = true
+	if c.config == nil {
+		return c.http
+	}
+	c.freshOnce.Do(func() {
+		cfg := rest.CopyConfig(c.config)
+		cfg.Dial = (&net.Dialer{}).DialContext
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			c.opts.logger.Debug("discovery: no client for new connections", "err", err)
+			return
+		}
+		fresh := *c.http
+		fresh.HC = httpx.WithRedirectPolicy(&http.Client{Transport: countingTransport{next: hc.Transport, n: &c.stats.requests}, Timeout: hc.Timeout}, DefaultMaxRedirects)
+		c.fresh = &fresh
+	})
+	if c.fresh == nil {
+		return c.http
+	}
+	utilnet.CloseIdleConnectionsFor(c.fresh.HC.Transport.(countingTransport).next)
+	return c.fresh
+}
