@@ -5,6 +5,7 @@
 package tests
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -73,20 +74,9 @@ func startCluster(t testing.TB) *cluster {
 	etcdBin := testenv.Tool(t, "etcd")
 	dir := t.TempDir()
 
-	etcdPort, peerPort := freePort(t), freePort(t)
-	etcd := exec.Command(etcdBin, "--data-dir", filepath.Join(dir, "etcd"),
-		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
-		"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
-		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
-		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
-		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peerPort))
-	etcd.Stdout, etcd.Stderr = logFile(t, dir, "etcd.log"), logFile(t, dir, "etcd.log")
-	if err := etcd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = etcd.Process.Kill(); _ = etcd.Wait() })
+	etcdURL := startEtcd(t, etcdBin, dir)
 
-	// A serving certificate for 127.0.0.1 and a service-account key pair.
+	// A self-signed serving certificate for 127.0.0.1.
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
@@ -101,25 +91,11 @@ func startCluster(t testing.TB) *cluster {
 	keyDER, _ := x509.MarshalECPrivateKey(key)
 	writePEM(t, filepath.Join(dir, "serving.crt"), "CERTIFICATE", certDER)
 	writePEM(t, filepath.Join(dir, "serving.key"), "EC PRIVATE KEY", keyDER)
-	sa, _ := rsa.GenerateKey(rand.Reader, 2048)
-	writePEM(t, filepath.Join(dir, "sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(sa))
-	saPub, _ := x509.MarshalPKIXPublicKey(&sa.PublicKey)
-	writePEM(t, filepath.Join(dir, "sa.pub"), "PUBLIC KEY", saPub)
-	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+`,admin,admin-uid,"system:masters"`+"\n"+viewerToken+`,viewer,viewer-uid`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeAuthFiles(t, dir)
 
 	port := freePort(t)
-	apiserver := exec.Command(bin,
-		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(dir, "certs"),
-		"--tls-cert-file="+filepath.Join(dir, "serving.crt"), "--tls-private-key-file="+filepath.Join(dir, "serving.key"),
-		"--service-account-key-file="+filepath.Join(dir, "sa.pub"), "--service-account-signing-key-file="+filepath.Join(dir, "sa.key"),
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
-		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24",
-		"--endpoint-reconciler-type=none", "--profiling=false")
+	apiserver := exec.Command(bin, apiserverFlags(etcdURL, dir, port,
+		filepath.Join(dir, "certs"), filepath.Join(dir, "serving.crt"), filepath.Join(dir, "serving.key"))...)
 	log := logFile(t, dir, "kube-apiserver.log")
 	apiserver.Stdout, apiserver.Stderr = log, log
 	if err := apiserver.Start(); err != nil {
@@ -129,23 +105,88 @@ func startCluster(t testing.TB) *cluster {
 
 	c := &cluster{url: fmt.Sprintf("https://127.0.0.1:%d", port)}
 	c.config = &rest.Config{Host: c.url, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certDER})}, QPS: -1}
+	if err := waitReady(context.Background(), c.url, 90*time.Second); err != nil {
+		logs, _ := os.ReadFile(filepath.Join(dir, "kube-apiserver.log"))
+		t.Fatalf("kube-apiserver not ready: %v\n%s", err, tail(logs, 3000))
+	}
+	return c
+}
+
+// startEtcd starts etcd on loopback with its data and log in dir, stopped
+// at the test's end, and returns its client URL.
+func startEtcd(t testing.TB, etcdBin, dir string) string {
+	t.Helper()
+	etcdPort, peerPort := freePort(t), freePort(t)
+	etcd := exec.Command(etcdBin, "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
+		"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peerPort))
+	etcd.Stdout, etcd.Stderr = logFile(t, dir, "etcd.log"), logFile(t, dir, "etcd.log")
+	if err := etcd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = etcd.Process.Kill(); _ = etcd.Wait() })
+	return fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+}
+
+// writeAuthFiles writes into dir what every kube-apiserver of a test's
+// control plane shares: a service-account key pair (sa.key, sa.pub) and the
+// token file (tokens.csv) naming the admin (token) and the viewer
+// (viewerToken).
+func writeAuthFiles(t testing.TB, dir string) {
+	t.Helper()
+	sa, _ := rsa.GenerateKey(rand.Reader, 2048)
+	writePEM(t, filepath.Join(dir, "sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(sa))
+	saPub, _ := x509.MarshalPKIXPublicKey(&sa.PublicKey)
+	writePEM(t, filepath.Join(dir, "sa.pub"), "PUBLIC KEY", saPub)
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+`,admin,admin-uid,"system:masters"`+"\n"+viewerToken+`,viewer,viewer-uid`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// apiserverFlags are the flags of a kube-apiserver on loopback at port,
+// with etcd at etcdURL and the auth files writeAuthFiles wrote into dir.
+func apiserverFlags(etcdURL, dir string, port int, certDir, certFile, keyFile string) []string {
+	return []string{
+		"--etcd-servers", etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + certDir,
+		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+		"--service-account-key-file=" + filepath.Join(dir, "sa.pub"), "--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
+		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24",
+		"--endpoint-reconciler-type=none", "--profiling=false",
+	}
+}
+
+// waitReady polls url's /readyz with the admin token until it answers 200,
+// within the given time or until ctx ends.
+func waitReady(ctx context.Context, url string, within time.Duration) error {
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	deadline := time.Now().Add(90 * time.Second)
+	defer hc.CloseIdleConnections()
+	deadline := time.Now().Add(within)
 	for {
-		req, _ := http.NewRequest(http.MethodGet, c.url+"/readyz", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := hc.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return c
+				return nil
 			}
+			err = fmt.Errorf("/readyz answered %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
-			logs, _ := os.ReadFile(filepath.Join(dir, "kube-apiserver.log"))
-			t.Fatalf("kube-apiserver not ready after 90s: %v\n%s", err, tail(logs, 3000))
+			return fmt.Errorf("not ready after %v: %v", within, err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", context.Cause(ctx), err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
