@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
@@ -35,6 +36,11 @@ import (
 // no fingerprint, and the Surfaces table does not probe that host again.
 const probeMaxBytes = 64 << 10
 
+// probeTimeout bounds the probe: a server rebuilds its OpenAPI root after
+// a CRD changes, which with thousands of CRDs can take seconds, and a cold
+// start does not wait that long for a hint.
+const probeTimeout = 2 * time.Second
+
 // fingerprint probes the server's OpenAPI v3 root (see above). It returns
 // "" when it cannot tell: no OpenAPI v3 (an old server, a 403), ranges not
 // answered, any error. Only ctx's own end is returned as an error.
@@ -45,7 +51,9 @@ func (c *Client) fingerprint(ctx context.Context) (string, error) {
 	}
 	hc := *c.http
 	hc.Body = httpx.Options{Limit: probeMaxBytes}
-	resp, err := hc.Get(ctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json", Range: "bytes=0-0"})
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	resp, err := hc.Get(pctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json", Range: "bytes=0-0"})
 	if resp != nil {
 		c.stats.bytes.Add(resp.Wire)
 	}

@@ -3,6 +3,8 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
@@ -103,6 +105,15 @@ func startFakeFleet(b *testing.B, size benchSize) fakeFleet {
 			if _, _, err := cgdiscovery.NewDiscoveryClientForConfigOrDie(ff.config(id)).ServerGroupsAndResources(); err != nil {
 				b.Fatal(err)
 			}
+			// And its OpenAPI root, which a cold start without a hint
+			// probes (a real server keeps it; the fake builds every
+			// group-version's document to hash it, seconds at 3,000 CRDs).
+			resp, err := http.Get(ff.base + discoverytest.ClusterPath(id) + "/openapi/v3")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		}
 	}
 	return ff
