@@ -127,12 +127,13 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		}
 		return s
 	}
+	// The union is of the views in the order first seen, whichever came
+	// last: a resource two servers serve with different details (verbs,
+	// short names) is the first view's, so that it does not change with
+	// each answer.
 	of := make([]*content, 0, len(h.views))
-	of = append(of, view)
 	for _, v := range h.views {
-		if v.c != view {
-			of = append(of, v.c)
-		}
+		of = append(of, v.c)
 	}
 	if h.union == nil || !sameViews(h.of, of) {
 		h.union, h.of = unionContent(of), of
@@ -169,10 +170,9 @@ func (c *Client) resample(ctx context.Context, view *content) *content {
 	return newContent(*core, *named)
 }
 
-// sameViews reports whether a and b hold the same views, the first (the
-// latest, whose ETags the next refresh sends) alike.
+// sameViews reports whether a and b hold the same views.
 func sameViews(a, b []*content) bool {
-	if len(a) != len(b) || a[0] != b[0] {
+	if len(a) != len(b) {
 		return false
 	}
 	for _, x := range b {
@@ -183,8 +183,8 @@ func sameViews(a, b []*content) bool {
 	return true
 }
 
-// latestViewOrSelf is the view a union was made for (its latest), or the
-// content itself.
+// latestViewOrSelf is the view whose parts a union carries (so a 304 on
+// the union is that view's), or the content itself.
 func (c *content) latestViewOrSelf() *content {
 	if c.latestView != nil {
 		return c.latestView
@@ -192,11 +192,12 @@ func (c *content) latestViewOrSelf() *content {
 	return c
 }
 
-// unionContent joins views (the latest first): groups, versions and
-// resources in the latest view's order, then those only others have; a
-// resource both have is the latest view's. What not every view serves is
-// partial. The union's parts are the latest view's, so the next refresh is
-// conditional on that view's ETags.
+// unionContent joins views: groups, versions and resources in the first
+// view's order, then those only later ones have; a resource several have
+// is the first's. What not every view serves is partial. The union's
+// parts (its ETags, which the next refresh sends) are the first view's:
+// whichever is sent, one of the disagreeing servers answers with its
+// documents.
 func unionContent(views []*content) *content {
 	latest := views[0]
 	u := &content{core: latest.core, named: latest.named, err: latest.err, generation: generations.Add(1), latestView: latest}
@@ -328,6 +329,6 @@ func (c *Client) connectionFor(ctx context.Context, r *httpx.Request) *httpx.Cli
 	if c.fresh == nil {
 		return c.http
 	}
-	utilnet.CloseIdleConnectionsFor(c.fresh.HC.Transport.(countingTransport).next)
+	utilnet.CloseIdleConnectionsFor(c.fresh.HC.Transport)
 	return c.fresh
 }

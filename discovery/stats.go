@@ -47,6 +47,10 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return t.next.RoundTrip(req)
 }
 
+// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the
+// transport below, for requests that want a new connection.
+func (t countingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
 type counters struct {
 	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, diskLoads, surfaceHits, resamples atomic.Int64
 	watchRequests, watchEvents, watchTriggers                                                                          atomic.Int64

@@ -1,0 +1,231 @@
+//go:build linux
+
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+)
+
+// onlyNext is what v1.37.1 serves and v1.36.3 does not (realserver.md).
+var onlyNext = []schema.GroupVersionResource{
+	{Group: "certificates.k8s.io", Version: "v1", Resource: "clustertrustbundles"},
+	{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests"},
+	{Group: "resource.k8s.io", Version: "v1", Resource: "devicetaintrules"},
+	{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"},
+}
+
+func sortedGVRs(in []schema.GroupVersionResource) []schema.GroupVersionResource {
+	out := slices.Clone(in)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// resourceDifferences lists the resources (not whole group-versions) that
+// a report says not every server serves, with who serves them.
+func resourceDifferences(r *discovery.Consistency) (gvrs []schema.GroupVersionResource, servedBy map[schema.GroupVersionResource][]string) {
+	servedBy = map[schema.GroupVersionResource][]string{}
+	for _, d := range r.Differences {
+		if d.Resource != "" {
+			gvr := d.GroupVersion.WithResource(d.Resource)
+			gvrs = append(gvrs, gvr)
+			servedBy[gvr] = d.ServedBy
+		}
+	}
+	return sortedGVRs(gvrs), servedBy
+}
+
+// TestConsistencyOnRealPair: against a real v1.36.3 + v1.37.1 control
+// plane behind a round-robin balancer, CheckConsistency finds both servers
+// through their identity leases, asks each directly, and names what
+// differs: the four resources only v1.37.1 serves (which v1.36.3's merged
+// view gets from its peer), and the resources whose storage versions the
+// servers disagree on. Through the balancer alone it reaches both in a few
+// samples and says so.
+func TestConsistencyOnRealPair(t *testing.T) {
+	p := startHA(t, haOptions{peerProxy: true, storageVersionAPI: true})
+	ctx := context.Background()
+	c, err := discovery.New(p.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, next := p.servers[0], p.servers[1]
+	var r *discovery.Consistency
+	eventually(t, "both servers' leases and peer-aggregated discovery", 60*time.Second, func() (bool, string) {
+		r, err = c.CheckConsistency(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		reached := 0
+		for _, s := range r.Servers {
+			if s.View != nil && len(s.FromPeers) > 0 || s.Version == next.version {
+				reached++
+			}
+		}
+		return reached == 2, fmt.Sprintf("%d servers, %s", len(r.Servers), r.Certainty)
+	})
+	logReport(t, r)
+	if r.Consistent() || r.Certainty != discovery.EveryServerAsked || r.Samples != 0 {
+		t.Errorf("consistent %v, certainty %v, %d samples: want an inconsistency found by asking both directly", r.Consistent(), r.Certainty, r.Samples)
+	}
+	byName := map[string]discovery.ServerReport{}
+	for _, s := range r.Servers {
+		byName[s.Hostname] = s
+	}
+	if byName[old.name].Version != old.version || byName[next.name].Version != next.version {
+		t.Errorf("versions: %s=%s %s=%s", old.name, byName[old.name].Version, next.name, byName[next.name].Version)
+	}
+	gvrs, servedBy := resourceDifferences(r)
+	if !slices.Equal(gvrs, sortedGVRs(onlyNext)) {
+		t.Errorf("resources that differ: %v, want %v", gvrs, onlyNext)
+	}
+	for gvr, by := range servedBy {
+		if !slices.Equal(by, []string{next.name}) {
+			t.Errorf("%s served by %v, want %s alone", gvr, by, next.name)
+		}
+	}
+	if got := sortedGVRs(byName[old.name].FromPeers); !slices.Equal(got, sortedGVRs(onlyNext)) {
+		t.Errorf("%s gets %v from its peer, want %v", old.name, got, onlyNext)
+	}
+	if got := byName[next.name].FromPeers; len(got) != 0 {
+		t.Errorf("%s gets %v from its peer, want nothing", next.name, got)
+	}
+	if !r.StorageVersionAPI || !slices.ContainsFunc(r.StorageVersions, func(d discovery.StorageVersionDisagreement) bool {
+		return d.Resource == schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"} &&
+			d.Encodings[old.name] == "admissionregistration.k8s.io/v1beta1" && d.Encodings[next.name] == "admissionregistration.k8s.io/v1"
+	}) {
+		t.Errorf("storage versions: API %v, %+v; want mutatingadmissionpolicies in v1beta1 on %s and v1 on %s", r.StorageVersionAPI, r.StorageVersions, old.name, next.name)
+	}
+
+	// Through the balancer only: each sample a new connection.
+	before := p.lb.connections()
+	through, err := c.CheckConsistency(ctx, discovery.ThroughURLOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logReport(t, through)
+	if through.Certainty != discovery.EveryServerSampled || through.Samples > 4 || through.Consistent() {
+		t.Errorf("through the balancer: %v after %d samples, consistent %v; want both servers told apart within 4", through.Certainty, through.Samples, through.Consistent())
+	}
+	after := p.lb.connections()
+	t.Logf("balancer connections per server: before %v, after %v; %d samples", before, after, through.Samples)
+	if g, _ := resourceDifferences(through); !slices.Equal(g, sortedGVRs(onlyNext)) {
+		t.Errorf("through the balancer, resources that differ: %v", g)
+	}
+
+	// One server gone: its lease is still current, it cannot be asked,
+	// and the report says it cannot tell.
+	next.stop()
+	p.lb.takeOut(1)
+	gone, err := c.CheckConsistency(ctx, discovery.WithSamples(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logReport(t, gone)
+	if gone.Certainty != discovery.NotEveryServerSeen {
+		t.Errorf("with %s down: certainty %v", next.name, gone.Certainty)
+	}
+}
+
+func logReport(t *testing.T, r *discovery.Consistency) {
+	t.Helper()
+	t.Logf("consistent %v, %v, %d samples, merged %.12s", r.Consistent(), r.Certainty, r.Samples, r.MergedETag)
+	for _, s := range r.Servers {
+		t.Logf("  %s: identity %s alive %v address %q version %s etag %.12s samples %d from peers %d err %v", s.Name(), s.Identity, s.Alive, s.Address, s.Version, s.ETag, s.Samples, len(s.FromPeers), s.Err)
+	}
+	for _, d := range r.Differences {
+		t.Logf("  differs: %s %s served by %v, not by %v", d.GroupVersion, d.Resource, d.ServedBy, d.MissingFrom)
+	}
+	for _, d := range r.StorageVersions {
+		t.Logf("  storage version: %s %v", d.Resource, d.Encodings)
+	}
+}
+
+// churn makes every request of a client open a new connection, as a
+// balancer that moves clients between servers does (or a server's
+// --goaway-chance), so that a round-robin balancer alternates servers.
+type churn struct{ next http.RoundTripper }
+
+func (c churn) RoundTrip(r *http.Request) (*http.Response, error) {
+	utilnet.CloseIdleConnectionsFor(c.next)
+	return c.next.RoundTrip(r)
+}
+
+// TestNoFlappingOnRealPair: without the peer proxy, the two servers
+// disagree, and a client whose requests alternate between them through
+// the balancer sees one mixed snapshot (the four resources partial), not
+// a change every other refresh: 100 refreshes, at most one change event.
+// A CRD then created is told once.
+func TestNoFlappingOnRealPair(t *testing.T) {
+	p := startHA(t, haOptions{})
+	ctx := context.Background()
+	cfg := rest.CopyConfig(p.config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return churn{rt} }
+	c, err := discovery.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var changes []discovery.Change
+	defer c.Subscribe(func(ch discovery.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, ch)
+	})()
+	events := func() int { mu.Lock(); defer mu.Unlock(); return len(changes) }
+	refresh := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := c.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	refresh(100)
+	s := c.Current()
+	_, partial := s.Partial()
+	t.Logf("after 100 refreshes: %d change events, mixed %v, partial %v, connections %v, stats %+v", events(), s.Mixed(), partial, p.lb.connections(), c.Stats())
+	if n := events(); n > 1 {
+		t.Errorf("100 refreshes through alternating servers: %d change events, want at most 1", n)
+	}
+	if !s.Mixed() || !slices.Equal(sortedGVRs(partial), sortedGVRs(onlyNext)) {
+		t.Errorf("mixed %v, partial %v: want the four resources only v1.37.1 serves", s.Mixed(), partial)
+	}
+
+	before := events()
+	dyn, err := dynamic.NewForConfig(p.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(crdGVR).Create(ctx, crd("Namespaced", "v1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gv := schema.GroupVersion{Group: group, Version: "v1"}
+	eventually(t, "both servers serve the CRD", 30*time.Second, func() (bool, string) {
+		refresh(1)
+		_, partial := c.Current().Partial()
+		_, ok := c.Current().Version(gv)
+		return ok && !slices.ContainsFunc(partial, func(r schema.GroupVersionResource) bool { return r.GroupVersion() == gv }), fmt.Sprintf("served %v, partial %v", ok, partial)
+	})
+	refresh(50)
+	if n := events() - before; n != 1 {
+		t.Errorf("a CRD created: %d change events, want 1", n)
+	}
+}
