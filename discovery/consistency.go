@@ -87,7 +87,7 @@ type ServerReport struct {
 }
 
 // Name is how the report names the server: its hostname, its identity,
-// or the address or version it was seen with.
+// its address, or the version and discovery it was seen with.
 func (s *ServerReport) Name() string {
 	switch {
 	case s.Hostname != "":
@@ -97,7 +97,8 @@ func (s *ServerReport) Name() string {
 	case s.Address != "":
 		return s.Address
 	}
-	return "unnamed server (" + s.Version + ")"
+	etag := strings.Trim(s.ETag, `"`)
+	return fmt.Sprintf("unnamed %s (discovery %.8s)", s.Version, etag)
 }
 
 // Difference is a group-version, or one of its resources, that not every

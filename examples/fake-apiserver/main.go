@@ -57,6 +57,7 @@ func run() error {
 		generation = flag.String("generation", "v2", "discovery formats served: v2 (1.33+), v2+v2beta1 (1.30-1.32), v2beta1 (1.26-1.29), legacy (<1.26)")
 		backends   = flag.Int("backends", 1, "API servers behind the one URL (HA)")
 		sticky     = flag.Bool("sticky", false, "with --backends: route each connection to one backend instead of round-robin")
+		upgraded   = flag.Bool("upgraded-backend", false, "with --backends: the last backend also serves upgraded.example.com/v1 (one CRD), as the first server of an upgrade does")
 		peer       = flag.Bool("peer-aggregated", false, "serve peer-aggregated discovery (KEP-4020) across the backends")
 		stale      = flag.String("stale", "", "a group/version to mark Stale, as an unreachable aggregated API server (e.g. metrics.k8s.io/v1beta1, added if absent)")
 		logRequest = flag.Bool("log-requests", false, "log each request to stderr")
@@ -119,6 +120,15 @@ func run() error {
 		}
 		servers, serve = []*discoverytest.Server{srv}, srv
 		clusterPaths = map[string]string{"fake-apiserver": ""}
+		if *upgraded {
+			if *backends < 2 {
+				return errors.New("--upgraded-backend needs --backends 2 or more")
+			}
+			last := srv.Backends()[*backends-1]
+			if err := last.AddCRD(discoverytest.CRD{Group: "upgraded.example.com", Versions: []string{"v1"}, Kind: "Upgrade"}); err != nil {
+				return err
+			}
+		}
 	}
 	if *stale != "" {
 		for _, srv := range servers {

@@ -1,0 +1,159 @@
+// Command consistency tells whether the API servers of a kubeconfig's
+// cluster serve the same discovery (they do not while an HA control plane
+// is upgraded), from what the cluster tells about itself: its identity
+// leases, each server's own view (profile=nopeer) and version, asked at the
+// server's own address where it can be reached and otherwise sampled
+// through the cluster's URL, and the StorageVersion API where it is served.
+// It prints a row per server, what not every server serves, and the
+// resources whose storage versions differ.
+//
+// Exit status: 0 when every server agrees, 1 when they do not, 2 when it
+// cannot tell (a server could not be reached or told apart, or the check
+// failed).
+//
+//	go run ./examples/consistency            # the embedded fake cluster: two servers, one upgraded
+//	go run ./examples/consistency --kubeconfig ~/.kube/config --through-url
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
+)
+
+// Exit statuses.
+const (
+	agree      = 0
+	disagree   = 1
+	cannotTell = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type options struct {
+	conn       cli.Connection
+	samples    int
+	throughURL bool
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := &options{}
+	fs := cli.NewFlagSet("consistency")
+	o.conn.Register(fs)
+	fs.IntVar(&o.samples, "samples", discovery.DefaultConsistencySamples, "requests through the cluster's URL, each on a new connection, to reach servers that cannot be asked directly")
+	fs.BoolVar(&o.throughURL, "through-url", false, "ask only through the cluster's URL, as from outside the cluster's network")
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return agree
+		}
+		fmt.Fprintln(stderr, "error:", err)
+		return cannotTell
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "error: unexpected arguments %q\n", fs.Args())
+		return cannotTell
+	}
+	// The embedded cluster: two API servers behind one URL, each
+	// connection to one of them, the second upgraded first.
+	o.conn.EmbeddedArgs = []string{"--backends", "2", "--sticky", "--upgraded-backend"}
+	cfg, stop, _, err := o.conn.Config(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return cannotTell
+	}
+	defer stop()
+	c, err := discovery.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return cannotTell
+	}
+	opts := []discovery.ConsistencyOption{discovery.WithSamples(max(o.samples, 1))}
+	if o.throughURL {
+		opts = append(opts, discovery.ThroughURLOnly())
+	}
+	r, err := c.CheckConsistency(ctx, opts...)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return cannotTell
+	}
+	report(stdout, r)
+	switch {
+	case !r.Consistent():
+		fmt.Fprintf(stdout, "\nThe API servers disagree (%s, %d samples through the URL).\n", r.Certainty, r.Samples)
+		return disagree
+	case r.Certainty == discovery.NotEveryServerSeen:
+		fmt.Fprintf(stdout, "\nThe servers seen agree, but not every server was seen (%d samples through the URL): cannot tell.\n", r.Samples)
+		return cannotTell
+	}
+	fmt.Fprintf(stdout, "\nEvery API server serves the same discovery (%s, %d samples through the URL).\n", r.Certainty, r.Samples)
+	return agree
+}
+
+func report(w io.Writer, r *discovery.Consistency) {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tIDENTITY\tVERSION\tREACHED\tDISCOVERY\tFROM PEERS\tERROR")
+	for _, s := range r.Servers {
+		reached := "-"
+		switch {
+		case s.Address != "":
+			reached = s.Address
+		case s.View != nil:
+			reached = fmt.Sprintf("through the URL (%d samples)", s.Samples)
+		}
+		etag := strings.Trim(s.ETag, `"`)
+		if len(etag) > 12 {
+			etag = etag[:12]
+		}
+		errText := ""
+		if s.Err != nil {
+			errText = s.Err.Error()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name(), or(s.Identity), or(s.Version), reached, or(etag), len(s.FromPeers), errText)
+	}
+	_ = tw.Flush()
+	if len(r.Differences) > 0 {
+		fmt.Fprintln(w, "\nNOT SERVED BY EVERY SERVER")
+		for _, d := range r.Differences {
+			what := d.GroupVersion.String()
+			if d.Resource != "" {
+				what += " " + d.Resource
+			}
+			fmt.Fprintf(w, "%s: served by %s; not by %s\n", what, strings.Join(d.ServedBy, ", "), strings.Join(d.MissingFrom, ", "))
+		}
+	}
+	if len(r.StorageVersions) > 0 {
+		fmt.Fprintln(w, "\nSTORAGE VERSIONS THAT DIFFER")
+		for _, d := range r.StorageVersions {
+			var parts []string
+			for server, v := range d.Encodings {
+				parts = append(parts, server+" "+v)
+			}
+			slices.Sort(parts)
+			fmt.Fprintf(w, "%s: %s\n", d.Resource, strings.Join(parts, ", "))
+		}
+	}
+}
+
+func or(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
