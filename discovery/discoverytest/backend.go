@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
 	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
@@ -30,6 +33,8 @@ type Backend struct {
 	version []byte
 	changed func()     // tells the Server, so peer-aggregated views and the objects are rebuilt
 	specs   *specCache // OpenAPI documents shared with a fleet's other Servers, or nil
+	leases  *leaseStore
+	url     atomic.Pointer[string] // set by Start before it serves
 
 	// mu guards content and published. It is held only for in-memory work:
 	// updating the real handlers' state, never for a request.
@@ -44,7 +49,9 @@ type Backend struct {
 	handler   http.Handler
 }
 
-func newBackend(id string, gen Generation, c *content, peers aggregated.PeerDiscoveryProvider, specs *specCache) (*Backend, error) {
+// newBackend builds backend id; gitVersion, if not empty, is what its
+// /version says.
+func newBackend(id string, gen Generation, gitVersion string, c *content, peers aggregated.PeerDiscoveryProvider, specs *specCache) (*Backend, error) {
 	b := &Backend{
 		id:        id,
 		specs:     specs,
@@ -58,11 +65,12 @@ func newBackend(id string, gen Generation, c *content, peers aggregated.PeerDisc
 		changed:   func() {},
 	}
 	var err error
-	if b.version, err = versionDocument(gen); err != nil {
+	if b.version, err = versionDocument(gen, gitVersion); err != nil {
 		return nil, err
 	}
 	if peers != nil {
-		b.peer = aggregated.NewPeerAggregatedDiscoveryHandler(id, b.apis, peers, "apis")
+		// A real server's peer handler knows itself by its API server ID.
+		b.peer = aggregated.NewPeerAggregatedDiscoveryHandler(identityLeaseName(id), b.apis, peers, "apis")
 	}
 	b.mu.Lock()
 	b.syncLocked()
@@ -71,8 +79,21 @@ func newBackend(id string, gen Generation, c *content, peers aggregated.PeerDisc
 	return b, nil
 }
 
-// ID names the backend in the request log and in peer-aggregated discovery.
+// ID names the backend in the request log. It is its hostname too, from
+// which its identity lease is named (see LeaseName).
 func (b *Backend) ID() string { return b.id }
+
+// URL is the base URL of the backend alone: requests there are answered by
+// this backend, with the Server's authentication, faults and request log,
+// whatever the Server's routing. Start gives every backend one, its own
+// loopback listener; it is "" for a Server not served by Start. Its
+// host:port is the peer-advertise-address of the backend's identity lease.
+func (b *Backend) URL() string {
+	if u := b.url.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
 
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.handler.ServeHTTP(w, r) }
 
@@ -287,12 +308,34 @@ func (b *Backend) localDiscovery() ([]apidiscoveryv2.APIGroupDiscovery, error) {
 	return list.Items, nil
 }
 
-func versionDocument(gen Generation) ([]byte, error) {
+// versionDocument is what /version answers: the generation's version, or
+// gitVersion if not empty.
+func versionDocument(gen Generation, gitVersion string) ([]byte, error) {
 	var info version.Info
 	if err := readFixture("version.json", &info); err != nil {
 		return nil, err
 	}
 	info.Major, info.Minor, info.GitVersion = gen.gitVersion()
 	info.EmulationMajor, info.EmulationMinor = info.Major, info.Minor
+	if gitVersion != "" {
+		v, err := parseGitVersion(gitVersion)
+		if err != nil {
+			return nil, err
+		}
+		info.GitVersion = gitVersion
+		info.Major, info.Minor = strconv.Itoa(int(v.Major())), strconv.Itoa(int(v.Minor()))
+		info.EmulationMajor, info.EmulationMinor = info.Major, info.Minor
+		info.MinCompatibilityMajor, info.MinCompatibilityMinor = info.Major, strconv.Itoa(max(int(v.Minor())-1, 0))
+	}
 	return json.Marshal(info)
+}
+
+// parseGitVersion reads a kube-apiserver gitVersion: "v", then
+// major.minor.patch, then perhaps a pre-release or build suffix.
+func parseGitVersion(s string) (*utilversion.Version, error) {
+	v, err := utilversion.ParseSemantic(s)
+	if err != nil || !strings.HasPrefix(s, "v") {
+		return nil, fmt.Errorf("discoverytest: %q is not a gitVersion such as v1.37.1", s)
+	}
+	return v, nil
 }

@@ -28,8 +28,16 @@
 //     RemoveGroupVersion, RemoveGroup, SetStale (an unreachable aggregated
 //     API server) and ChangeSchema (a new OpenAPI ?hash=).
 //   - HA: WithBackends puts several API servers behind one URL, round-robin
-//     or sticky per connection; Server.Backends changes one of them.
-//   - peer-aggregated discovery: WithPeerAggregation.
+//     or sticky per connection; Server.Backends changes one of them. Each
+//     tells about itself as a real cluster's servers do: its own /version
+//     (WithBackendVersions), an identity lease in kube-system
+//     (coordination.k8s.io/v1, named from its hostname, with its
+//     peer-advertise-address; Backend.SetLeaseRenewTime and RemoveLease
+//     make it look dead or gone), and, under Start, a URL of its own
+//     (Backend.URL) that reaches it alone.
+//   - peer-aggregated discovery: WithPeerAggregation. The fake's HA mode,
+//     with and without it, answers as a recorded mixed-version pair of real
+//     kube-apiservers did (testdata/ha).
 //   - faults per path (Server.InjectFault): latency, status codes with
 //     Retry-After, a reset or truncated body, a wrong Content-Type, an
 //     oversized body.
@@ -91,6 +99,7 @@
 //     fixture); legacy.go and openapi.go: the legacy and OpenAPI views of it.
 //   - generation.go: which discovery formats a server generation serves.
 //   - objects.go, watch.go: CRD and APIService objects, LIST, GET and WATCH.
+//   - leases.go: the backends' identity leases, LIST and GET.
 //   - faults.go: [Fault] and InjectFault; auth.go: bearer tokens.
 //   - log.go: the request log ([Request], [Stats]).
 //   - start.go, inprocess.go: [Start] and [StartInProcess].

@@ -381,6 +381,24 @@ func (st *objectStore) emitLocked(e event) {
 	}
 }
 
+// write hands out the resourceVersion of a write to something other than
+// the objects here (an identity lease): the counter is etcd's, shared by
+// every resource. It emits no event, since no watch here is of that
+// resource.
+func (st *objectStore) write() uint64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.rv++
+	return st.rv
+}
+
+// current is the resourceVersion of the last write.
+func (st *objectStore) current() uint64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.rv
+}
+
 // compactLocked forgets the history: a watch can resume only from now on.
 func (st *objectStore) compactLocked() {
 	st.history = nil

@@ -33,6 +33,7 @@ type options struct {
 	crds, crdGroups int
 	backends        int
 	routing         Routing
+	versions        []string // gitVersion per backend, or nil
 	peer            bool
 	token           string
 	bookmarks       time.Duration
@@ -82,6 +83,25 @@ func WithBackends(n int, routing Routing) Option {
 			return fmt.Errorf("discoverytest: WithBackends(%d): need at least one backend", n)
 		}
 		o.backends, o.routing = n, routing
+		return nil
+	}
+}
+
+// WithBackendVersions makes backend i answer /version as a kube-apiserver
+// of versions[i] (a gitVersion such as "v1.37.1"), with major and minor,
+// and the emulation and minimum compatibility versions (minor and minor-1)
+// derived from it, as a cluster mid-upgrade answers. It gives one version
+// per backend (see WithBackends), and changes /version alone: discovery
+// is still what the generation and the content say. Default: every backend
+// says the version of its generation (v1.36.3 for GenerationV2).
+func WithBackendVersions(versions ...string) Option {
+	return func(o *options) error {
+		for _, v := range versions {
+			if _, err := parseGitVersion(v); err != nil {
+				return err
+			}
+		}
+		o.versions = append([]string(nil), versions...)
 		return nil
 	}
 }
@@ -143,7 +163,9 @@ func WithWatchForbidden() Option {
 // CustomResourceDefinitions (apiextensions.k8s.io/v1) and APIServices
 // (apiregistration.k8s.io/v1): one set of objects for the cluster, derived
 // from the first backend's content after each change, with a watch
-// history to resume from (see DropWatches, CompactWatchHistory).
+// history to resume from (see DropWatches, CompactWatchHistory); and LIST
+// and GET of the API server identity leases (coordination.k8s.io/v1 in
+// kube-system), one per backend (see Backend.LeaseName).
 type Server struct {
 	opts     options // as built, for Server.clone
 	token    string
@@ -155,6 +177,7 @@ type Server struct {
 	handler  http.Handler
 
 	objects        *objectStore
+	leases         *leaseStore
 	discoveryDelay time.Duration
 	applying       sync.Mutex // serializes delayed changes (see applyDue)
 }
@@ -170,6 +193,9 @@ func NewServer(opts ...Option) (*Server, error) {
 	}
 	if o.peer && o.generation != GenerationV2 {
 		return nil, errors.New("discoverytest: peer-aggregated discovery needs GenerationV2")
+	}
+	if o.versions != nil && len(o.versions) != o.backends {
+		return nil, fmt.Errorf("discoverytest: WithBackendVersions gives %d versions for %d backends", len(o.versions), o.backends)
 	}
 	base, err := loadFixtureContent(o.builtins)
 	if err != nil {
@@ -194,16 +220,23 @@ func newServer(o options, contentOf func(i int) *content) (*Server, error) {
 		objects:        newObjectStore(o.bookmarks, o.watchForbidden),
 		discoveryDelay: o.discoveryDelay,
 	}
+	s.leases = newLeaseStore(s.objects, s.invalidatePeers)
 	for i := range o.backends {
 		id := fmt.Sprintf("apiserver-%d", i)
 		var peers aggregated.PeerDiscoveryProvider
 		if o.peer {
 			peers = peerView{server: s, self: id}
 		}
-		b, err := newBackend(id, o.generation, contentOf(i), peers, o.specs)
+		var gitVersion string
+		if o.versions != nil {
+			gitVersion = o.versions[i]
+		}
+		b, err := newBackend(id, o.generation, gitVersion, contentOf(i), peers, o.specs)
 		if err != nil {
 			return nil, err
 		}
+		b.leases = s.leases
+		s.leases.add(b)
 		first := i == 0
 		b.changed = func() {
 			s.invalidatePeers()
@@ -219,11 +252,27 @@ func newServer(o options, contentOf func(i int) *content) (*Server, error) {
 	s.objects.mu.Lock()
 	s.objects.compactLocked()
 	s.objects.mu.Unlock()
-	s.handler = s.log.wrap(s.faults.wrap(filters.WithCacheControl(s.authenticate(http.HandlerFunc(s.route)))))
+	s.handler = s.log.wrap(s.chain(s.route))
 	return s, nil
 }
 
+// chain puts what every request goes through after the log, whichever URL
+// it came to, in front of h: faults, Cache-Control and authentication.
+func (s *Server) chain(h http.HandlerFunc) http.Handler {
+	return s.faults.wrap(filters.WithCacheControl(s.authenticate(h)))
+}
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// backendHandler serves b alone, as the listener of b's own URL does. The
+// log names b even for a request refused before it reaches b.
+func (s *Server) backendHandler(b *Backend) http.Handler {
+	next := s.chain(func(w http.ResponseWriter, r *http.Request) { s.serve(b, w, r) })
+	return s.log.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(backendHeader, b.id)
+		next.ServeHTTP(w, r)
+	}))
+}
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	var b *Backend
@@ -237,9 +286,20 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	default:
 		b = s.backends[(s.next.Add(1)-1)%uint64(len(s.backends))]
 	}
+	s.serve(b, w, r)
+}
+
+// serve answers a request with backend b: its own discovery, OpenAPI and
+// /version, and the cluster's objects and leases, which every backend
+// serves alike.
+func (s *Server) serve(b *Backend, w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(backendHeader, b.id)
 	if _, _, ok := objectRoute(r.URL.Path); ok {
 		s.objects.ServeHTTP(w, r)
+		return
+	}
+	if _, _, ok := leaseRoute(r.URL.Path); ok {
+		s.leases.ServeHTTP(w, r)
 		return
 	}
 	b.ServeHTTP(w, r)
@@ -348,8 +408,9 @@ func (s *Server) invalidatePeers() {
 	}
 }
 
-// peerView gives one backend the local discovery of every other backend, as
-// the peer proxy of a real API server fetches it.
+// peerView gives one backend the local discovery of every other backend
+// that has an identity lease, keyed by its lease name (its API server ID),
+// as the peer proxy of a real API server finds its peers and fetches it.
 type peerView struct {
 	server *Server
 	self   string
@@ -358,14 +419,14 @@ type peerView struct {
 func (v peerView) GetPeerResources() map[string][]apidiscoveryv2.APIGroupDiscovery {
 	out := map[string][]apidiscoveryv2.APIGroupDiscovery{}
 	for _, b := range v.server.backends {
-		if b.id == v.self {
+		if b.id == v.self || !v.server.leases.exists(b) {
 			continue
 		}
 		groups, err := b.localDiscovery()
 		if err != nil {
 			continue // an unreachable peer contributes nothing, as in a real cluster
 		}
-		out[b.id] = groups
+		out[b.LeaseName()] = groups
 	}
 	return out
 }

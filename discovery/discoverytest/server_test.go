@@ -300,6 +300,10 @@ func TestBadOptions(t *testing.T) {
 		"zero backends":       {discoverytest.WithBackends(0, discoverytest.RoundRobin)},
 		"unknown generation":  {discoverytest.WithGeneration(discoverytest.Generation(42))},
 		"peer on old servers": {discoverytest.WithGeneration(discoverytest.GenerationV2Beta1), discoverytest.WithPeerAggregation()},
+		"a version too many":  {discoverytest.WithBackendVersions("v1.36.3", "v1.37.1")},
+		"a version too few":   {discoverytest.WithBackends(3, discoverytest.RoundRobin), discoverytest.WithBackendVersions("v1.36.3", "v1.37.1")},
+		"not a gitVersion":    {discoverytest.WithBackendVersions("1.37")},
+		"no v":                {discoverytest.WithBackendVersions("1.37.1")},
 	} {
 		if _, err := discoverytest.NewServer(opts...); err == nil {
 			t.Errorf("%s: no error", name)
