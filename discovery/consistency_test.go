@@ -2,21 +2,26 @@ package discovery_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 )
 
-// TestCheckConsistencyBySampling: an HA cluster that names none of its
-// servers (no identity leases readable) behind a balancer that gives each
-// connection to one server: the check samples through the URL on new
-// connections, tells the disagreeing servers apart (one is upgraded and
-// serves a new group), names what differs, and says it cannot be sure it
-// saw every server; servers that agree are consistent.
+// TestCheckConsistencyBySampling: a client built without a rest.Config
+// cannot ask the servers its cluster's leases name at their own addresses:
+// behind a balancer that gives each connection to one server, the check
+// samples through the URL on new connections, tells the disagreeing
+// servers apart (one is upgraded and serves a new group) and names what
+// differs; servers that agree cannot be told apart, and it says it cannot
+// be sure it saw them all.
 func TestCheckConsistencyBySampling(t *testing.T) {
 	for _, peer := range []bool{false, true} {
 		opts := []discoverytest.Option{discoverytest.WithBackends(2, discoverytest.Sticky)}
@@ -34,8 +39,17 @@ func TestCheckConsistencyBySampling(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err = c.CheckConsistency(ctx, discovery.WithSamples(16))
-		if err != nil || got.Consistent() || len(got.Servers) != 2 {
+		if err != nil || got.Consistent() || got.Certainty != discovery.EveryServerSampled {
 			t.Fatalf("peer=%v, disagreeing servers: %+v %v", peer, got, err)
+		}
+		sampled := 0
+		for _, s := range got.Servers {
+			if s.View != nil && s.Samples > 0 && s.Identity == "" {
+				sampled++
+			}
+		}
+		if sampled != 2 {
+			t.Errorf("peer=%v: %d servers told apart through the URL, want 2", peer, sampled)
 		}
 		gv := schema.GroupVersion{Group: "upgraded.example.com", Version: "v1"}
 		if !slices.ContainsFunc(got.Differences, func(d discovery.Difference) bool { return d.GroupVersion == gv && d.Resource == "" }) {
@@ -48,5 +62,68 @@ func TestCheckConsistencyBySampling(t *testing.T) {
 	}
 	if _, err := newClient(t, "http://127.0.0.1:1").CheckConsistency(context.Background(), discovery.WithSamples(0)); err == nil {
 		t.Errorf("zero samples accepted")
+	}
+}
+
+// TestCheckConsistencyFromLeases: a cluster whose identity leases name
+// its servers and their addresses (discoverytest's HA mode, as a real
+// cluster's) has each asked directly: versions, own views, what each gets
+// from its peers, and what differs, with every server asked and no
+// sample through the URL. A server whose lease expired is not asked, and
+// is reported so; through the URL only, both are told apart by sampling.
+func TestCheckConsistencyFromLeases(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky),
+		discoverytest.WithPeerAggregation(), discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"))
+	upgraded := schema.GroupVersion{Group: "upgraded.example.com", Version: "v1"}
+	old, next := srv.Backends()[0], srv.Backends()[1]
+	if err := next.AddCRD(discoverytest.CRD{Group: upgraded.Group, Versions: []string{"v1"}, Kind: "New"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := discovery.New(&rest.Config{Host: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := c.CheckConsistency(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Consistent() || r.Certainty != discovery.EveryServerAsked || r.Samples != 0 || len(r.Servers) != 2 {
+		t.Fatalf("%+v", r)
+	}
+	for i, b := range []*discoverytest.Backend{old, next} {
+		s := r.Servers[i]
+		if s.Identity != b.LeaseName() || s.Hostname != b.ID() || !strings.HasSuffix(b.URL(), "//"+s.Address) || s.View == nil || !s.Alive {
+			t.Errorf("server %d: %+v, want backend %s at %s", i, s, b.LeaseName(), b.URL())
+		}
+	}
+	if r.Servers[0].Version != "v1.36.3" || r.Servers[1].Version != "v1.37.1" {
+		t.Errorf("versions %s %s", r.Servers[0].Version, r.Servers[1].Version)
+	}
+	if got := r.Servers[0].FromPeers; len(got) != 1 || got[0].GroupVersion() != upgraded {
+		t.Errorf("%s from its peer: %v, want the upgraded group's resource", old.ID(), got)
+	}
+	want := discovery.Difference{GroupVersion: upgraded, ServedBy: []string{next.ID()}, MissingFrom: []string{old.ID()}}
+	if len(r.Differences) != 2 || !reflect.DeepEqual(r.Differences[0], want) || r.Differences[1].Resource == "" {
+		t.Errorf("differences %+v, want %+v and its resource", r.Differences, want)
+	}
+
+	// Through the URL only: told apart by version and view.
+	through, err := c.CheckConsistency(ctx, discovery.ThroughURLOnly(), discovery.WithSamples(32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if through.Certainty != discovery.EveryServerSampled || through.Consistent() || through.Samples > 32 {
+		t.Errorf("through the URL: %v after %d samples", through.Certainty, through.Samples)
+	}
+
+	// A server whose lease expired is not asked.
+	next.SetLeaseRenewTime(time.Now().Add(-2 * time.Hour))
+	r, err = c.CheckConsistency(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Servers[1].Alive || r.Servers[1].View != nil || r.Servers[1].Err == nil || r.Certainty != discovery.EveryServerAsked || !r.Consistent() {
+		t.Errorf("an expired lease: %+v, certainty %v", r.Servers[1], r.Certainty)
 	}
 }

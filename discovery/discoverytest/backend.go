@@ -85,8 +85,8 @@ func (b *Backend) ID() string { return b.id }
 
 // URL is the base URL of the backend alone: requests there are answered by
 // this backend, with the Server's authentication, faults and request log,
-// whatever the Server's routing. Start gives every backend one, its own
-// loopback listener; it is "" for a Server not served by Start. Its
+// whatever the Server's routing. Start (or Server.ServeBackends) gives
+// every backend one, its own listener; it is "" otherwise. Its
 // host:port is the peer-advertise-address of the backend's identity lease.
 func (b *Backend) URL() string {
 	if u := b.url.Load(); u != nil {

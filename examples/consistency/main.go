@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The embedded cluster: two API servers behind one URL, each
 	// connection to one of them, the second upgraded first.
-	o.conn.EmbeddedArgs = []string{"--backends", "2", "--sticky", "--upgraded-backend"}
+	o.conn.EmbeddedArgs = []string{"--backends", "2", "--sticky", "--upgraded-backend", "--backend-versions", "v1.36.3,v1.37.1"}
 	cfg, stop, _, err := o.conn.Config(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)

@@ -37,22 +37,30 @@ func consistency(t *testing.T, args ...string) (code int, stdout, stderr string)
 	return code, out.String(), errOut.String()
 }
 
-// TestExitStatus: 1 when the servers disagree (with what differs), 0 when
-// every server agrees and all were seen, 2 when it cannot tell (servers
-// alike cannot be told apart through the URL, or no answer at all), 0 for
-// --help.
+// TestExitStatus: 0 when every server agrees and all were asked, 2 when
+// it cannot tell (servers alike cannot be told apart through the URL alone,
+// or no answer at all), 1 when the servers disagree (with what differs),
+// 0 for --help.
 func TestExitStatus(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky))
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky), discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"))
 	kubeconfig := writeKubeconfig(t, base)
 	code, out, errOut := consistency(t, "--kubeconfig", kubeconfig)
+	if code != agree || !strings.Contains(out, "Every API server serves the same discovery (every server asked directly") {
+		t.Errorf("servers that agree: exit %d\n%s%s", code, out, errOut)
+	}
+	// Servers alike in version and discovery cannot be told apart through
+	// the URL: it cannot tell whether it saw both.
+	_, alike := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky))
+	code, out, errOut = consistency(t, "--kubeconfig", writeKubeconfig(t, alike), "--through-url", "--samples", "4")
 	if code != cannotTell || !strings.Contains(out, "cannot tell") {
-		t.Errorf("servers that agree, but cannot be told apart: exit %d\n%s%s", code, out, errOut)
+		t.Errorf("through the URL, servers alike: exit %d\n%s%s", code, out, errOut)
 	}
 	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "upgraded.example.com", Versions: []string{"v1"}, Kind: "Upgrade"}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = consistency(t, "--kubeconfig", kubeconfig, "--samples", "32")
-	if code != disagree || !regexp.MustCompile(`(?m)^upgraded\.example\.com/v1 upgrades: served by unnamed v1\.36\.3 \(discovery \w{8}\); not by unnamed v1\.36\.3 \(discovery \w{8}\)$`).MatchString(out) {
+	code, out, errOut = consistency(t, "--kubeconfig", kubeconfig)
+	if code != disagree || !regexp.MustCompile(`(?m)^upgraded\.example\.com/v1 upgrades: served by apiserver-1; not by apiserver-0$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^apiserver-1 +apiserver-\w+ +v1\.37\.1 +127\.0\.0\.1:\d+ `).MatchString(out) {
 		t.Errorf("servers that disagree: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut := consistency(t, "--server", "http://127.0.0.1:1"); code != cannotTell || !strings.Contains(errOut, "127.0.0.1:1") {

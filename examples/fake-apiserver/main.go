@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -58,6 +59,7 @@ func run() error {
 		backends   = flag.Int("backends", 1, "API servers behind the one URL (HA)")
 		sticky     = flag.Bool("sticky", false, "with --backends: route each connection to one backend instead of round-robin")
 		upgraded   = flag.Bool("upgraded-backend", false, "with --backends: the last backend also serves upgraded.example.com/v1 (one CRD), as the first server of an upgrade does")
+		versions   = flag.String("backend-versions", "", "with --backends: each backend's /version, comma-separated (e.g. v1.36.3,v1.37.1)")
 		peer       = flag.Bool("peer-aggregated", false, "serve peer-aggregated discovery (KEP-4020) across the backends")
 		stale      = flag.String("stale", "", "a group/version to mark Stale, as an unreachable aggregated API server (e.g. metrics.k8s.io/v1beta1, added if absent)")
 		logRequest = flag.Bool("log-requests", false, "log each request to stderr")
@@ -88,6 +90,9 @@ func run() error {
 	}
 	if *peer {
 		opts = append(opts, discoverytest.WithPeerAggregation())
+	}
+	if *versions != "" {
+		opts = append(opts, discoverytest.WithBackendVersions(strings.Split(*versions, ",")...))
 	}
 	if *token != "" {
 		opts = append(opts, discoverytest.WithBearerToken(*token))
@@ -143,6 +148,16 @@ func run() error {
 		return err
 	}
 	url := fmt.Sprintf("http://%s", ln.Addr())
+	if *backends > 1 && *fleet == 0 {
+		// Each backend at an address of its own too, which its identity
+		// lease names, as a real HA cluster's servers are.
+		host, _, _ := net.SplitHostPort(ln.Addr().String())
+		stopBackends, err := servers[0].ServeBackends(host)
+		if err != nil {
+			return err
+		}
+		defer stopBackends()
+	}
 	if *kubeconfig != "" {
 		if err := writeKubeconfig(*kubeconfig, url, clusterPaths, *token); err != nil {
 			return err
