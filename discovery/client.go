@@ -157,9 +157,8 @@ type Client struct {
 	persistedAt atomic.Int64 // unix nanos of the last persisted validation
 	failedAt    atomic.Int64 // unix nanos of the last failed refresh
 
-	views     viewHistory // what servers behind one URL answered lately (mixed.go)
-	freshOnce sync.Once   // builds fresh, for requests on new connections
-	fresh     *httpx.Client
+	views atomic.Pointer[viewHistory]  // servers behind the URL that disagree (mixed.go); nil while they agree
+	fresh atomic.Pointer[httpx.Client] // for requests on new connections, built on first use
 
 	subs     subscribers
 	notifyMu sync.Mutex   // keeps change notifications in order

@@ -49,8 +49,12 @@
 // slow poll that catches API server upgrades). Where watching is forbidden
 // it falls back to [Client.Poll], which revalidates every interval.
 // [Client.CheckConsistency] delivers what coordinated discovery was
-// proposed for: whether the API servers behind one URL serve the same
-// discovery (they do not, mid-upgrade), and how their views differ.
+// proposed for: whether a cluster's API servers serve the same discovery
+// (they do not, mid-upgrade), and how their views differ, from its
+// identity leases, each server's own view (profile=nopeer) and the
+// StorageVersion API. A client whose requests reach servers that disagree
+// serves the union of their views ([Snapshot.Mixed], [Snapshot.Partial])
+// rather than flapping between them.
 //
 // # client-go
 //
@@ -73,6 +77,9 @@
 //   - change.go: [Diff], Subscribe, Poll.
 //   - watch.go: Watch (informers on CRDs and APIServices).
 //   - consistency.go: CheckConsistency.
+//   - mixed.go: views of servers that disagree behind one URL, joined.
+//   - surfaces.go, probe.go: Surfaces (what a fleet's clients share) and
+//     the fingerprint a cold start takes of its server.
 //   - persist.go: warm starts from the disk cache, last known resources.
 //   - errors.go, stats.go: typed errors, counters.
 package discovery

@@ -37,11 +37,13 @@ import (
 // in the union after it was last seen.
 const mixedWindow = 8
 
+// viewHistory is what a client whose servers disagree keeps: the views it
+// saw lately and their union. A client whose servers agree has none (it
+// costs a pointer), which is every client most of the time.
 type viewHistory struct {
 	mu    sync.Mutex
-	seq   uint64 // refreshes observed
+	seq   uint64 // refreshes observed since the servers were seen to disagree
 	views []seenView
-	mixed bool
 	union *content // the union served, reused while its views are the same
 	of    []*content
 }
@@ -54,7 +56,7 @@ type seenView struct {
 func viewKey(c *content) [2]string { return [2]string{c.core.etag, c.named.etag} }
 
 // see records a view seen now and returns the one it holds for its key.
-func (h *viewHistory) seeLocked(c *content) *content {
+func (h *viewHistory) see(c *content) *content {
 	k := viewKey(c)
 	for i := range h.views {
 		if viewKey(h.views[i].c) == k {
@@ -66,41 +68,39 @@ func (h *viewHistory) seeLocked(c *content) *content {
 	return c
 }
 
-// observe takes a refresh's snapshot s (prev is the client's view before
-// it) and returns what the client serves: s, or the union of the views of
-// disagreeing servers.
+// observe takes a refresh's snapshot s (prev is the client's snapshot
+// before it) and returns what the client serves: s, or the union of the
+// views of disagreeing servers. Refreshes run one at a time, and so does
+// observe.
 func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
-	h := &c.views
-	// Two 304s on a union answer for its latest view.
+	// Two 304s on a union answer for the view whose ETags it carries.
 	view := s.latestViewOrSelf()
 	k := viewKey(view)
+	h := c.views.Load()
 	if k[0] == "" || k[1] == "" {
 		// Legacy discovery has no ETags to tell views apart.
-		h.mu.Lock()
-		h.views, h.mixed, h.union, h.of = nil, false, nil, nil
-		h.mu.Unlock()
+		c.views.Store(nil)
 		return s
 	}
-	var before [2]string
-	if prev != nil {
-		before = viewKey(prev.latestViewOrSelf())
+	if h == nil {
+		if prev == nil || viewKey(prev.latestViewOrSelf()) == k {
+			return s
+		}
+		// A change, or another server: ask again on new connections.
+		other := c.resample(ctx, view)
+		if other == nil {
+			return s // a change, confirmed
+		}
+		h = &viewHistory{}
+		h.see(prev.latestViewOrSelf())
+		h.see(other)
+		view = h.see(view)
+		c.views.Store(h)
 	}
 	h.mu.Lock()
 	h.seq++
-	view = h.seeLocked(view)
-	mixed := h.mixed
-	h.mu.Unlock()
-	if prev != nil && before != k && !mixed {
-		// A change, or another server: ask again on a new connection.
-		if other := c.resample(ctx, view); other != nil {
-			h.mu.Lock()
-			h.seeLocked(other)
-			h.mixed = true
-			h.mu.Unlock()
-		}
-	}
-	h.mu.Lock()
-	expiring := h.mixed && slices.ContainsFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
+	view = h.see(view)
+	expiring := slices.ContainsFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
 	h.mu.Unlock()
 	if expiring {
 		// A view about to leave the union is looked for once more: a
@@ -109,7 +109,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		// that still disagrees must not flap out and in.
 		if other := c.resample(ctx, view); other != nil {
 			h.mu.Lock()
-			h.seeLocked(other)
+			h.see(other)
 			h.mu.Unlock()
 		}
 	}
@@ -118,10 +118,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 	// Views not seen for mixedWindow refreshes leave; the latest stays.
 	h.views = slices.DeleteFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
 	if len(h.views) < 2 {
-		h.mixed = false
-	}
-	if !h.mixed {
-		h.union, h.of = nil, nil
+		c.views.Store(nil)
 		if s.content != view {
 			return &Snapshot{content: view, validated: s.validated, fetched: s.fetched}
 		}
@@ -314,21 +311,22 @@ func (c *Client) connectionFor(ctx context.Context, r *httpx.Request) *httpx.Cli
 	if c.config == nil {
 		return c.http
 	}
-	c.freshOnce.Do(func() {
+	fresh := c.fresh.Load()
+	if fresh == nil {
 		cfg := rest.CopyConfig(c.config)
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
 			c.opts.logger.Debug("discovery: no client for new connections", "err", err)
-			return
+			return c.http
 		}
-		fresh := *c.http
-		fresh.HC = httpx.WithRedirectPolicy(&http.Client{Transport: countingTransport{next: hc.Transport, n: &c.stats.requests}, Timeout: hc.Timeout}, DefaultMaxRedirects)
-		c.fresh = &fresh
-	})
-	if c.fresh == nil {
-		return c.http
+		f := *c.http
+		f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: countingTransport{next: hc.Transport, n: &c.stats.requests}, Timeout: hc.Timeout}, DefaultMaxRedirects)
+		if !c.fresh.CompareAndSwap(nil, &f) {
+			utilnet.CloseIdleConnectionsFor(hc.Transport)
+		}
+		fresh = c.fresh.Load()
 	}
-	utilnet.CloseIdleConnectionsFor(c.fresh.HC.Transport)
-	return c.fresh
+	utilnet.CloseIdleConnectionsFor(fresh.HC.Transport)
+	return fresh
 }

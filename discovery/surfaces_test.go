@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -376,6 +377,10 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 		}
 		// Slow enough that every client probes before any has read.
 		srv.InjectFault("/apis", discoverytest.Fault{Latency: 200 * time.Millisecond})
+		// The fake builds its OpenAPI root on the first request, which a
+		// real server keeps built: so that no probe waits for that.
+		warmOpenAPIRoot(t, base)
+		srv.ResetRequests()
 		servers = append(servers, srv)
 		clients = append(clients, newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
 	}
@@ -424,4 +429,15 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 		t.Errorf("a host that ignores ranges had the OpenAPI root asked for %d times, want once", roots)
 	}
 	runtime.KeepAlive(clients)
+}
+
+// warmOpenAPIRoot reads a fake server's OpenAPI root once.
+func warmOpenAPIRoot(t *testing.T, base string) {
+	t.Helper()
+	resp, err := http.Get(base + "/openapi/v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }

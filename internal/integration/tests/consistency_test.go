@@ -4,10 +4,16 @@ package tests
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,6 +115,34 @@ func TestConsistencyOnRealPair(t *testing.T) {
 			d.Encodings[old.name] == "admissionregistration.k8s.io/v1beta1" && d.Encodings[next.name] == "admissionregistration.k8s.io/v1"
 	}) {
 		t.Errorf("storage versions: API %v, %+v; want mutatingadmissionpolicies in v1beta1 on %s and v1 on %s", r.StorageVersionAPI, r.StorageVersions, old.name, next.name)
+	}
+
+	// examples/consistency says the same, and exits 1.
+	bin := filepath.Join(t.TempDir(), "consistency")
+	if out, err := buildExample(bin, "consistency"); err != nil {
+		t.Fatalf("building examples/consistency: %v\n%s", err, out)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: ha, cluster: {server: %q, certificate-authority-data: %s}}]
+users: [{name: admin, user: {token: %q}}]
+contexts: [{name: ha, context: {cluster: ha, user: admin}}]
+current-context: ha
+`, p.lb.url(), base64.StdEncoding.EncodeToString(p.caPEM), token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig)
+	out, err := cmd.Output()
+	t.Logf("examples/consistency:\n%s", out)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("examples/consistency on the pair: %v, want exit status 1", err)
+	}
+	for _, gvr := range onlyNext {
+		if line := fmt.Sprintf("%s %s: served by %s; not by %s\n", gvr.GroupVersion(), gvr.Resource, next.name, old.name); !strings.Contains(string(out), line) {
+			t.Errorf("examples/consistency does not say %q", line)
+		}
 	}
 
 	// Through the balancer only: each sample a new connection.
