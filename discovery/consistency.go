@@ -601,7 +601,7 @@ func differences(servers []ServerReport) []Difference {
 	for _, s := range views {
 		contents = append(contents, s.View.content)
 	}
-	u := unionContent(contents)
+	u := unionContent(contents, nil)
 	var out []Difference
 	split := func(gv schema.GroupVersion, resource string) Difference {
 		d := Difference{GroupVersion: gv, Resource: resource}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -133,7 +134,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		of = append(of, v.c)
 	}
 	if h.union == nil || !sameViews(h.of, of) {
-		h.union, h.of = unionContent(of), of
+		h.union, h.of = unionContent(of, h.union), of
 	}
 	return &Snapshot{content: h.union, validated: s.validated, fetched: s.fetched}
 }
@@ -190,12 +191,13 @@ func (c *content) latestViewOrSelf() *content {
 }
 
 // unionContent joins views: groups, versions and resources in the first
-// view's order, then those only later ones have; a resource several have
-// is the first's. What not every view serves is partial. The union's
+// view's order, then those only later ones have; a resource several
+// describe differently is as the union before (if any) described it, when
+// one of them still does, else as the first describes it. What not every view serves is partial. The union's
 // parts (its ETags, which the next refresh sends) are the first view's:
 // whichever is sent, one of the disagreeing servers answers with its
 // documents.
-func unionContent(views []*content) *content {
+func unionContent(views []*content, before *content) *content {
 	latest := views[0]
 	u := &content{core: latest.core, named: latest.named, err: latest.err, generation: generations.Add(1), latestView: latest}
 	u.core.raw, u.named.raw = nil, nil
@@ -227,8 +229,17 @@ func unionContent(views []*content) *content {
 				for ri := range ver.Resources {
 					r := &ver.Resources[ri]
 					resources[gv.WithResource(r.Name)]++
-					if !slices.ContainsFunc(uv.Resources, func(x Resource) bool { return x.Name == r.Name }) {
+					i := slices.IndexFunc(uv.Resources, func(x Resource) bool { return x.Name == r.Name })
+					switch {
+					case i < 0:
 						uv.Resources = append(uv.Resources, *r)
+					case before != nil && !reflect.DeepEqual(uv.Resources[i], *r):
+						// Servers describe it differently (verbs, short
+						// names): the description the union served before
+						// stays while a server still gives it.
+						if old, ok := before.resource(gv, r.Name); ok && reflect.DeepEqual(*old, *r) {
+							uv.Resources[i] = *r
+						}
 					}
 				}
 			}
@@ -329,4 +340,24 @@ func (c *Client) connectionFor(ctx context.Context, r *httpx.Request) *httpx.Cli
 	}
 	utilnet.CloseIdleConnectionsFor(fresh.HC.Transport)
 	return fresh
+}
+
+// resource finds a resource of a group-version in c.
+func (c *content) resource(gv schema.GroupVersion, name string) (*Resource, bool) {
+	for gi := range c.groups {
+		g := &c.groups[gi]
+		if g.Name != gv.Group {
+			continue
+		}
+		for vi := range g.Versions {
+			if v := &g.Versions[vi]; v.Version == gv.Version {
+				for ri := range v.Resources {
+					if v.Resources[ri].Name == name {
+						return &v.Resources[ri], true
+					}
+				}
+			}
+		}
+	}
+	return nil, false
 }

@@ -260,6 +260,11 @@ func TestNoFlappingOnRealPair(t *testing.T) {
 	})
 	refresh(50)
 	if n := events() - before; n != 1 {
+		mu.Lock()
+		for _, ch := range changes[before:] {
+			t.Logf("change: +%v -%v ~%v +%v -%v ~%v", ch.AddedVersions, ch.RemovedVersions, ch.ChangedVersions, ch.AddedResources, ch.RemovedResources, ch.ChangedResources)
+		}
+		mu.Unlock()
 		t.Errorf("a CRD created: %d change events, want 1", n)
 	}
 }
