@@ -3,6 +3,8 @@ package discoverytest_test
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -207,6 +209,44 @@ func TestFleetStaleHashRedirect(t *testing.T) {
 		_, want := get(t, base+current)
 		if string(doc.JSON) != string(want) {
 			t.Errorf("DocumentAt %s: not the current document", u)
+		}
+	}
+}
+
+// TestFleetRootRanges: the rewritten OpenAPI root answers ranges as
+// kube-openapi answers them on the original, http.ServeContent's way: a
+// range in the head (a cold start's probe of the root's size, answered
+// without rewriting) and one past it state the rewritten root's size, and
+// give its bytes.
+func TestFleetRootRanges(t *testing.T) {
+	_, base := startSmallFleet(t)
+	_, whole := get(t, clusterURL(base, "c0002")+"/openapi/v3")
+	for _, rng := range []string{"bytes=0-0", "bytes=100-163", "bytes=0-9,100-109"} {
+		req, err := http.NewRequest(http.MethodGet, clusterURL(base, "c0002")+"/openapi/v3", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Range", rng)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusPartialContent {
+			t.Errorf("%s: status %d", rng, resp.StatusCode)
+			continue
+		}
+		if strings.Contains(rng, ",") {
+			if !strings.Contains(string(body), fmt.Sprintf("/%d", len(whole))) {
+				t.Errorf("%s: the parts do not state the size %d", rng, len(whole))
+			}
+			continue
+		}
+		var start, end int
+		fmt.Sscanf(rng, "bytes=%d-%d", &start, &end)
+		if got, want := resp.Header.Get("Content-Range"), fmt.Sprintf("bytes %d-%d/%d", start, end, len(whole)); got != want || string(body) != string(whole[start:end+1]) {
+			t.Errorf("%s: Content-Range %q (want %q), body %q (want %q)", rng, got, want, body, whole[start:end+1])
 		}
 	}
 }
