@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -108,6 +109,21 @@ type Fleet struct {
 
 	mu  sync.Mutex
 	own []*Server // Servers of clusters that left their surface
+
+	roots sync.Map // *Server -> *heldRoot: its OpenAPI root, for ranges in its head
+}
+
+// heldRoot is a Server's OpenAPI root as it was for one content of its
+// backend: what a range in the root's head needs, kept so that thousands of
+// clusters' size probes do not each have the root built and copied (a
+// real server serves it from a cached slice).
+type heldRoot struct {
+	content  *content
+	head     []byte // the root up to its first serverRelativeURL
+	size     int64  // without the prefix
+	urls     int64  // serverRelativeURLs, each of which gets the prefix
+	header   http.Header
+	modified time.Time
 }
 
 // NewFleet builds a surface per element of surfaces and serves the clusters
@@ -489,6 +505,22 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request) {
 // http.ServeContent: byte ranges (206) and If-Modified-Since are answered
 // on the rewritten bytes.
 func (c *Cluster) serveOpenAPIRoot(w http.ResponseWriter, r *http.Request, srv *Server) {
+	if held := c.fleet.heldRoot(srv); held != nil && r.Header.Get("If-Range") == "" {
+		// A range within the head before the first URL (a cold start's
+		// probe of the root's size, bytes=0-0) is answered without
+		// rewriting; the rewritten root's size follows from the count
+		// of URLs.
+		if end, ok := singleRangeEnd(r.Header.Get("Range")); ok && end < int64(len(held.head)) {
+			for k, v := range held.header {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length") // ServeContent sets it
+			size := held.size + held.urls*int64(len(c.prefix))
+			http.ServeContent(w, r, "", held.modified, &sizedHead{head: held.head, size: size})
+			return
+		}
+	}
+	servedFor := soleContent(srv) // read before the root: see holdRoot
 	inner := r.Clone(r.Context())
 	for _, h := range []string{"Range", "If-Range", "If-Modified-Since", "If-None-Match"} {
 		inner.Header.Del(h) // the whole root, to rewrite
@@ -507,18 +539,7 @@ func (c *Cluster) serveOpenAPIRoot(w http.ResponseWriter, r *http.Request, srv *
 		key := []byte(`"serverRelativeURL":"/`)
 		w.Header().Del("Content-Length") // ServeContent sets it
 		modified, _ := http.ParseTime(rec.header.Get("Last-Modified"))
-		if first := bytes.Index(body, key); first >= 0 && r.Header.Get("If-Range") == "" {
-			// A range within the head before the first URL (a cold
-			// start's probe of the root's size, bytes=0-0) is answered
-			// without rewriting, which for thousands of clusters would
-			// cost the fake what a real server does not spend: the
-			// rewritten root's size follows from the count of URLs.
-			if end, ok := singleRangeEnd(r.Header.Get("Range")); ok && end < int64(first) {
-				size := int64(len(body)) + int64(bytes.Count(body, key))*int64(len(c.prefix))
-				http.ServeContent(w, r, "", modified, &sizedHead{head: body[:first], size: size})
-				return
-			}
-		}
+		c.fleet.holdRoot(srv, servedFor, body, rec.header, modified)
 		body = bytes.ReplaceAll(body, key, []byte(`"serverRelativeURL":"`+c.prefix+`/`))
 		http.ServeContent(w, r, "", modified, bytes.NewReader(body))
 		return
@@ -652,4 +673,44 @@ func (s *sizedHead) Seek(offset int64, whence int) (int64, error) {
 		s.off = s.size + offset
 	}
 	return s.off, nil
+}
+
+// soleContent is the content of srv's backend, nil for a Server of
+// several backends (whose roots are not held).
+func soleContent(srv *Server) *content {
+	if len(srv.backends) != 1 {
+		return nil
+	}
+	b := srv.backends[0]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.content
+}
+
+// heldRoot returns srv's held root if it is of its backend's current
+// content.
+func (f *Fleet) heldRoot(srv *Server) *heldRoot {
+	v, ok := f.roots.Load(srv)
+	if !ok {
+		return nil
+	}
+	held := v.(*heldRoot)
+	if current := soleContent(srv); current == nil || held.content != current {
+		return nil
+	}
+	return held
+}
+
+// holdRoot keeps what a range in the head of srv's root needs. servedFor
+// is the backend's content read before the root was served: a change in
+// between makes the held root look older than it is (it is not used),
+// never newer.
+func (f *Fleet) holdRoot(srv *Server, servedFor *content, body []byte, header http.Header, modified time.Time) {
+	key := []byte(`"serverRelativeURL":"/`)
+	first := bytes.Index(body, key)
+	if servedFor == nil || first < 0 {
+		return
+	}
+	f.roots.Store(srv, &heldRoot{content: servedFor, head: bytes.Clone(body[:first]), size: int64(len(body)),
+		urls: int64(bytes.Count(body, key)), header: header.Clone(), modified: modified})
 }

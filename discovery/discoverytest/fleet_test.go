@@ -219,9 +219,41 @@ func TestFleetStaleHashRedirect(t *testing.T) {
 // without rewriting) and one past it state the rewritten root's size, and
 // give its bytes.
 func TestFleetRootRanges(t *testing.T) {
-	_, base := startSmallFleet(t)
-	_, whole := get(t, clusterURL(base, "c0002")+"/openapi/v3")
+	f, base := startSmallFleet(t)
+	checkRootRanges(t, base)
+	// A change to the cluster (and to its surface's other clusters'
+	// server): the size probe of its root, asked before the root itself,
+	// says the new size at once.
+	for _, change := range []func() error{
+		func() error {
+			return f.Cluster("c0002").AddCRD(discoverytest.CRD{Group: "ranges.example.com", Versions: []string{"v1"}, Kind: "Range"})
+		},
+		func() error {
+			return f.Cluster("c0002").AddCRD(discoverytest.CRD{Group: "ranges2.example.com", Versions: []string{"v1"}, Kind: "Range"})
+		},
+	} {
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, clusterURL(base, "c0002")+"/openapi/v3", nil)
+		req.Header.Set("Range", "bytes=0-0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		_, whole := get(t, clusterURL(base, "c0002")+"/openapi/v3")
+		if got, want := resp.Header.Get("Content-Range"), fmt.Sprintf("bytes 0-0/%d", len(whole)); got != want {
+			t.Errorf("after a change: the probe says %q, the root is %d bytes", got, len(whole))
+		}
+	}
+	checkRootRanges(t, base)
+}
+
+func checkRootRanges(t *testing.T, base string) {
+	t.Helper()
 	for _, rng := range []string{"bytes=0-0", "bytes=100-163", "bytes=0-9,100-109"} {
+		_, whole := get(t, clusterURL(base, "c0002")+"/openapi/v3")
 		req, err := http.NewRequest(http.MethodGet, clusterURL(base, "c0002")+"/openapi/v3", nil)
 		if err != nil {
 			t.Fatal(err)
