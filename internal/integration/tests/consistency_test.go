@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
 // onlyNext is what v1.37.1 serves and v1.36.3 does not (realserver.md).
@@ -241,6 +242,23 @@ func TestNoFlappingOnRealPair(t *testing.T) {
 	}
 	if !s.Mixed() || !slices.Equal(sortedGVRs(partial), sortedGVRs(onlyNext)) {
 		t.Errorf("mixed %v, partial %v: want the four resources only v1.37.1 serves", s.Mixed(), partial)
+	}
+	// The REST mapper over the client answers from the union: a kind only
+	// one server serves maps, on every refresh, from one index.
+	m, err := restmapper.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctb := schema.GroupKind{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}
+	gen := c.Current().Generation()
+	for range 20 {
+		refresh(1)
+		if _, err := m.RESTMapping(ctb, "v1"); err != nil {
+			t.Fatalf("a kind one server serves: %v", err)
+		}
+	}
+	if got := c.Current().Generation(); got != gen {
+		t.Errorf("the snapshot's generation moved from %d to %d over 20 refreshes of disagreeing servers", gen, got)
 	}
 
 	before := events()
