@@ -1,7 +1,15 @@
 package discovery_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -125,5 +133,57 @@ func TestCheckConsistencyFromLeases(t *testing.T) {
 	}
 	if r.Servers[1].Alive || r.Servers[1].View != nil || r.Servers[1].Err == nil || r.Certainty != discovery.EveryServerAsked || !r.Consistent() {
 		t.Errorf("an expired lease: %+v, certainty %v", r.Servers[1], r.Certainty)
+	}
+}
+
+// TestCheckConsistencyEndpointSliceAddress: a lease without a
+// peer-advertise-address (an older server) gets the one address of the
+// kubernetes EndpointSlice that no other lease names, and its server is
+// asked there.
+func TestCheckConsistencyEndpointSliceAddress(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky), discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"))
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := srv.Backends()[1]
+	hiddenAddr := strings.TrimPrefix(hidden.URL(), "http://")
+	host, port, _ := net.SplitHostPort(hiddenAddr)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if !strings.HasSuffix(resp.Request.URL.Path, "/leases") {
+			return nil
+		}
+		// The second lease loses its address, as an older server's has none.
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		body = bytes.ReplaceAll(body, []byte(`"kubernetes.io/peer-advertise-address":"`+hiddenAddr+`"`), []byte(`"other":""`))
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", proxy)
+	mux.HandleFunc("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"kind":"EndpointSliceList","apiVersion":"discovery.k8s.io/v1","items":[{"metadata":{"name":"kubernetes"},"addressType":"IPv4","endpoints":[{"addresses":[%q]}],"ports":[{"name":"https","port":%s,"protocol":"TCP"}]}]}`, host, port)
+	})
+	front := httptest.NewServer(mux)
+	t.Cleanup(front.Close)
+
+	c, err := discovery.New(&rest.Config{Host: front.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.CheckConsistency(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Certainty != discovery.EveryServerAsked || len(r.Servers) != 2 || r.Servers[1].Address != hiddenAddr || r.Servers[1].Version != "v1.37.1" {
+		t.Errorf("certainty %v, servers %+v: want the second asked at %s, the EndpointSlice's address", r.Certainty, r.Servers, hiddenAddr)
 	}
 }

@@ -441,3 +441,21 @@ func warmOpenAPIRoot(t *testing.T, base string) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 }
+
+// TestProbeDoesNotHoldAColdStart: a server whose OpenAPI root does not
+// answer (one rebuilding it after a CRD change, say) does not hold a cold
+// start: the probe gives up, and the cold start goes on without a
+// fingerprint.
+func TestProbeDoesNotHoldAColdStart(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
+	srv.InjectFault("/openapi/v3", discoverytest.Fault{Latency: time.Minute})
+	c := newClient(t, base, discovery.WithSurfaces(discovery.NewSurfaces()), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(20*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Snapshot(ctx); err != nil {
+		t.Fatalf("a cold start behind a root that does not answer: %v", err)
+	}
+	if got := statuses(srv); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
+		t.Errorf("requests %v: want both documents read", got)
+	}
+}
