@@ -349,12 +349,10 @@ func withoutRanges(t *testing.T, base string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	next := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		next(r)
-		r.Header.Del("Range")
-	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Del("Range")
+	}}
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -409,17 +407,15 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	var roots int
 	var mu sync.Mutex
 	u, _ := url.Parse(first)
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	next := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		next(r)
-		r.Header.Del("Range")
-		if r.URL.Path == "/openapi/v3" {
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Del("Range")
+		if r.Out.URL.Path == "/openapi/v3" {
 			mu.Lock()
 			roots++
 			mu.Unlock()
 		}
-	}
+	}}
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
 	for range 3 {
