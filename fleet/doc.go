@@ -20,8 +20,11 @@
 // A cluster that starts cold while the fleet holds its surface costs two
 // 304s and no body: its requests are conditional on a held surface. A
 // kube-apiserver compares If-None-Match with one ETag exactly, so one
-// surface is offered: that of the cluster named by Like, else the one the
-// most clusters serve; a wrong guess costs what no guess costs.
+// surface is offered: that of the cluster named by Like; else the one its
+// server's fingerprint names (the size of its OpenAPI v3 root, one
+// request answered with one byte, before the two 304s); else the one the
+// most clusters serve. A wrong guess costs what no guess costs (see
+// discovery.Surfaces).
 //
 // Refresh rounds read clusters a bounded number at a time; a cluster that
 // fails keeps its last snapshot, backs off, and is reported with a

@@ -76,7 +76,7 @@ func requests(c fakeCluster, pathSuffix string) (n, notModified int) {
 
 // TestFleetSharesSurfaces: five clusters of two surfaces hold two decoded
 // snapshots and, once mapped, two mapper indexes; cold clusters of a held
-// surface are confirmed with two 304s (the most read surface, or Like's);
+// surface are confirmed with two 304s (the fingerprint's surface, or Like's);
 // each mapper answers for its own cluster; an unchanged round is two 304s
 // per cluster.
 func TestFleetSharesSurfaces(t *testing.T) {
@@ -95,8 +95,8 @@ func TestFleetSharesSurfaces(t *testing.T) {
 	if st.Clusters != 5 || st.Surfaces != 2 || st.Failing != 0 {
 		t.Errorf("stats %+v, want 5 clusters of 2 surfaces", st)
 	}
-	// a1 seeds; a2 and a3 guess the most read surface; b1 guesses it
-	// wrong; b2 offers b1's.
+	// a1 seeds; a2 and a3 offer the surface their fingerprint names; b1's
+	// is new, so it is offered A's and reads its /apis; b2 offers b1's.
 	if st.SurfaceHits != 3 {
 		t.Errorf("%d cold starts confirmed by 304s, want 3", st.SurfaceHits)
 	}
