@@ -36,9 +36,10 @@ import (
 // no fingerprint, and the Surfaces table does not probe that host again.
 const probeMaxBytes = 64 << 10
 
-// probeTimeout bounds the probe: a server rebuilds its OpenAPI root after
-// a CRD changes, which with thousands of CRDs can take seconds, and a cold
-// start does not wait that long for a hint.
+// probeTimeout bounds the probe, as does a quarter of the time the refresh
+// has left: a server rebuilds its OpenAPI root after a CRD changes, which
+// with thousands of CRDs can take seconds, and a cold start does not wait
+// that long for a hint.
 const probeTimeout = 2 * time.Second
 
 // fingerprint probes the server's OpenAPI v3 root (see above). It returns
@@ -51,7 +52,13 @@ func (c *Client) fingerprint(ctx context.Context) (string, error) {
 	}
 	hc := *c.http
 	hc.Body = httpx.Options{Limit: probeMaxBytes}
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	timeout := probeTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		// A quarter of what the refresh has left at most: the documents
+		// still have to come.
+		timeout = min(timeout, time.Until(deadline)/4)
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := hc.Get(pctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json", Range: "bytes=0-0"})
 	if resp != nil {
