@@ -27,9 +27,11 @@ import (
 // add-on's newer CRD schema) have roots of one size: the hashes differ,
 // not their length. Nothing short of the whole root tells them apart, and
 // a few sampled ranges would rarely land on the hash that differs, so the
-// size is all that is asked. It is also what a fleet proxy leaves alone
-// when it rewrites the root's URLs with the cluster's prefix: every
-// cluster's prefix has the same length there.
+// size is all that is asked. It also survives a fleet proxy that rewrites
+// the root's URLs with each cluster's prefix, where clusters' IDs are of
+// one length (as generated IDs are); where they are not, clusters of one
+// surface have different fingerprints, and each is offered the most read
+// surface instead.
 
 // probeMaxBytes bounds the probe's answer: a server that ignores Range
 // sends the whole root, which is read no further than this; there is then
