@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -219,25 +218,25 @@ func (c *Client) CheckConsistency(ctx context.Context, opts ...ConsistencyOption
 			return nil, err
 		}
 	}
-	out := &Consistency{}
-	leases, leasesErr := c.identityLeases(ctx)
+	servers, leasesErr := c.identityLeases(ctx)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	for _, l := range leases {
-		out.Servers = append(out.Servers, ServerReport{Identity: l.name, Hostname: l.hostname, Alive: l.alive, Address: l.address})
-	}
-	if leasesErr == nil && !o.throughURL && c.config != nil && c.http.Base.Path == "" {
+	out := &Consistency{Servers: servers}
+	// Servers are asked at their own addresses only with the client's
+	// rest.Config and no path prefix (a fleet proxy's URL).
+	direct := !o.throughURL && c.config != nil && c.http.Base.Path == ""
+	if leasesErr == nil && direct {
 		c.addEndpointSliceAddresses(ctx, out)
 	}
 
-	// The merged view through the URL, which every server answers alike
+	// The merged /apis through the URL, which every server answers alike
 	// when peer aggregation is on.
-	merged, err := c.viewThrough(ctx, c.http, false)
+	merged, err := c.getAggregated(ctx, c.http, "/apis", false)
 	if err != nil {
 		return nil, err
 	}
-	out.MergedETag = merged.named.etag
+	out.MergedETag = merged.etag
 
 	// Each server with an address, directly.
 	reached := 0
@@ -247,7 +246,7 @@ func (c *Client) CheckConsistency(ctx context.Context, opts ...ConsistencyOption
 		if s.Alive {
 			live++
 		}
-		if !s.Alive || o.throughURL || s.Address == "" || c.config == nil || c.http.Base.Path != "" {
+		if !s.Alive || !direct || s.Address == "" {
 			s.Address = ""
 			continue
 		}
@@ -307,16 +306,11 @@ var (
 // routable from here must not hold the check for a TCP timeout.
 const directTimeout = 10 * time.Second
 
-// lease is what an identity lease says of its server.
-type lease struct {
-	name, hostname, address string
-	alive                   bool
-}
-
-// identityLeases lists the API servers' identity leases. The types are
-// written out here, not imported (k8s.io/api/coordination/v1 would do),
-// because a few fields are all that is read.
-func (c *Client) identityLeases(ctx context.Context) ([]lease, error) {
+// identityLeases lists the API servers' identity leases, as what each
+// says of its server. The types are written out here, not imported
+// (k8s.io/api/coordination/v1 would do), because a few fields are all that
+// is read.
+func (c *Client) identityLeases(ctx context.Context) ([]ServerReport, error) {
 	resp, err := c.get(ctx, httpx.Request{Ref: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=" + url.QueryEscape("apiserver.kubernetes.io/identity=kube-apiserver"), Accept: "application/json"})
 	if err != nil {
 		return nil, err
@@ -338,15 +332,15 @@ func (c *Client) identityLeases(ctx context.Context) ([]lease, error) {
 		return nil, fmt.Errorf("discovery: identity leases: %w", err)
 	}
 	now := c.opts.clock.Now()
-	var out []lease
+	var out []ServerReport
 	for _, it := range list.Items {
-		l := lease{name: it.Metadata.Name, hostname: it.Metadata.Labels["kubernetes.io/hostname"], address: it.Metadata.Annotations["kubernetes.io/peer-advertise-address"]}
+		s := ServerReport{Identity: it.Metadata.Name, Hostname: it.Metadata.Labels["kubernetes.io/hostname"], Address: it.Metadata.Annotations["kubernetes.io/peer-advertise-address"]}
 		if r, d := it.Spec.RenewTime, it.Spec.LeaseDurationSeconds; r != nil && d != nil {
-			l.alive = now.Before(r.Add(time.Duration(*d) * time.Second))
+			s.Alive = now.Before(r.Add(time.Duration(*d) * time.Second))
 		}
-		out = append(out, l)
+		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b lease) int { return strings.Compare(a.hostname+a.name, b.hostname+b.name) })
+	slices.SortFunc(out, func(a, b ServerReport) int { return strings.Compare(a.Hostname+a.Identity, b.Hostname+b.Identity) })
 	return out, nil
 }
 
@@ -446,64 +440,65 @@ func (c *Client) askOn(ctx context.Context, hc *httpx.Client, s *ServerReport) e
 	if err := json.Unmarshal(resp.Body, &v); err != nil {
 		return &ResponseError{Path: "/version", ContentType: resp.Header.Get("Content-Type"), Err: err}
 	}
-	view, err := c.viewThrough(ctx, hc, true)
+	view, err := c.viewThrough(ctx, hc)
 	if err != nil {
 		return err
 	}
 	// Its merged view names what it serves through its peers.
-	resp, err = hc.Get(ctx, httpx.Request{Ref: "/apis", Accept: mediatype.Aggregated("v2", false, "")})
+	merged, err := c.getAggregated(ctx, hc, "/apis", false)
 	if err != nil {
-		return fmt.Errorf("discovery: consistency: GET /apis: %w", err)
+		return err
 	}
-	c.stats.bytes.Add(resp.Wire)
 	var fromPeers []schema.GroupVersionResource
-	if etag := resp.Header.Get("ETag"); etag != view.named.etag {
-		mt, err := mediatype.ParseDiscovery(resp.Header.Get("Content-Type"))
-		if err != nil || !mt.Aggregated {
-			return &ResponseError{Path: "/apis", ContentType: resp.Header.Get("Content-Type"), Err: fmt.Errorf("not aggregated discovery (%v)", err)}
-		}
-		merged, err := aggregatedPart(resp.Body, mt, etag, false)
-		if err != nil {
-			return &ResponseError{Path: "/apis", ContentType: resp.Header.Get("Content-Type"), Err: err}
-		}
+	if merged.etag != view.named.etag {
 		fromPeers = missingFrom(&Snapshot{content: newContent(view.core, *merged)}, view)
 	}
 	s.Version, s.View, s.ETag, s.FromPeers = v.GitVersion, view, view.named.etag, fromPeers
 	return nil
 }
 
-// viewThrough reads /apis then /api through hc: the server's own view
-// (profile=nopeer) or the merged one.
-func (c *Client) viewThrough(ctx context.Context, hc *httpx.Client, own bool) (*Snapshot, error) {
+// viewThrough reads a server's own view through hc: /apis then /api with
+// profile=nopeer.
+func (c *Client) viewThrough(ctx context.Context, hc *httpx.Client) (*Snapshot, error) {
+	named, err := c.getAggregated(ctx, hc, "/apis", true)
+	if err != nil {
+		return nil, err
+	}
+	core, err := c.getAggregated(ctx, hc, "/api", true)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{content: newContent(*core, *named), fetched: c.opts.clock.Now()}, nil
+}
+
+// getAggregated reads one aggregated discovery document through hc: the
+// server's own (profile=nopeer) or the merged one. Anything else (legacy
+// discovery) is an error.
+func (c *Client) getAggregated(ctx context.Context, hc *httpx.Client, path string, own bool) (*part, error) {
 	profile := ""
 	if own {
 		profile = "nopeer"
 	}
-	accept := mediatype.Aggregated("v2", false, profile)
-	var parts [2]*part
-	for i, path := range []string{"/apis", "/api"} {
-		resp, err := hc.Get(ctx, httpx.Request{Ref: path, Accept: accept})
-		if resp != nil {
-			c.stats.bytes.Add(resp.Wire)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("discovery: consistency: GET %s: %w", path, err)
-		}
-		ct := resp.Header.Get("Content-Type")
-		mt, err := mediatype.ParseDiscovery(ct)
-		if err == nil && !mt.Aggregated {
-			err = errors.New("not aggregated discovery: the server is older than 1.26, or it is off")
-		}
-		if err != nil {
-			return nil, &ResponseError{Path: path, ContentType: ct, Err: err}
-		}
-		p, err := aggregatedPart(resp.Body, mt, resp.Header.Get("ETag"), false)
-		if err != nil {
-			return nil, &ResponseError{Path: path, ContentType: ct, Err: err}
-		}
-		parts[i] = p
+	resp, err := hc.Get(ctx, httpx.Request{Ref: path, Accept: mediatype.Aggregated("v2", false, profile)})
+	if resp != nil {
+		c.stats.bytes.Add(resp.Wire)
 	}
-	return &Snapshot{content: newContent(*parts[1], *parts[0]), fetched: c.opts.clock.Now()}, nil
+	if err != nil {
+		return nil, fmt.Errorf("discovery: consistency: GET %s: %w", path, err)
+	}
+	ct := resp.Header.Get("Content-Type")
+	mt, err := mediatype.ParseDiscovery(ct)
+	if err == nil && !mt.Aggregated {
+		err = errors.New("not aggregated discovery: the server is older than 1.26, or it is off")
+	}
+	if err != nil {
+		return nil, &ResponseError{Path: path, ContentType: ct, Err: err}
+	}
+	p, err := aggregatedPart(resp.Body, mt, resp.Header.Get("ETag"), false)
+	if err != nil {
+		return nil, &ResponseError{Path: path, ContentType: ct, Err: err}
+	}
+	return p, nil
 }
 
 // sampleThroughURL asks through the client's URL, each sample on a new
@@ -557,12 +552,8 @@ func (c *Client) sampleThroughURL(ctx context.Context, out *Consistency, samples
 // otherwise the client's own, its idle connections closed first.
 func (c *Client) sampleClient() *httpx.Client {
 	if c.config != nil {
-		cfg := rest.CopyConfig(c.config)
-		cfg.Dial = (&net.Dialer{}).DialContext
-		if hc, err := rest.HTTPClientFor(cfg); err == nil {
-			s := *c.http
-			s.HC = httpx.WithRedirectPolicy(&http.Client{Transport: countingTransport{next: hc.Transport, n: &c.stats.requests}, Timeout: hc.Timeout}, DefaultMaxRedirects)
-			return &s
+		if own, err := c.ownTransportClient(); err == nil {
+			return own
 		}
 	}
 	utilnet.CloseIdleConnectionsFor(c.http.HC.Transport)

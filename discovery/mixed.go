@@ -1,11 +1,13 @@
 package discovery
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -75,7 +77,7 @@ func (h *viewHistory) see(c *content) *content {
 // observe.
 func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 	// Two 304s on a union answer for the view whose ETags it carries.
-	view := s.latestViewOrSelf()
+	view := s.etagView()
 	k := viewKey(view)
 	h := c.views.Load()
 	if k[0] == "" || k[1] == "" {
@@ -84,7 +86,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		return s
 	}
 	if h == nil {
-		if prev == nil || viewKey(prev.latestViewOrSelf()) == k {
+		if prev == nil || viewKey(prev.etagView()) == k {
 			return s
 		}
 		// A change, or another server: ask again on new connections.
@@ -93,7 +95,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 			return s // a change, confirmed
 		}
 		h = &viewHistory{}
-		h.see(prev.latestViewOrSelf())
+		h.see(prev.etagView())
 		h.see(other)
 		view = h.see(view)
 		c.views.Store(h)
@@ -181,11 +183,11 @@ func sameViews(a, b []*content) bool {
 	return true
 }
 
-// latestViewOrSelf is the view whose parts a union carries (so a 304 on
-// the union is that view's), or the content itself.
-func (c *content) latestViewOrSelf() *content {
-	if c.latestView != nil {
-		return c.latestView
+// etagView is the view whose parts (ETags) a union carries, so that a 304
+// on the union is that view's; or the content itself.
+func (c *content) etagView() *content {
+	if c.partsOf != nil {
+		return c.partsOf
 	}
 	return c
 }
@@ -198,8 +200,8 @@ func (c *content) latestViewOrSelf() *content {
 // whichever is sent, one of the disagreeing servers answers with its
 // documents.
 func unionContent(views []*content, before *content) *content {
-	latest := views[0]
-	u := &content{core: latest.core, named: latest.named, err: latest.err, generation: generations.Add(1), latestView: latest}
+	first := views[0]
+	u := &content{core: first.core, named: first.named, err: first.err, generation: generations.Add(1), partsOf: first}
 	u.core.raw, u.named.raw = nil, nil
 	u.partialVersions = map[schema.GroupVersion]bool{}
 	u.partialResources = map[schema.GroupVersionResource]bool{}
@@ -277,26 +279,12 @@ func (s *Snapshot) Partial() (versions []schema.GroupVersion, resources []schema
 		resources = append(resources, gvr)
 	}
 	slices.SortFunc(versions, func(a, b schema.GroupVersion) int {
-		return compareStrings(a.Group, b.Group, a.Version, b.Version)
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Version, b.Version))
 	})
 	slices.SortFunc(resources, func(a, b schema.GroupVersionResource) int {
-		return compareStrings(a.Group, b.Group, a.Version, b.Version, a.Resource, b.Resource)
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Version, b.Version), strings.Compare(a.Resource, b.Resource))
 	})
 	return versions, resources
-}
-
-// compareStrings compares pairs in order: a0 with b0, then a1 with b1...,
-// given as a0, b0, a1, b1, ...
-func compareStrings(pairs ...string) int {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if pairs[i] != pairs[i+1] {
-			if pairs[i] < pairs[i+1] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
 }
 
 // newConnectionKey marks a context whose requests each go on a new
@@ -324,17 +312,13 @@ func (c *Client) connectionFor(ctx context.Context, r *httpx.Request) *httpx.Cli
 	}
 	fresh := c.fresh.Load()
 	if fresh == nil {
-		cfg := rest.CopyConfig(c.config)
-		cfg.Dial = (&net.Dialer{}).DialContext
-		hc, err := rest.HTTPClientFor(cfg)
+		f, err := c.ownTransportClient()
 		if err != nil {
 			c.opts.logger.Debug("discovery: no client for new connections", "err", err)
 			return c.http
 		}
-		f := *c.http
-		f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: countingTransport{next: hc.Transport, n: &c.stats.requests}, Timeout: hc.Timeout}, DefaultMaxRedirects)
-		if !c.fresh.CompareAndSwap(nil, &f) {
-			utilnet.CloseIdleConnectionsFor(hc.Transport)
+		if !c.fresh.CompareAndSwap(nil, f) {
+			utilnet.CloseIdleConnectionsFor(f.HC.Transport)
 		}
 		fresh = c.fresh.Load()
 	}
@@ -342,22 +326,31 @@ func (c *Client) connectionFor(ctx context.Context, r *httpx.Request) *httpx.Cli
 	return fresh
 }
 
+// ownTransportClient is the client's httpx.Client with a transport of its
+// own, built from its rest.Config (which it needs): a config with a Dial
+// is never shared by client-go's transport cache, so closing its idle
+// connections closes nobody else's. Its requests are counted.
+func (c *Client) ownTransportClient() (*httpx.Client, error) {
+	cfg := rest.CopyConfig(c.config)
+	cfg.Dial = (&net.Dialer{}).DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	own := *c.http
+	own.HC = httpx.WithRedirectPolicy(&http.Client{Transport: countingTransport{next: hc.Transport, n: &c.stats.requests}, Timeout: hc.Timeout}, DefaultMaxRedirects)
+	return &own, nil
+}
+
 // resource finds a resource of a group-version in c.
 func (c *content) resource(gv schema.GroupVersion, name string) (*Resource, bool) {
-	for gi := range c.groups {
-		g := &c.groups[gi]
-		if g.Name != gv.Group {
-			continue
-		}
-		for vi := range g.Versions {
-			if v := &g.Versions[vi]; v.Version == gv.Version {
-				for ri := range v.Resources {
-					if v.Resources[ri].Name == name {
-						return &v.Resources[ri], true
-					}
-				}
-			}
-		}
+	v, ok := (&Snapshot{content: c}).Version(gv)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	i := slices.IndexFunc(v.Resources, func(r Resource) bool { return r.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return &v.Resources[i], true
 }

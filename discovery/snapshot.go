@@ -168,8 +168,8 @@ type content struct {
 	byGroup   map[string]int
 
 	// Set for the union of disagreeing servers' views (mixed.go): the
-	// latest view, and what only some views serve.
-	latestView       *content
+	// view whose parts it carries, and what only some views serve.
+	partsOf          *content
 	partialVersions  map[schema.GroupVersion]bool
 	partialResources map[schema.GroupVersionResource]bool
 }

@@ -238,8 +238,9 @@ func (c *Client) guess(ctx context.Context) (*content, *coldStart, error) {
 		if wait == nil {
 			lead := make(chan struct{})
 			s.pending[pk] = lead
+			best := s.mostUsedLocked(nil, accept)
 			s.mu.Unlock()
-			return s.mostUsed(accept), &coldStart{print: pk, lead: lead}, nil
+			return best, &coldStart{print: pk, lead: lead}, nil
 		}
 		s.mu.Unlock()
 		select {

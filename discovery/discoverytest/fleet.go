@@ -496,6 +496,10 @@ func (c *Cluster) serve(w http.ResponseWriter, r *http.Request) {
 	p.server.ServeHTTP(w, r)
 }
 
+// rootURLKey starts every server-relative URL of an OpenAPI v3 root, where
+// a cluster's prefix goes (see serveOpenAPIRoot).
+var rootURLKey = []byte(`"serverRelativeURL":"/`)
+
 // serveOpenAPIRoot serves the OpenAPI v3 root with the cluster's prefix in
 // front of every serverRelativeURL. The root is compact JSON from
 // encoding/json ({"paths":{"api/v1":{"serverRelativeURL":"/openapi/v3/..."}}}),
@@ -536,11 +540,10 @@ func (c *Cluster) serveOpenAPIRoot(w http.ResponseWriter, r *http.Request, srv *
 		w.Header()[k] = v
 	}
 	if aborted == nil && rec.code == http.StatusOK {
-		key := []byte(`"serverRelativeURL":"/`)
 		w.Header().Del("Content-Length") // ServeContent sets it
 		modified, _ := http.ParseTime(rec.header.Get("Last-Modified"))
 		c.fleet.holdRoot(srv, servedFor, body, rec.header, modified)
-		body = bytes.ReplaceAll(body, key, []byte(`"serverRelativeURL":"`+c.prefix+`/`))
+		body = bytes.ReplaceAll(body, rootURLKey, []byte(`"serverRelativeURL":"`+c.prefix+`/`))
 		http.ServeContent(w, r, "", modified, bytes.NewReader(body))
 		return
 	}
@@ -706,11 +709,10 @@ func (f *Fleet) heldRoot(srv *Server) *heldRoot {
 // between makes the held root look older than it is (it is not used),
 // never newer.
 func (f *Fleet) holdRoot(srv *Server, servedFor *content, body []byte, header http.Header, modified time.Time) {
-	key := []byte(`"serverRelativeURL":"/`)
-	first := bytes.Index(body, key)
+	first := bytes.Index(body, rootURLKey)
 	if servedFor == nil || first < 0 {
 		return
 	}
 	f.roots.Store(srv, &heldRoot{content: servedFor, head: bytes.Clone(body[:first]), size: int64(len(body)),
-		urls: int64(bytes.Count(body, key)), header: header.Clone(), modified: modified})
+		urls: int64(bytes.Count(body, rootURLKey)), header: header.Clone(), modified: modified})
 }
