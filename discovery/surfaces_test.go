@@ -52,6 +52,12 @@ func TestSurfacesShareContent(t *testing.T) {
 	a2, baseA2 := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	b1, baseB1 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
 	b2, baseB2 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
+	// The fake builds its OpenAPI root on the first request, which a real
+	// server keeps built: so that no size probe times out on that (it did
+	// under the race detector on a loaded machine).
+	for _, base := range []string{baseA1, baseA2, baseB1, baseB2} {
+		warmOpenAPIRoot(t, base)
+	}
 
 	first := newClient(t, baseA1, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 	s1 := snapshot(t, first)

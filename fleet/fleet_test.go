@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -347,6 +348,12 @@ func TestFleetThroughAProxy(t *testing.T) {
 	}
 	ids := discoverytest.ClusterIDs(6)
 	proxy, base := discoverytest.StartFleet(t, ids, surfaces)
+	// The fake builds each surface's OpenAPI root on the first request,
+	// which a real server keeps built: so that no size probe times out on
+	// that.
+	for _, id := range ids[:2] {
+		warmOpenAPIRoot(t, base+discoverytest.ClusterPath(id))
+	}
 	f := newFleet(t, fleet.WithDiskCache(t.TempDir()))
 	for _, id := range ids {
 		if _, err := f.Add(id, &rest.Config{Host: base + discoverytest.ClusterPath(id)}); err != nil {
@@ -394,4 +401,15 @@ func TestFleetThroughAProxy(t *testing.T) {
 	if fetched != 1 {
 		t.Errorf("apps/v1's document (the same in both surfaces) fetched %d times for 6 clusters, want once", fetched)
 	}
+}
+
+// warmOpenAPIRoot reads a fake cluster's OpenAPI root once.
+func warmOpenAPIRoot(t *testing.T, base string) {
+	t.Helper()
+	resp, err := http.Get(base + "/openapi/v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }

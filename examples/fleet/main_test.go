@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -278,6 +279,17 @@ func TestStats(t *testing.T) {
 	ids := discoverytest.ClusterIDs(9)
 	_, base := discoverytest.StartFleet(t, ids, distinctSurfaces(t, 3, 20, 4),
 		discoverytest.WithAssignment(func(i int, _ string) int { return max(0, i-6) }))
+	// The fake builds each surface's OpenAPI root on the first request,
+	// which a real server keeps built: so that no size probe times out on
+	// that.
+	for _, id := range []string{"c0000", "c0007", "c0008"} {
+		resp, err := http.Get(base + discoverytest.ClusterPath(id) + "/openapi/v3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 	kubeconfig := writeKubeconfig(t, base, ids)
 	_, stderr := mustFleet(t, t.TempDir(), "--kubeconfig", kubeconfig, "-o", "name", "--stats", "--concurrency", "1")
 	// Read one at a time, in order, each cold start probing the size of
