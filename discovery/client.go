@@ -16,8 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
-	"github.com/kubeatlas/kubeatlas/internal/flight"
-	"github.com/kubeatlas/kubeatlas/internal/httpx"
+		"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
 // Defaults of the options.
@@ -145,23 +144,21 @@ type Client struct {
 	// see Connection.
 	config *rest.Config
 
-	current   atomic.Pointer[Snapshot]
-	refreshes flight.Group[struct{}, *Snapshot] // the refresh under way, if any
-	stats     counters
+	current atomic.Pointer[Snapshot] // written by publish (refresh.go) only
+	machine refresher                // runs refreshes, publishes, tells subscribers
+	stats   counters
 
 	logMu          sync.Mutex
 	lastFailed     map[string]string // group-version -> error text last logged
 	lastRefreshErr string            // the refresh failure last logged
 
-	warmOnce    sync.Once
-	persistedAt atomic.Int64 // unix nanos of the last persisted validation
-	failedAt    atomic.Int64 // unix nanos of the last failed refresh
+	warm     warmStart    // the disk cache's snapshot, read once (persist.go)
+	written  persistState // what was last written to the disk cache (persist.go)
+	failedAt atomic.Int64 // unix nanos of the last failed refresh
 
 	views atomic.Pointer[viewHistory]  // servers behind the URL that disagree (mixed.go); nil while they agree
 	fresh atomic.Pointer[httpx.Client] // for requests on new connections, built on first use
 
-	subs     subscribers
-	notifyMu sync.Mutex   // keeps change notifications in order
 	watching atomic.Int32 // Watch calls watching (not polling), synced
 }
 
@@ -226,6 +223,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		return nil, errors.New("discovery: WithNoPeer applies to aggregated discovery, which WithLegacyOnly turns off")
 	}
 	c := &Client{opts: o, lastFailed: map[string]string{}}
+	c.written.turn = make(chan struct{}, 1)
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).
 	c.http = httpx.NewClient(hc, base, DefaultMaxRedirects)
@@ -237,7 +235,6 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	c.http.Gzip = true
 	c.http.MaxRetries = o.maxRetries
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes}
-	c.refreshes.Timeout = o.refreshTimeout
 	return c, nil
 }
 
@@ -275,9 +272,12 @@ func (c *Client) Current() *Snapshot { return c.current.Load() }
 func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 	s := c.current.Load()
 	if s == nil {
-		c.warmStart()
+		if err := c.warmStart(ctx); err != nil {
+			return nil, err
+		}
 		if s = c.current.Load(); s == nil {
-			return c.Refresh(ctx)
+			// Any read will do: there is nothing older to be newer than.
+			return c.refreshAfter(ctx, false)
 		}
 	}
 	now := c.opts.clock.Now()
@@ -298,64 +298,22 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 }
 
 // Refresh revalidates discovery now: a conditional request per endpoint,
-// so an unchanged cluster costs two 304s and no decoding. Concurrent calls
-// share one refresh; each caller waits at most until its ctx ends, and a
-// refresh that every caller has given up on is cancelled. With
-// WithDiskCache, the first Refresh revalidates the persisted snapshot. A
-// failed refresh keeps the previous snapshot's content current, marked
-// with the failure (Snapshot.RefreshError), and returns it with the error.
+// so an unchanged cluster costs two 304s and no decoding. It returns a
+// snapshot read after the call began: a refresh already under way (which
+// may have read the server before a change the caller must see) is not
+// taken, but the callers that arrive while it runs share the one that
+// follows it. Each caller waits at most until its ctx ends (it then gets
+// the current snapshot and ctx's error), and a refresh that every caller
+// has left is cancelled. With WithDiskCache, the first Refresh revalidates
+// the persisted snapshot. A failed refresh keeps the previous snapshot's
+// content current, marked with the failure (Snapshot.RefreshError), and
+// returns it with the error.
 func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
-	c.warmStart() // revalidate what is on disk rather than read it all again
-	s, err := c.refreshes.Do(ctx, struct{}{}, c.refresh)
-	if s == nil { // ctx ended first
-		s = c.current.Load()
-	}
-	return s, err
-}
-
-// refreshInBackground starts a refresh, or joins the one under way, with
-// nobody waiting: it runs to completion (or its timeout).
-func (c *Client) refreshInBackground() { c.refreshes.Start(struct{}{}, c.refresh) }
-
-func (c *Client) refresh(ctx context.Context) (*Snapshot, error) {
-	start := time.Now()
-	prev := c.current.Load()
-	s, err := c.fetch(ctx, prev)
-	c.stats.refreshes.Add(1)
-	c.stats.refreshNanos.Add(int64(time.Since(start)))
-	c.logMu.Lock()
-	if s == nil {
-		c.stats.refreshErrors.Add(1)
-		// Logged when the reason changes, not on every failed refresh, so a
-		// poller against a dead server does not flood the log.
-		if msg := fmt.Sprint(err); msg != c.lastRefreshErr {
-			c.opts.logger.Warn("discovery refresh failed", "err", err)
-			c.lastRefreshErr = msg
-		}
-		c.logMu.Unlock()
-		if prev == nil || errors.Is(ctx.Err(), context.Canceled) {
-			// Nothing to mark, or a refresh that everyone left: that is
-			// not the server's failure (running out of time is).
-			return prev, err
-		}
-		c.failedAt.Store(c.opts.clock.Now().UnixNano())
-		marked := *prev
-		marked.refreshErr = err
-		if c.current.CompareAndSwap(prev, &marked) {
-			return &marked, err
-		}
+	// Revalidate what is on disk rather than read it all again.
+	if err := c.warmStart(ctx); err != nil {
 		return c.current.Load(), err
 	}
-	if c.lastRefreshErr != "" {
-		c.opts.logger.Info("discovery refresh works again")
-		c.lastRefreshErr = ""
-	}
-	c.logMu.Unlock()
-	s = c.observe(ctx, prev, s)
-	c.current.Store(s)
-	c.logFailures(s)
-	c.notify(prev, s)
-	return s, err
+	return c.refreshAfter(ctx, true)
 }
 
 // logFailures logs a group-version when it starts or stops failing, not on

@@ -424,9 +424,13 @@ func TestServerDataEdgeCases(t *testing.T) {
 	}
 }
 
-// TestRefreshCoalesces: callers that refresh at once share one refresh.
-// In a synctest bubble, every caller has joined before the held /apis
-// answers, whatever the machine's load.
+// TestRefreshCoalesces: coalescing is explicit. Cold Snapshot callers
+// share the one read under way (there is nothing older to be newer than).
+// Refresh wants discovery as of its call, so callers that arrive while a
+// refresh runs (it may have read the server before the change they must
+// see) share the one that follows it: twenty at once cost two refreshes,
+// not twenty, and not one. In a synctest bubble, every caller has joined
+// before the held /apis answers, whatever the machine's load.
 func TestRefreshCoalesces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, hc, base := discoverytest.StartInProcess(t)
@@ -439,17 +443,35 @@ func TestRefreshCoalesces(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 20 {
 			wg.Go(func() {
-				if _, err := c.Refresh(t.Context()); err != nil {
+				if _, err := c.Snapshot(t.Context()); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
 		if st := srv.Stats(); st.Requests != 2 {
-			t.Errorf("20 concurrent refreshes sent %d requests, want 2", st.Requests)
+			t.Errorf("20 concurrent cold reads sent %d requests, want 2", st.Requests)
 		}
 		if d := time.Since(start); d != 300*time.Millisecond {
-			t.Errorf("the refreshes took %v of bubble time, want the one held /apis (300ms)", d)
+			t.Errorf("the reads took %v of bubble time, want the one held /apis (300ms)", d)
+		}
+
+		srv.ResetRequests()
+		srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
+		first := make(chan *discovery.Snapshot, 1)
+		go func() { s, _ := c.Refresh(t.Context()); first <- s }()
+		synctest.Wait() // the first refresh holds its /apis
+		for range 19 {
+			wg.Go(func() {
+				if _, err := c.Refresh(t.Context()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		<-first
+		if st := srv.Stats(); st.Requests != 4 || st.NotModified != 4 {
+			t.Errorf("a refresh, then 19 arriving while it ran: %d requests (%d 304s), want 4 (two refreshes, 304s)", st.Requests, st.NotModified)
 		}
 	})
 }
@@ -508,28 +530,37 @@ func TestCallerContext(t *testing.T) {
 			defer cancelA()
 			resA := refresh(ctxA)
 			synctest.Wait() // A started the refresh; its /apis is held by the latency
-			resB := refresh(t.Context())
-			synctest.Wait() // B joined it
+			srv.InjectFault("/apis", discoverytest.Fault{Latency: latency, Times: 1})
+			ctxB, cancelB := context.WithCancel(t.Context())
+			defer cancelB()
+			resB := refresh(ctxB)
+			resC := refresh(t.Context())
+			synctest.Wait() // B and C wait for the refresh after A's
 			cancelA()
 			a := <-resA
 			if !errors.Is(a.err, context.Canceled) || a.s != s0 || a.after != 0 {
 				t.Errorf("the caller that left: %v after %v (the snapshot it had: %v); want context.Canceled at once, with the snapshot it had", a.err, a.after, a.s == s0)
 			}
+			synctest.Wait() // A's refresh, which nobody waits for, was cancelled; B and C's began
+			cancelB()
+			if b := <-resB; !errors.Is(b.err, context.Canceled) || b.after != 0 {
+				t.Errorf("the second caller that left: %v after %v; want context.Canceled at once", b.err, b.after)
+			}
 			synctest.Wait()
 			select {
-			case b := <-resB:
-				t.Fatalf("the caller that stayed returned when the other left: %v after %v", b.err, b.after)
+			case r := <-resC:
+				t.Fatalf("the caller that stayed returned when the others left: %v after %v", r.err, r.after)
 			default:
 			}
-			b := <-resB
-			if b.err != nil || b.s == nil || b.s == s0 || b.s.RefreshError() != nil || b.after != latency {
-				t.Fatalf("the caller that stayed: %v after %v; want the refreshed snapshot when /apis answers, after %v", b.err, b.after, latency)
+			r := <-resC
+			if r.err != nil || r.s == nil || r.s == s0 || r.s.RefreshError() != nil || r.after != latency {
+				t.Fatalf("the caller that stayed: %v after %v; want the refreshed snapshot when its /apis answers, after %v", r.err, r.after, latency)
 			}
-			if c.Current() != b.s {
+			if c.Current() != r.s {
 				t.Errorf("the refreshed snapshot is not current")
 			}
-			if n, m := count(srv, "/api"), count(srv, "/apis"); n != 1 || m != 1 {
-				t.Errorf("%d /api and %d /apis requests, want one refresh shared by both callers", n, m)
+			if n, m := count(srv, "/api"), count(srv, "/apis"); n != 2 || m != 2 {
+				t.Errorf("%d /api and %d /apis requests, want A's refresh (abandoned) and one shared by B and C", n, m)
 			}
 		})
 	})

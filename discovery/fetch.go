@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,17 +100,11 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 		// fleet already holds.
 		c.stats.surfaceHits.Add(1)
 		s := &Snapshot{content: c.opts.surfaces.intern(c.accept(), cond.content), validated: now, fetched: now}
-		c.persist(s)
 		return s, s.err
 	}
 	if prev != nil && core == &prev.core && named == &prev.named {
 		// Two 304s: the parsed content is still right.
-		s := &Snapshot{content: prev.content, validated: now, fetched: prev.fetched}
-		// Record the validation on disk now and then, not on every refresh.
-		if now.Sub(time.Unix(0, c.persistedAt.Load())) > c.opts.maxAge/2 {
-			c.persist(s)
-		}
-		return s, prev.err
+		return &Snapshot{content: prev.content, validated: now, fetched: prev.fetched}, prev.err
 	}
 	if prev != nil {
 		// Only the cluster's own history: never a guessed surface's.
@@ -127,7 +120,6 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 		fresh = c.opts.surfaces.intern(c.accept(), fresh)
 	}
 	s := &Snapshot{content: fresh, validated: now, fetched: now}
-	c.persist(s)
 	return s, s.err
 }
 

@@ -1,11 +1,13 @@
 package discovery
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -90,10 +92,36 @@ type raw struct {
 	storedIn    sync.Map // WithContentCache stores that hold it
 }
 
-// persist writes the snapshot's documents. Only aggregated parts can be
-// persisted; a snapshot with a legacy part is not.
-func (c *Client) persist(s *Snapshot) {
+// persistState is what the client last wrote to its disk cache. Writes
+// come after publication, and two runs' writes may overlap (the next run
+// does not wait for the disk): turn orders them, and one older than what
+// was written is skipped. Only writers wait for their turn, and a writer
+// that has it does nothing but the write. (A channel, not a mutex: a
+// writer waiting for a slow disk is then durably blocked, which lets
+// tests run the machine under testing/synctest.)
+type persistState struct {
+	turn    chan struct{} // holds a token while a write is under way
+	seq     uint64        // the run whose snapshot was written last
+	content *content      // what it held
+	at      atomic.Int64
+}
+
+func (w *persistState) lock()   { w.turn <- struct{}{} }
+func (w *persistState) unlock() { <-w.turn }
+
+// persist writes a snapshot that run seq published, when its content is
+// new to the disk cache or the validation written is older than half the
+// max age (a revalidation is recorded now and then, not on every
+// refresh). Only aggregated parts can be persisted; a snapshot with a
+// legacy part is not.
+func (c *Client) persist(s *Snapshot, seq uint64) {
 	if c.opts.disk == nil || s.core.raw == nil || s.named.raw == nil {
+		return
+	}
+	w := &c.written
+	w.lock()
+	defer w.unlock()
+	if seq <= w.seq || s.content == w.content && s.validated.Sub(time.Unix(0, w.at.Load())) <= c.opts.maxAge/2 {
 		return
 	}
 	h := persisted{Version: persistVersion, Validated: s.validated}
@@ -136,7 +164,8 @@ func (c *Client) persist(s *Snapshot) {
 		c.opts.logger.Debug("discovery: could not persist snapshot", "err", err)
 		return
 	}
-	c.persistedAt.Store(s.validated.UnixNano())
+	w.seq, w.content = seq, s.content
+	w.at.Store(s.validated.UnixNano())
 }
 
 // storeContent writes a part's document to the WithContentCache store,
@@ -254,26 +283,50 @@ func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
 // loaded is a snapshot read from the disk cache.
 func (c *Client) loaded(ct *content, h persisted) *Snapshot {
 	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, fromDisk: true}
-	c.persistedAt.Store(h.Validated.UnixNano())
+	c.written.lock()
+	c.written.content = ct // read back, not written: no run has written yet
+	c.written.at.Store(h.Validated.UnixNano())
+	c.written.unlock()
 	c.stats.diskLoads.Add(1)
 	return s
 }
 
-// warmStart installs the persisted snapshot, once, before the first read.
-func (c *Client) warmStart() {
-	c.warmOnce.Do(func() {
-		if c.opts.disk == nil || c.current.Load() != nil {
-			return
-		}
-		s, err := c.load()
-		if err != nil {
-			c.opts.logger.Debug("discovery: no warm start", "err", err)
-			return
-		}
-		if c.current.CompareAndSwap(nil, s) {
-			c.notify(nil, s)
-		}
+// warmStart is the one read of the disk cache at a warm start.
+type warmStart struct {
+	once sync.Once
+	done chan struct{} // closed when the read has ended
+}
+
+// warmStart reads the persisted snapshot, once, before the first read of
+// the server, and publishes it unless a refresh published first. Callers
+// wait for that read until ctx ends (ctx's error). The subscribers hear
+// of it after it is published, like any other snapshot.
+func (c *Client) warmStart(ctx context.Context) error {
+	if c.opts.disk == nil {
+		return nil
+	}
+	w := &c.warm
+	w.once.Do(func() {
+		w.done = make(chan struct{})
+		go func() {
+			defer close(w.done)
+			if c.current.Load() != nil {
+				return
+			}
+			s, err := c.load()
+			if err != nil {
+				c.opts.logger.Debug("discovery: no warm start", "err", err)
+				return
+			}
+			c.publish(0, s)
+		}()
 	})
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // encodeLastKnown writes the group-versions whose resources are last known

@@ -201,6 +201,16 @@ func newContent(core, named part) *content {
 	return c
 }
 
+// renumbered is c under a new generation: the same documents and
+// resources (shared, not copied), indexed anew.
+func (c *content) renumbered() *content {
+	return &content{
+		generation: generations.Add(1),
+		core:       c.core, named: c.named, groups: c.groups, err: c.err,
+		partsOf: c.partsOf, partialVersions: c.partialVersions, partialResources: c.partialResources,
+	}
+}
+
 // Groups lists every group, the core group ("") first, in server order.
 func (s *Snapshot) Groups() []Group { return s.groups }
 

@@ -381,8 +381,9 @@ func (f *Fleet) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Subscribe calls fn with each change of any cluster's discovery, as the
-// cluster's client reports it (discovery.Client.Subscribe), from the
-// goroutine that refreshed it. The returned function unsubscribes.
+// cluster's client reports it (discovery.Client.Subscribe): after the
+// cluster's snapshot is published, one call at a time per cluster, never
+// on the goroutine that refreshed it. The returned function unsubscribes.
 func (f *Fleet) Subscribe(fn func(Change)) (unsubscribe func()) {
 	f.subsMu.Lock()
 	id := f.nextSub

@@ -294,6 +294,16 @@ func TestFleetSubscribe(t *testing.T) {
 	if err := f.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// Subscribers are called after publication, on goroutines of their
+	// own: wait until c2's current snapshot has been told.
+	told := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(changes) > 0 && changes[len(changes)-1].New == f.Cluster("c2").Discovery().Current()
+	}
+	for deadline := time.Now().Add(10 * time.Second); !told() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(changes) != 1 || changes[0].Cluster != "c2" || len(changes[0].AddedResources) == 0 {

@@ -1,0 +1,230 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The refresh machine. Every snapshot the client serves is published here,
+// by one publisher, under rules that hold whoever calls and whenever they
+// give up:
+//
+//   - Runs go one at a time: a run reads the server, joins the views of
+//     disagreeing servers (mixed.go) and publishes; the next starts only
+//     when it has published (or failed). So a run never publishes over a
+//     snapshot of a run that began after it, and generations a reader or
+//     subscriber sees only grow.
+//   - Coalescing is explicit. Refresh wants discovery as of its call: it
+//     never takes the result of a run that began before it, but shares the
+//     run queued after the one under way with everyone else who arrived
+//     meanwhile. A background revalidation (Snapshot past the max age) and
+//     a cold start take whatever run is under way.
+//   - A run that every caller has left is cancelled (its requests end at
+//     once), and the run queued behind it starts as soon as it returns.
+//   - No lock is held across I/O or a callback: r.mu guards a few fields,
+//     and subscribers are called on goroutines of their own after
+//     publication (change.go).
+//   - Writing the disk cache comes after publication and does not hold up
+//     the next run; the callers of a run wait for its write, so that a
+//     program that refreshes and exits leaves its snapshot on disk.
+
+// refresher is the state of the refresh machine.
+type refresher struct {
+	mu        sync.Mutex
+	began     uint64 // runs started
+	published uint64 // the run whose snapshot is current; 0 before any
+	running   *run   // the run under way, if any
+	next      *run   // the run that starts when running ends, if any
+	subs      []*subscriber // told of each publication (change.go)
+}
+
+// run is one refresh and the callers that wait for it.
+type run struct {
+	seq     uint64 // order of starting; 0 while queued
+	base    context.Context
+	done    chan struct{}
+	snap    *Snapshot
+	err     error
+	waiters int
+	pinned  bool // someone wants it to finish although nobody waits (background)
+	cancel  context.CancelFunc
+}
+
+// refreshAfter waits for a run that began after this call (fresh) or for
+// any run (!fresh), starting one if needed, until ctx ends.
+func (c *Client) refreshAfter(ctx context.Context, fresh bool) (*Snapshot, error) {
+	r := &c.machine
+	r.mu.Lock()
+	x := r.next
+	switch {
+	case x != nil:
+	case r.running != nil && !fresh:
+		x = r.running
+	case r.running != nil:
+		x = &run{base: context.WithoutCancel(ctx), done: make(chan struct{})}
+		r.next = x
+	default:
+		x = &run{base: context.WithoutCancel(ctx), done: make(chan struct{})}
+		c.startLocked(x)
+	}
+	x.waiters++
+	r.mu.Unlock()
+	select {
+	case <-x.done:
+		return x.snap, x.err
+	case <-ctx.Done():
+		c.leave(x)
+		return c.current.Load(), ctx.Err()
+	}
+}
+
+// refreshInBackground joins the run under way, or starts one that runs to
+// completion (or its timeout) with nobody waiting.
+func (c *Client) refreshInBackground() {
+	r := &c.machine
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.running != nil:
+		r.running.pinned = true
+	case r.next != nil:
+		r.next.pinned = true
+	default:
+		x := &run{base: context.Background(), done: make(chan struct{}), pinned: true}
+		c.startLocked(x)
+	}
+}
+
+// leave is a caller of x giving up. The last one out of a run that was
+// not pinned cancels it (or, queued, drops it).
+func (c *Client) leave(x *run) {
+	r := &c.machine
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if x.waiters--; x.waiters > 0 || x.pinned {
+		return
+	}
+	switch {
+	case r.next == x:
+		r.next = nil
+	case x.cancel != nil:
+		x.cancel()
+	}
+}
+
+// startLocked starts x; r.mu is held.
+func (c *Client) startLocked(x *run) {
+	r := &c.machine
+	r.began++
+	x.seq = r.began
+	ctx, cancel := context.WithTimeout(x.base, c.opts.refreshTimeout)
+	x.cancel = cancel
+	r.running = x
+	go c.runRefresh(ctx, x)
+}
+
+func (c *Client) runRefresh(ctx context.Context, x *run) {
+	defer x.cancel()
+	snap, published, err := c.refresh(ctx, x.seq)
+	r := &c.machine
+	r.mu.Lock()
+	if r.running == x {
+		r.running = nil
+	}
+	if r.next != nil && r.running == nil {
+		n := r.next
+		r.next = nil
+		c.startLocked(n)
+	}
+	r.mu.Unlock()
+	if published {
+		c.persist(snap, x.seq)
+	}
+	x.snap, x.err = snap, err
+	close(x.done)
+}
+
+// refresh reads the server and publishes what it read, as run seq. It
+// returns the snapshot its callers get and whether it published one with
+// new documents to persist.
+func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, error) {
+	start := time.Now()
+	prev := c.current.Load()
+	s, err := c.fetch(ctx, prev)
+	c.stats.refreshes.Add(1)
+	c.stats.refreshNanos.Add(int64(time.Since(start)))
+	if s == nil {
+		c.stats.refreshErrors.Add(1)
+		c.logRefreshError(err)
+		if prev == nil || errors.Is(ctx.Err(), context.Canceled) {
+			// Nothing to mark, or a run that everyone left: that is not
+			// the server's failure (running out of time is).
+			return prev, false, err
+		}
+		c.failedAt.Store(c.opts.clock.Now().UnixNano())
+		marked := *prev
+		marked.refreshErr = err
+		pub, _ := c.publish(seq, &marked)
+		return pub, false, err
+	}
+	c.logRefreshError(nil)
+	s = c.observe(ctx, prev, s)
+	pub, ok := c.publish(seq, s)
+	if !ok {
+		return pub, false, pub.err
+	}
+	c.logFailures(pub)
+	return pub, true, err
+}
+
+// publish makes s the current snapshot, unless a run that began after seq
+// has published (then it returns the current one and false): the one
+// place where c.current changes after the first snapshot. Subscribers are
+// handed the change here, in publication order, and called later on
+// goroutines of their own. Seq 0 is the warm start, which publishes only
+// where nothing has been.
+func (c *Client) publish(seq uint64, s *Snapshot) (*Snapshot, bool) {
+	r := &c.machine
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := c.current.Load()
+	if seq == 0 && prev != nil || seq != 0 && seq < r.published {
+		return prev, false
+	}
+	if prev != nil && s.content != prev.content && s.generation <= prev.generation {
+		// Content seen before (a surface a fleet holds, a view of a
+		// disagreeing server coming back) has the number it was given
+		// then; a reader must not see generations go back.
+		s.content = s.content.renumbered()
+	}
+	r.published = seq
+	c.current.Store(s)
+	if prev == nil || prev.generation != s.generation {
+		for _, sub := range r.subs {
+			sub.offer(s)
+		}
+	}
+	return s, true
+}
+
+// logRefreshError logs a failed refresh when the reason changes, not on
+// every failure, so that a poller against a dead server does not flood the
+// log; and once when refreshes work again (err nil).
+func (c *Client) logRefreshError(err error) {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	if err == nil {
+		if c.lastRefreshErr != "" {
+			c.opts.logger.Info("discovery refresh works again")
+			c.lastRefreshErr = ""
+		}
+		return
+	}
+	if msg := fmt.Sprint(err); msg != c.lastRefreshErr {
+		c.opts.logger.Warn("discovery refresh failed", "err", err)
+		c.lastRefreshErr = msg
+	}
+}

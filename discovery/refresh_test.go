@@ -1,0 +1,328 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+)
+
+// The tests of the refresh machine (refresh.go) and of change delivery
+// (change.go): one per defect the machine was rebuilt for, each of which
+// failed before it, and TestRefreshMachineRandomized, which checks the
+// machine's promises on every observation of many randomized rounds.
+
+// memStore is a diskcache.Store in memory whose Put can be made slow.
+type memStore struct {
+	mu      sync.Mutex
+	m       map[string][]byte
+	putWait time.Duration // each Put sleeps this long first
+}
+
+func newMemStore() *memStore { return &memStore{m: map[string][]byte{}} }
+
+func (s *memStore) Get(key string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[key]
+	return v, ok
+}
+
+func (s *memStore) Put(key string, value []byte) error {
+	s.mu.Lock()
+	wait := s.putWait
+	s.mu.Unlock()
+	time.Sleep(wait)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[key] = append([]byte(nil), value...)
+	return nil
+}
+
+func (s *memStore) Delete(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+}
+
+func (s *memStore) slow(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.putWait = d
+}
+
+// within runs fn in a goroutine and fails the test when it has not
+// returned after d of real time: a call that never returns fails the test
+// rather than hanging it. The bound is far above any normal cost; it
+// catches a wedge, it does not measure speed.
+func within(t *testing.T, d time.Duration, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s has not returned after %v: wedged", what, d)
+	}
+}
+
+// TestChangeHandlerMapsMissingKind: a change handler that asks the mapper
+// for a kind nobody serves (a miss, which refreshes discovery) does not
+// wedge discovery: lookups from other goroutines keep their cost, and a
+// CRD added later is delivered to the handler. Before the handlers ran
+// after publication, the miss waited for a refresh that waited for the
+// handler, and every later miss in the process blocked for good.
+func TestChangeHandlerMapsMissingKind(t *testing.T) {
+	srv, hc, base := discoverytest.StartInProcess(t)
+	c, err := discovery.NewForHTTPClient(hc, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := restmapper.New(c, restmapper.WithMissRefreshInterval(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := schema.GroupKind{Group: "nobody.example.com", Kind: "Nothing"}
+	added := schema.GroupKind{Group: "later.example.com", Kind: "Later"}
+	var mu sync.Mutex
+	var sawAdded bool
+	c.Subscribe(func(ch discovery.Change) {
+		if _, err := m.RESTMapping(missing); !meta.IsNoMatchError(err) {
+			t.Errorf("a missing kind from a handler: %v, want no match", err)
+		}
+		if _, err := m.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}); err != nil {
+			t.Errorf("a served kind from a handler: %v", err)
+		}
+		if _, err := m.RESTMapping(added); err == nil {
+			mu.Lock()
+			sawAdded = true
+			mu.Unlock()
+		}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	polled := make(chan struct{})
+	go func() { defer close(polled); c.Poll(ctx, 20*time.Millisecond) }()
+	defer func() { cancel(); <-polled }()
+
+	for range 20 {
+		within(t, 10*time.Second, "a miss from another goroutine", func() {
+			if _, err := m.RESTMapping(missing); !meta.IsNoMatchError(err) {
+				t.Errorf("a missing kind: %v, want no match", err)
+			}
+		})
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := srv.AddCRD(discoverytest.CRD{Group: added.Group, Versions: []string{"v1"}, Kind: added.Kind}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 10*time.Second, "the new CRD's mapping", func() {
+		for {
+			if _, err := m.RESTMapping(added); err == nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	within(t, 10*time.Second, "the handler hearing of the new CRD", func() {
+		for {
+			mu.Lock()
+			ok := sawAdded
+			mu.Unlock()
+			if ok {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
+// TestWarmStartSubscriberRefreshes: a client started from the disk cache
+// whose subscriber refreshes on the first change returns its first
+// Snapshot within one refresh. Before, the subscriber ran inside the warm
+// start's sync.Once, and its Refresh waited for that Once for good.
+func TestWarmStartSubscriberRefreshes(t *testing.T) {
+	_, hc, base := discoverytest.StartInProcess(t)
+	store := newMemStore()
+	first, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store), discovery.WithMaxAge(time.Nanosecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refreshed := make(chan error, 1)
+	var once sync.Once
+	c.Subscribe(func(ch discovery.Change) {
+		once.Do(func() {
+			_, err := c.Refresh(t.Context())
+			refreshed <- err
+		})
+	})
+	within(t, 10*time.Second, "the warm-started client's first Snapshot", func() {
+		s, err := c.Snapshot(t.Context())
+		if err != nil || s == nil {
+			t.Errorf("first Snapshot: %v", err)
+		}
+	})
+	within(t, 10*time.Second, "the subscriber's Refresh", func() {
+		if err := <-refreshed; err != nil {
+			t.Errorf("the subscriber's Refresh: %v", err)
+		}
+	})
+	if st := c.Stats(); st.DiskLoads != 1 {
+		t.Errorf("%d disk loads, want a warm start", st.DiskLoads)
+	}
+}
+
+// TestSubscriberRefreshDoesNotHoldRefresh: a subscriber that refreshes
+// from its callback holds neither the refresh that told it (its caller
+// returns as soon as it has published) nor itself: its own refresh
+// succeeds. Before, the caller waited until the subscriber's deadline, and
+// the subscriber's refresh failed with it. In a bubble, so that "as soon
+// as" is exact.
+func TestSubscriberRefreshDoesNotHoldRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		c, err := discovery.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		results := make(chan error, 1)
+		c.Subscribe(func(discovery.Change) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := c.Refresh(ctx)
+			results <- err
+		})
+		if err := srv.AddCRD(discoverytest.CRD{Group: "told.example.com", Versions: []string{"v1"}, Kind: "Told"}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		s, err := c.Refresh(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the refresh that told a subscriber took %v of bubble time, want none (it does not wait for the subscriber)", d)
+		}
+		if _, ok := s.Group("told.example.com"); !ok {
+			t.Errorf("the refresh's snapshot lacks the new CRD")
+		}
+		if err := <-results; err != nil {
+			t.Errorf("the subscriber's own refresh: %v", err)
+		}
+	})
+}
+
+// generationLog records what a subscriber was told.
+type generationLog struct {
+	mu      sync.Mutex
+	changes []discovery.Change
+}
+
+func (l *generationLog) add(ch discovery.Change) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.changes = append(l.changes, ch)
+}
+
+// check fails t unless the changes are a chain: exactly one first
+// snapshot (Old nil) and it first, each Old the New before it, and
+// generations growing.
+func (l *generationLog) check(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, ch := range l.changes {
+		if i == 0 {
+			if ch.Old != nil {
+				t.Errorf("the first change has an Old snapshot")
+			}
+			continue
+		}
+		prev := l.changes[i-1].New
+		if ch.Old == nil {
+			t.Errorf("change %d is a second first snapshot (Old nil)", i)
+		} else if ch.Old != prev {
+			t.Errorf("change %d: Old is not the New of the change before (generation %d, want %d)", i, ch.Old.Generation(), prev.Generation())
+		}
+		if ch.New.Generation() <= prev.Generation() {
+			t.Errorf("change %d: generation %d after %d: went back", i, ch.New.Generation(), prev.Generation())
+		}
+	}
+}
+
+// TestAbandonedRefreshDoesNotPublishOverNewer: a refresh that every
+// caller left while its disk write is slow does not replace the snapshot
+// of a refresh that began after it, and subscribers hear one first
+// snapshot and generations that grow. Before, the abandoned refresh
+// finished last and published its older snapshot: the current generation
+// went back, and subscribers were told two first snapshots.
+func TestAbandonedRefreshDoesNotPublishOverNewer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		store := newMemStore()
+		c, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var log generationLog
+		c.Subscribe(log.add)
+		store.slow(10 * time.Second)
+		ctxA, cancelA := context.WithTimeout(t.Context(), time.Second)
+		defer cancelA()
+		if _, err := c.Refresh(ctxA); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the refresh held by the disk: %v, want its caller's deadline", err)
+		}
+		store.slow(0)
+		if err := srv.AddCRD(discoverytest.CRD{Group: "newer.example.com", Versions: []string{"v1"}, Kind: "Newer"}); err != nil {
+			t.Fatal(err)
+		}
+		newer, err := c.Refresh(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := newer.Group("newer.example.com"); !ok {
+			t.Fatalf("the newer refresh lacks the CRD added before it")
+		}
+		time.Sleep(time.Minute) // every write has ended
+		synctest.Wait()         // and every subscriber has been told
+		cur := c.Current()
+		if cur.Generation() < newer.Generation() {
+			t.Errorf("current generation %d after the newer refresh's %d: went back", cur.Generation(), newer.Generation())
+		}
+		if _, ok := cur.Group("newer.example.com"); !ok {
+			t.Errorf("the current snapshot lacks the newer refresh's CRD: an older one was published over it")
+		}
+		log.check(t)
+		// What is on disk is the newer snapshot, whoever wrote last.
+		warm, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store), discovery.WithMaxAge(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := warm.Snapshot(t.Context())
+		if err != nil || !s.FromDisk() {
+			t.Fatalf("warm start: %v, from disk %v", err, s != nil && s.FromDisk())
+		}
+		if _, ok := s.Group("newer.example.com"); !ok {
+			t.Errorf("the disk cache holds the older snapshot: the abandoned write landed over the newer one")
+		}
+	})
+}
