@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
-		"github.com/kubeatlas/kubeatlas/internal/httpx"
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
 // Defaults of the options.

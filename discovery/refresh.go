@@ -34,10 +34,10 @@ import (
 // refresher is the state of the refresh machine.
 type refresher struct {
 	mu        sync.Mutex
-	began     uint64 // runs started
-	published uint64 // the run whose snapshot is current; 0 before any
-	running   *run   // the run under way, if any
-	next      *run   // the run that starts when running ends, if any
+	began     uint64        // runs started
+	published uint64        // the run whose snapshot is current; 0 before any
+	running   *run          // the run under way, if any
+	next      *run          // the run that starts when running ends, if any
 	subs      []*subscriber // told of each publication (change.go)
 }
 
