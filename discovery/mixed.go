@@ -25,8 +25,10 @@ import (
 //
 // So a refresh whose discovery differs from the one before asks again, at
 // once, on a new connection (conditional on what it just read: two 304s
-// when a server confirms it). One server confirming a change is a change.
-// A different answer means the servers disagree: the client then serves
+// when a server confirms it). One server confirming a change is a change,
+// and so is a third answer (A, then B, then C: one server moving on, as
+// when CRDs install one after another). The view before coming back (A,
+// then B, then A) means the servers disagree: the client then serves
 // the union of the views it has seen lately (each view is kept for
 // mixedWindow refreshes after it was last seen, and looked for once more
 // with a new connection before it leaves), marks what only some of them
@@ -93,6 +95,14 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		other := c.resample(ctx, view)
 		if other == nil {
 			return s // a change, confirmed
+		}
+		if viewKey(other) != viewKey(prev.etagView()) {
+			// A third view (A, then B, then C): one server moving on
+			// (CRDs installing one after another), not servers that
+			// disagree, which show the old view again (A, B, A). The
+			// newest is served; a disagreement shows itself on a later
+			// refresh.
+			return &Snapshot{content: other, validated: s.validated, fetched: s.fetched}
 		}
 		h = &viewHistory{}
 		h.see(prev.etagView())

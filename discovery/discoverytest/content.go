@@ -11,6 +11,7 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // The discovery documents of a real kube-apiserver v1.36.3 with no CRDs,
@@ -143,7 +144,17 @@ func (c *content) setVersion(group string, v apidiscoveryv2.APIVersionDiscovery)
 		c.groups = append(c.groups, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: group}})
 		i = len(c.groups) - 1
 	}
-	c.groups[i].Versions = append(c.groups[i].Versions, v)
+	// A version joins its group in kube-aware priority order (v2 before
+	// v1 before v1beta1), as kube-apiserver lists a CRD's versions: the
+	// first is the preferred one.
+	vs := c.groups[i].Versions
+	at := slices.IndexFunc(vs, func(x apidiscoveryv2.APIVersionDiscovery) bool {
+		return version.CompareKubeAwareVersionStrings(v.Version, x.Version) > 0
+	})
+	if at < 0 {
+		at = len(vs)
+	}
+	c.groups[i].Versions = slices.Insert(vs, at, v)
 	return nil
 }
 
