@@ -85,8 +85,11 @@ func TestWatchDeliversNewCRDs(t *testing.T) {
 	}
 	waitFor(t, "the Change that removes the CRD", func() bool { return got.removed(gvr) })
 	// Each event: a round at once, then a few while the server catches up
-	// (backing off from 100ms): two requests a round.
-	if n := c.Stats().Requests - before; n > 16 {
+	// (backing off from 100ms, 200ms, ...; one more under load): two
+	// requests a round, and three for the resample that confirms the
+	// change on a new connection: at most 11 an event. (16 failed now and
+	// then on a loaded machine, before the refresh machine too.)
+	if n := c.Stats().Requests - before; n > 22 {
 		t.Errorf("two CRD events cost %d discovery requests", n)
 	}
 	if st := c.Stats(); st.WatchEvents == 0 || st.WatchRequests == 0 || st.WatchForbidden {

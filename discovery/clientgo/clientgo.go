@@ -65,7 +65,7 @@ type converted struct {
 }
 
 // Option configures a Discovery.
-type Option func(*Discovery)
+type Option func(*Discovery) error
 
 // WithOpenAPIV3 makes OpenAPIV3 (and OpenAPIV3WithContext) return oc, so
 // that code reading OpenAPI v3 through the discovery interface, as kubectl
@@ -73,7 +73,7 @@ type Option func(*Discovery)
 // root read, the disk cache, documents indexed) instead of client-go's.
 // Default: client-go's own OpenAPI v3 client on the same connection.
 func WithOpenAPIV3(oc openapi.Client) Option {
-	return func(a *Discovery) { a.openAPIV3 = oc }
+	return func(a *Discovery) error { a.openAPIV3 = oc; return nil }
 }
 
 var (
@@ -95,7 +95,9 @@ func New(c *discovery.Client, opts ...Option) (*Discovery, error) {
 	}
 	a := &Discovery{c: c, delegate: delegate}
 	for _, opt := range opts {
-		opt(a)
+		if err := opt(a); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }
