@@ -263,3 +263,20 @@ func TestCheckIsNotTheClients(t *testing.T) {
 		t.Errorf("the client counted %d requests of the %d served, want 3 of 11", got, served)
 	}
 }
+
+// TestCheckReadsByDefaults: the check reads and retries by discovery's
+// defaults, not the client's options: a client that retries nothing and
+// reads at most 1 KiB still gets a full report through a 429 with
+// Retry-After.
+func TestCheckReadsByDefaults(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky))
+	c, err := discovery.New(&rest.Config{Host: base}, discovery.WithMaxRetries(0), discovery.WithMaxResponseBytes(1<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Second, Times: 1})
+	r, err := consistency.Check(context.Background(), c)
+	if err != nil || r.Certainty != consistency.EveryServerAsked || !r.Consistent() || r.MergedETag == "" {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
