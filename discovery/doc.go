@@ -48,13 +48,12 @@
 // as the server serves it; an idle cluster costs two 304s a minute (the
 // slow poll that catches API server upgrades). Where watching is forbidden
 // it falls back to [Client.Poll], which revalidates every interval.
-// [Client.CheckConsistency] delivers what coordinated discovery was
-// proposed for: whether a cluster's API servers serve the same discovery
-// (they do not, mid-upgrade), and how their views differ, from its
-// identity leases, each server's own view (profile=nopeer) and the
-// StorageVersion API. A client whose requests reach servers that disagree
+// A client whose requests reach API servers that disagree (mid-upgrade)
 // serves the union of their views ([Snapshot.Mixed], [Snapshot.Partial])
-// rather than flapping between them.
+// rather than flapping between them. Whether they disagree, and how (what
+// coordinated discovery was proposed for), the package
+// [github.com/kubeatlas/kubeatlas/consistency] tells: it asks each server
+// on its own, through [Client.Config] and [NewSnapshot].
 //
 // # client-go
 //
@@ -76,10 +75,11 @@
 //   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
 //   - change.go: [Diff], Subscribe, Poll.
 //   - watch.go: Watch (informers on CRDs and APIServices).
-//   - consistency.go: CheckConsistency.
 //   - mixed.go: views of servers that disagree behind one URL, joined.
 //   - surfaces.go, probe.go: Surfaces (what a fleet's clients share) and
 //     the fingerprint a cold start takes of its server.
 //   - persist.go: warm starts from the disk cache, last known resources.
 //   - errors.go, stats.go: typed errors, counters.
+//   - elsewhere.go: for packages that read API servers the client does not
+//     (consistency): Client.Config, and NewSnapshot of documents they read.
 package discovery

@@ -28,6 +28,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kubeatlas/kubeatlas/consistency"
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 )
@@ -57,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := &options{}
 	fs := cli.NewFlagSet("consistency")
 	o.conn.Register(fs)
-	fs.IntVar(&o.samples, "samples", discovery.DefaultConsistencySamples, "requests through the cluster's URL, each on a new connection, to reach servers that cannot be asked directly")
+	fs.IntVar(&o.samples, "samples", consistency.DefaultSamples, "requests through the cluster's URL, each on a new connection, to reach servers that cannot be asked directly")
 	fs.BoolVar(&o.throughURL, "through-url", false, "ask only through the cluster's URL, as from outside the cluster's network")
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -84,11 +85,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return cannotTell
 	}
-	opts := []discovery.ConsistencyOption{discovery.WithSamples(max(o.samples, 1))}
+	opts := []consistency.Option{consistency.WithSamples(max(o.samples, 1))}
 	if o.throughURL {
-		opts = append(opts, discovery.ThroughURLOnly())
+		opts = append(opts, consistency.ThroughURLOnly())
 	}
-	r, err := c.CheckConsistency(ctx, opts...)
+	r, err := consistency.Check(ctx, c, opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return cannotTell
@@ -98,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case !r.Consistent():
 		fmt.Fprintf(stdout, "\nThe API servers disagree (%s, %d samples through the URL).\n", r.Certainty, r.Samples)
 		return disagree
-	case r.Certainty == discovery.NotEveryServerSeen:
+	case r.Certainty == consistency.NotEveryServerSeen:
 		fmt.Fprintf(stdout, "\nThe servers seen agree, but not every server was seen (%d samples through the URL): cannot tell.\n", r.Samples)
 		return cannotTell
 	}
@@ -106,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return agree
 }
 
-func report(w io.Writer, r *discovery.Consistency) {
+func report(w io.Writer, r *consistency.Report) {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tIDENTITY\tVERSION\tREACHED\tDISCOVERY\tFROM PEERS\tERROR")
 	for _, s := range r.Servers {

@@ -30,7 +30,7 @@ current-context: c
 	return path
 }
 
-func consistency(t *testing.T, args ...string) (code int, stdout, stderr string) {
+func runCheck(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), args, &out, &errOut)
@@ -44,29 +44,29 @@ func consistency(t *testing.T, args ...string) (code int, stdout, stderr string)
 func TestExitStatus(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky), discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"))
 	kubeconfig := writeKubeconfig(t, base)
-	code, out, errOut := consistency(t, "--kubeconfig", kubeconfig)
+	code, out, errOut := runCheck(t, "--kubeconfig", kubeconfig)
 	if code != agree || !strings.Contains(out, "Every API server serves the same discovery (every server asked directly") {
 		t.Errorf("servers that agree: exit %d\n%s%s", code, out, errOut)
 	}
 	// Servers alike in version and discovery cannot be told apart through
 	// the URL: it cannot tell whether it saw both.
 	_, alike := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky))
-	code, out, errOut = consistency(t, "--kubeconfig", writeKubeconfig(t, alike), "--through-url", "--samples", "4")
+	code, out, errOut = runCheck(t, "--kubeconfig", writeKubeconfig(t, alike), "--through-url", "--samples", "4")
 	if code != cannotTell || !strings.Contains(out, "cannot tell") {
 		t.Errorf("through the URL, servers alike: exit %d\n%s%s", code, out, errOut)
 	}
 	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "upgraded.example.com", Versions: []string{"v1"}, Kind: "Upgrade"}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = consistency(t, "--kubeconfig", kubeconfig)
+	code, out, errOut = runCheck(t, "--kubeconfig", kubeconfig)
 	if code != disagree || !regexp.MustCompile(`(?m)^upgraded\.example\.com/v1 upgrades: served by apiserver-1; not by apiserver-0$`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^apiserver-1 +apiserver-\w+ +v1\.37\.1 +127\.0\.0\.1:\d+ `).MatchString(out) {
 		t.Errorf("servers that disagree: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, errOut := consistency(t, "--server", "http://127.0.0.1:1"); code != cannotTell || !strings.Contains(errOut, "127.0.0.1:1") {
+	if code, _, errOut := runCheck(t, "--server", "http://127.0.0.1:1"); code != cannotTell || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Errorf("no server: exit %d, %s", code, errOut)
 	}
-	if code, _, errOut := consistency(t, "--help"); code != agree || !strings.Contains(errOut, "--through-url") {
+	if code, _, errOut := runCheck(t, "--help"); code != agree || !strings.Contains(errOut, "--through-url") {
 		t.Errorf("--help: exit %d, %s", code, errOut)
 	}
 }
@@ -76,7 +76,7 @@ func TestExitStatus(t *testing.T) {
 func TestEmbedded(t *testing.T) {
 	testenv.NoKubeconfig(t)
 	t.Setenv(cli.FakeAPIServerEnv, "")
-	code, out, errOut := consistency(t)
+	code, out, errOut := runCheck(t)
 	if code != disagree || !strings.Contains(out, "upgraded.example.com/v1") || !strings.Contains(errOut, "embedded fake cluster") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}

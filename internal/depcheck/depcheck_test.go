@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"diskcache":          {},
 	"discovery":          {"diskcache", "internal/"},
 	"discovery/clientgo": {"discovery", "diskcache", "internal/"},
+	"consistency":        {"discovery", "diskcache", "internal/"},
 	"restmapper":         {"discovery", "diskcache", "internal/"},
 	"openapi3":           {"diskcache", "internal/"},
 	"openapi3/clientgo":  {"openapi3", "diskcache", "internal/"},
@@ -27,12 +28,12 @@ var allowed = map[string][]string{
 // banned everywhere in the library: the real server code and the test double.
 var banned = []string{"k8s.io/apiserver/", module + "discovery/discoverytest"}
 
-// heavy is what a program that imports discovery, diskcache, restmapper,
-// openapi3 or fleet does not link: client-go's discovery and informer
-// factory, and through them every typed clientset and built-in API type
-// (their package initialisation alone costs a process about 10 MB). The
-// client-go adapters that need them live in discovery/clientgo and
-// openapi3/clientgo.
+// heavy is what a program that imports discovery, consistency, diskcache,
+// restmapper, openapi3 or fleet does not link: client-go's discovery and
+// informer factory, and through them every typed clientset and built-in
+// API type (their package initialisation alone costs a process about 10
+// MB). The client-go adapters that need them live in discovery/clientgo
+// and openapi3/clientgo.
 var heavy = []string{"k8s.io/client-go/discovery", "k8s.io/client-go/informers", "k8s.io/client-go/kubernetes", "k8s.io/api/core/"}
 
 // deps lists what the kubeatlas package pkg links, itself included.
@@ -55,7 +56,7 @@ func under(dep, prefix string) bool {
 }
 
 func TestDiscoveryIsLean(t *testing.T) {
-	for _, pkg := range []string{"discovery", "diskcache", "restmapper", "openapi3", "fleet"} {
+	for _, pkg := range []string{"discovery", "consistency", "diskcache", "restmapper", "openapi3", "fleet"} {
 		for _, dep := range deps(t, pkg) {
 			for _, h := range heavy {
 				if under(dep, h) {
@@ -93,7 +94,7 @@ func TestDependencies(t *testing.T) {
 // as a child process (examples/fake-apiserver) instead of linking the real
 // server code behind it, which would double their size and start-up.
 func TestCommandsAreLight(t *testing.T) {
-	for _, cmd := range []string{"examples/api-resources", "examples/explain", "examples/watch-apis", "examples/fleet"} {
+	for _, cmd := range []string{"examples/api-resources", "examples/explain", "examples/watch-apis", "examples/fleet", "examples/consistency"} {
 		for _, dep := range deps(t, cmd) {
 			for _, b := range banned {
 				if strings.HasPrefix(dep, b) {

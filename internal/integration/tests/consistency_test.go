@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeatlas/kubeatlas/consistency"
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
@@ -44,7 +45,7 @@ func sortedGVRs(in []schema.GroupVersionResource) []schema.GroupVersionResource 
 
 // resourceDifferences lists the resources (not whole group-versions) that
 // a report says not every server serves, with who serves them.
-func resourceDifferences(r *discovery.Consistency) (gvrs []schema.GroupVersionResource, servedBy map[schema.GroupVersionResource][]string) {
+func resourceDifferences(r *consistency.Report) (gvrs []schema.GroupVersionResource, servedBy map[schema.GroupVersionResource][]string) {
 	servedBy = map[schema.GroupVersionResource][]string{}
 	for _, d := range r.Differences {
 		if d.Resource != "" {
@@ -57,7 +58,7 @@ func resourceDifferences(r *discovery.Consistency) (gvrs []schema.GroupVersionRe
 }
 
 // TestConsistencyOnRealPair: against a real v1.36.3 + v1.37.1 control
-// plane behind a round-robin balancer, CheckConsistency finds both servers
+// plane behind a round-robin balancer, consistency.Check finds both servers
 // through their identity leases, asks each directly, and names what
 // differs: the four resources only v1.37.1 serves (which v1.36.3's merged
 // view gets from its peer), and the resources whose storage versions the
@@ -71,9 +72,9 @@ func TestConsistencyOnRealPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	old, next := p.servers[0], p.servers[1]
-	var r *discovery.Consistency
+	var r *consistency.Report
 	eventually(t, "both servers' leases and peer-aggregated discovery", 60*time.Second, func() (bool, string) {
-		r, err = c.CheckConsistency(ctx)
+		r, err = consistency.Check(ctx, c)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -86,10 +87,10 @@ func TestConsistencyOnRealPair(t *testing.T) {
 		return reached == 2, fmt.Sprintf("%d servers, %s", len(r.Servers), r.Certainty)
 	})
 	logReport(t, r)
-	if r.Consistent() || r.Certainty != discovery.EveryServerAsked || r.Samples != 0 {
+	if r.Consistent() || r.Certainty != consistency.EveryServerAsked || r.Samples != 0 {
 		t.Errorf("consistent %v, certainty %v, %d samples: want an inconsistency found by asking both directly", r.Consistent(), r.Certainty, r.Samples)
 	}
-	byName := map[string]discovery.ServerReport{}
+	byName := map[string]consistency.Server{}
 	for _, s := range r.Servers {
 		byName[s.Hostname] = s
 	}
@@ -111,7 +112,7 @@ func TestConsistencyOnRealPair(t *testing.T) {
 	if got := byName[next.name].FromPeers; len(got) != 0 {
 		t.Errorf("%s gets %v from its peer, want nothing", next.name, got)
 	}
-	if !r.StorageVersionAPI || !slices.ContainsFunc(r.StorageVersions, func(d discovery.StorageVersionDisagreement) bool {
+	if !r.StorageVersionAPI || !slices.ContainsFunc(r.StorageVersions, func(d consistency.StorageVersionDisagreement) bool {
 		return d.Resource == schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"} &&
 			d.Encodings[old.name] == "admissionregistration.k8s.io/v1beta1" && d.Encodings[next.name] == "admissionregistration.k8s.io/v1"
 	}) {
@@ -148,12 +149,12 @@ current-context: ha
 
 	// Through the balancer only: each sample a new connection.
 	before := p.lb.connections()
-	through, err := c.CheckConsistency(ctx, discovery.ThroughURLOnly())
+	through, err := consistency.Check(ctx, c, consistency.ThroughURLOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	logReport(t, through)
-	if through.Certainty != discovery.EveryServerSampled || through.Samples > 4 || through.Consistent() {
+	if through.Certainty != consistency.EveryServerSampled || through.Samples > 4 || through.Consistent() {
 		t.Errorf("through the balancer: %v after %d samples, consistent %v; want both servers told apart within 4", through.Certainty, through.Samples, through.Consistent())
 	}
 	after := p.lb.connections()
@@ -166,17 +167,17 @@ current-context: ha
 	// and the report says it cannot tell.
 	next.stop()
 	p.lb.takeOut(1)
-	gone, err := c.CheckConsistency(ctx, discovery.WithSamples(4))
+	gone, err := consistency.Check(ctx, c, consistency.WithSamples(4))
 	if err != nil {
 		t.Fatal(err)
 	}
 	logReport(t, gone)
-	if gone.Certainty != discovery.NotEveryServerSeen {
+	if gone.Certainty != consistency.NotEveryServerSeen {
 		t.Errorf("with %s down: certainty %v", next.name, gone.Certainty)
 	}
 }
 
-func logReport(t *testing.T, r *discovery.Consistency) {
+func logReport(t *testing.T, r *consistency.Report) {
 	t.Helper()
 	t.Logf("consistent %v, %v, %d samples, merged %.12s", r.Consistent(), r.Certainty, r.Samples, r.MergedETag)
 	for _, s := range r.Servers {

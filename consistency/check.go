@@ -1,0 +1,209 @@
+package consistency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
+)
+
+// DefaultSamples is how many requests through the client's URL Check sends
+// at most.
+const DefaultSamples = 16
+
+// Option configures Check.
+type Option func(*options) error
+
+type options struct {
+	samples    int
+	throughURL bool
+	clock      clock.PassiveClock
+}
+
+// WithSamples bounds the requests (each on a new connection) sent through
+// the client's URL to reach servers that cannot be asked directly.
+// Default: DefaultSamples (16).
+func WithSamples(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("consistency: at least one sample is needed, got %d", n)
+		}
+		o.samples = n
+		return nil
+	}
+}
+
+// ThroughURLOnly asks only through the client's URL, as from outside the
+// cluster's network where the servers' own addresses cannot be reached.
+// Default: each server is asked directly where its address is known.
+func ThroughURLOnly() Option {
+	return func(o *options) error { o.throughURL = true; return nil }
+}
+
+// WithClock sets the clock that identity leases are judged alive by, and
+// that the servers' views are timed with. Default: the real clock.
+func WithClock(c clock.PassiveClock) Option {
+	return func(o *options) error {
+		if c == nil {
+			return errors.New("consistency: nil clock")
+		}
+		o.clock = c
+		return nil
+	}
+}
+
+// Check tells whether the API servers of c's cluster serve the same
+// discovery, as coordinated discovery was proposed to (during an upgrade
+// they do not), from what the cluster tells about itself:
+//   - its identity leases say how many API servers there are and which
+//     are alive, and where each can be reached (the peer-advertise
+//     address); the kubernetes EndpointSlice gives addresses where leases
+//     give none;
+//   - each server reached directly is asked for its /version, its own
+//     view (/api and /apis with profile=nopeer, KEP-4020) and its merged
+//     /apis, which, where it differs, names what only a peer serves;
+//   - servers that cannot be reached directly (no address, an address not
+//     routable from here, a client without a rest.Config
+//     (discovery.Client.Config), or ThroughURLOnly) are sampled through
+//     the client's URL on new connections, /version and discovery on one
+//     connection, and told apart by version and views, up to WithSamples
+//     requests;
+//   - where the StorageVersion API is served, whether the servers encode
+//     each resource in one version.
+//
+// Direct requests carry the client's credentials to the leases' addresses
+// (the cluster's own API servers), verifying their certificates for the
+// client's host name. It needs aggregated discovery (1.26+); a server
+// without it is an error.
+//
+// Check uses none of c's snapshots, and its requests are not c's: only
+// those through c's URL are counted in c.Stats().Requests. Responses are
+// read within discovery.DefaultMaxResponseBytes, and requests answered 429
+// or 5xx with Retry-After are retried up to discovery.DefaultMaxRetries
+// times, whatever c's own options.
+func Check(ctx context.Context, c *discovery.Client, opts ...Option) (*Report, error) {
+	o := options{samples: DefaultSamples, clock: clock.RealClock{}}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	k, err := newChecker(c, o)
+	if err != nil {
+		return nil, err
+	}
+	return k.check(ctx)
+}
+
+// checker is one Check: how it reaches the cluster, and its options.
+type checker struct {
+	o options
+	// url sends requests to the client's URL, through its HTTP client.
+	url *httpx.Client
+	// cfg is the config the client was built from, with which servers
+	// are asked at their own addresses; nil when there is none.
+	cfg *rest.Config
+}
+
+func newChecker(c *discovery.Client, o options) (*checker, error) {
+	hc, connCfg := c.Connection()
+	base, _, err := rest.DefaultServerUrlFor(connCfg)
+	if err != nil {
+		return nil, fmt.Errorf("consistency: %w", err)
+	}
+	url := httpx.NewClient(hc, base, discovery.DefaultMaxRedirects)
+	url.Gzip = !connCfg.DisableCompression
+	url.MaxRetries = discovery.DefaultMaxRetries
+	url.Body = httpx.Options{Limit: discovery.DefaultMaxResponseBytes}
+	return &checker{o: o, url: url, cfg: c.Config()}, nil
+}
+
+var (
+	errLeaseExpired = errors.New("its identity lease has expired: the server is gone, or cannot renew it")
+	errNotTold      = errors.New("not reached directly, and not told apart from the servers seen through the URL")
+)
+
+func (k *checker) check(ctx context.Context) (*Report, error) {
+	servers, leasesErr := k.identityLeases(ctx)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	out := &Report{Servers: servers}
+	// Servers are asked at their own addresses only with the client's
+	// rest.Config and no path prefix (a fleet proxy's URL).
+	direct := !k.o.throughURL && k.cfg != nil && k.url.Base.Path == ""
+	if leasesErr == nil && direct {
+		k.addEndpointSliceAddresses(ctx, out)
+	}
+
+	// The merged /apis through the URL, which every server answers alike
+	// when peer aggregation is on.
+	merged, err := k.getAggregated(ctx, k.url, "/apis", false)
+	if err != nil {
+		return nil, err
+	}
+	out.MergedETag = merged.ETag
+
+	// Each server with an address, directly.
+	reached := 0
+	live := 0
+	for i := range out.Servers {
+		s := &out.Servers[i]
+		if s.Alive {
+			live++
+		}
+		if !s.Alive || !direct || s.Address == "" {
+			s.Address = ""
+			continue
+		}
+		if err := k.askDirectly(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			s.Err, s.Address = err, ""
+			continue
+		}
+		reached++
+	}
+
+	// The rest through the URL.
+	if reached < live || leasesErr != nil {
+		k.sampleThroughURL(ctx, out, k.o.samples, live-reached)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	for i := range out.Servers {
+		s := &out.Servers[i]
+		switch {
+		case s.View != nil:
+		case s.Err == nil && !s.Alive:
+			s.Err = errLeaseExpired
+		case s.Err == nil:
+			s.Err = errNotTold
+		}
+	}
+	out.Differences = differences(out.Servers)
+	k.storageVersions(ctx, out)
+
+	told := 0
+	for i := range out.Servers {
+		if out.Servers[i].View != nil {
+			told++
+		}
+	}
+	switch {
+	case leasesErr == nil && reached >= live && live > 0:
+		out.Certainty = EveryServerAsked
+	case leasesErr == nil && told >= live && live > 0:
+		out.Certainty = EveryServerSampled
+	default:
+		out.Certainty = NotEveryServerSeen
+	}
+	return out, nil
+}

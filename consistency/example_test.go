@@ -1,0 +1,54 @@
+package consistency_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/consistency"
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+func ExampleCheck() {
+	// Two API servers behind one URL, the second upgraded first: it
+	// serves a group the first does not. Each has a URL of its own, which
+	// its identity lease names.
+	srv, _ := discoverytest.NewServer(discoverytest.WithBackends(2, discoverytest.Sticky),
+		discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"))
+	stop, err := srv.ServeBackends("127.0.0.1")
+	if err != nil {
+		panic(err)
+	}
+	defer stop()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "upgraded.example.com", Versions: []string{"v1"}, Kind: "Upgrade"}); err != nil {
+		panic(err)
+	}
+
+	// With a kubeconfig: discovery.New(restConfig).
+	c, err := discovery.New(&rest.Config{Host: ts.URL})
+	if err != nil {
+		panic(err)
+	}
+	r, err := consistency.Check(context.Background(), c)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("consistent: %v (%s)\n", r.Consistent(), r.Certainty)
+	for _, s := range r.Servers {
+		fmt.Println(s.Name(), s.Version)
+	}
+	for _, d := range r.Differences {
+		fmt.Println(d.GroupVersion, d.Resource, "served by", d.ServedBy, "not by", d.MissingFrom)
+	}
+	// Output:
+	// consistent: false (every server asked directly)
+	// apiserver-0 v1.36.3
+	// apiserver-1 v1.37.1
+	// upgraded.example.com/v1  served by [apiserver-1] not by [apiserver-0]
+	// upgraded.example.com/v1 upgrades served by [apiserver-1] not by [apiserver-0]
+}

@@ -1,0 +1,98 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/mediatype"
+)
+
+// document reads path from base as a server sends it to accept.
+func document(t *testing.T, base, path, accept string) discovery.Document {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", path, resp.Status, err)
+	}
+	return discovery.Document{Body: body, ContentType: resp.Header.Get("Content-Type"), ETag: resp.Header.Get("ETag")}
+}
+
+// TestNewSnapshot: the documents a server sent, read by someone else,
+// make the snapshot a Client reads (JSON or protobuf), with their ETags
+// and the time given; legacy discovery, and a body its Content-Type does
+// not describe, are a *ResponseError.
+func TestNewSnapshot(t *testing.T) {
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 3))
+	want, err := newClient(t, base).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1000, 0)
+	for _, protobuf := range []bool{false, true} {
+		accept := mediatype.Aggregated("v2", protobuf, "")
+		s, err := discovery.NewSnapshot(document(t, base, "/api", accept), document(t, base, "/apis", accept), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantAPI, wantAPIs := want.ETags()
+		if api, apis := s.ETags(); api != wantAPI || apis != wantAPIs || !slices.Equal(flatten(s), flatten(want)) || !slices.Equal(groupOrder(s), groupOrder(want)) {
+			t.Errorf("protobuf %v: ETags %s %s, %d resources; want the client's snapshot", protobuf, api, apis, len(flatten(s)))
+		}
+		if s.Source().Protobuf != protobuf || !s.Fetched().Equal(at) || !s.Validated().Equal(at) || !s.Complete() {
+			t.Errorf("protobuf %v: source %v, fetched %v, validated %v, complete %v", protobuf, s.Source(), s.Fetched(), s.Validated(), s.Complete())
+		}
+	}
+
+	aggregated := mediatype.Aggregated("v2", false, "")
+	core := document(t, base, "/api", aggregated)
+	var re *discovery.ResponseError
+	legacy := document(t, base, "/apis", mediatype.JSON)
+	if _, err := discovery.NewSnapshot(core, legacy, at); !errors.As(err, &re) || re.Path != "/apis" {
+		t.Errorf("legacy /apis: %v, want a *ResponseError for /apis", err)
+	}
+	garbage := core
+	garbage.Body = []byte(`{"kind":"Status"}`)
+	if _, err := discovery.NewSnapshot(garbage, document(t, base, "/apis", aggregated), at); !errors.As(err, &re) || re.Path != "/api" {
+		t.Errorf("a body that is not discovery: %v, want a *ResponseError for /api", err)
+	}
+}
+
+// TestConfig: a client built from a rest.Config gives a copy of it
+// (changing it changes nothing of the client's); one built on an HTTP
+// client has none to give.
+func TestConfig(t *testing.T) {
+	c, err := discovery.New(&rest.Config{Host: "https://cluster.example.com:6443", BearerToken: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.Config()
+	if cfg == nil || cfg.Host != "https://cluster.example.com:6443" || cfg.BearerToken != "t" {
+		t.Fatalf("%+v", cfg)
+	}
+	cfg.BearerToken = "changed"
+	if c.Config().BearerToken != "t" {
+		t.Errorf("Config is not a copy")
+	}
+	if cfg := newClient(t, "https://cluster.example.com").Config(); cfg != nil {
+		t.Errorf("NewForHTTPClient: %+v, want none", cfg)
+	}
+}
