@@ -16,10 +16,12 @@
 // # Freshness
 //
 // [Client.Refresh] revalidates with If-None-Match: an unchanged cluster costs two
-// 304 responses and no decoding. Concurrent refreshes share one; Snapshot
-// never waits for a refresh once there is a snapshot read from the server,
-// and revalidates in the background when it is older than the max age
-// ([WithMaxAge]). A snapshot read from the disk cache ([WithDiskCache]) past
+// 304 responses and no decoding. It returns discovery as of its call:
+// callers that arrive while a refresh runs share the one after it.
+// Refreshes run one at a time and publish in order, so generations only
+// grow. Snapshot never waits for a refresh once there is a snapshot read
+// from the server, and revalidates in the background when it is older
+// than the max age ([WithMaxAge]). A snapshot read from the disk cache ([WithDiskCache]) past
 // the max age is revalidated once before it is answered from; when that
 // fails, it is answered from with the failure in [Snapshot.RefreshError].
 //
@@ -40,7 +42,9 @@
 //
 // Change notifications deliver what watchable discovery was proposed for,
 // on the client: [Client.Subscribe] receives a [Change] ([Diff] of two
-// snapshots) when a refresh brings new content. [Client.Watch] keeps the
+// snapshots) when a refresh brings new content, after it is published, on
+// a goroutine of the subscriber's own, from which it may call back into
+// the client (and a mapper over it). [Client.Watch] keeps the
 // snapshot current in near real
 // time: it watches what changes discovery (CRDs as metadata only, and
 // APIServices) and revalidates when an event can change it, until the
@@ -66,14 +70,18 @@
 //
 // # Files
 //
-//   - client.go: [Client], its options, Snapshot and Refresh, the one HTTP
-//     path (through internal/httpx).
-//   - fetch.go: content negotiation, the legacy fallback.
+//   - client.go: [Client], its constructors and options.
+//   - refresh.go: Snapshot and Refresh, and the refresh machine behind
+//     them: runs one at a time, the one publisher of snapshots, who waits
+//     for which run.
+//   - fetch.go: one refresh's requests (the one HTTP path, through
+//     internal/httpx), content negotiation, the legacy fallback.
 //   - decode.go, protobuf.go: decoding JSON and protobuf (the protobuf
 //     decoder is hand-written for speed and fuzzed against the generated
 //     one).
 //   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
-//   - change.go: [Diff], Subscribe, Poll.
+//   - change.go: [Diff]; Subscribe and the delivery of changes to each
+//     subscriber; Poll.
 //   - watch.go: Watch (informers on CRDs and APIServices).
 //   - mixed.go: views of servers that disagree behind one URL, joined.
 //   - surfaces.go, probe.go: Surfaces (what a fleet's clients share) and

@@ -294,3 +294,28 @@ func keepLastKnown(p *part, prev *Snapshot) {
 		}
 	}
 }
+
+// get sends one GET (httpx.Client.Get) and counts its bytes and 304s. A
+// 304 is an answer when etag is set. An error status is an
+// *apierrors.StatusError, returned as is; a body over the limit is a
+// *ResponseError; any other error is the transport's, or says the body
+// could not be read.
+func (c *Client) get(ctx context.Context, r httpx.Request) (*httpx.Response, error) {
+	resp, err := c.connectionFor(ctx, &r).Get(ctx, r)
+	if resp != nil {
+		c.stats.bytes.Add(resp.Wire)
+	}
+	var status *apierrors.StatusError
+	switch {
+	case resp == nil || errors.As(err, &status):
+		return resp, err
+	case errors.Is(err, ErrTooLarge):
+		return resp, &ResponseError{Path: r.Ref, ContentType: resp.Header.Get("Content-Type"), Err: err}
+	case err != nil:
+		return resp, fmt.Errorf("discovery: GET %s: reading body: %w", r.Ref, err)
+	}
+	if resp.StatusCode == http.StatusNotModified {
+		c.stats.notModified.Add(1)
+	}
+	return resp, nil
+}

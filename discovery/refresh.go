@@ -31,6 +31,71 @@ import (
 //     the next run; the callers of a run wait for its write, so that a
 //     program that refreshes and exits leaves its snapshot on disk.
 
+// Current returns the latest snapshot without doing anything, or nil before
+// the first successful read.
+func (c *Client) Current() *Snapshot { return c.current.Load() }
+
+// Snapshot returns the latest snapshot, reading discovery first if there is
+// none. When the snapshot is older than the max age it is returned at once
+// and revalidated in the background. The error is the snapshot's own
+// (Snapshot.Err) or, without a snapshot, why none could be read.
+//
+// Snapshot waits for the network in two cases only: when there is no
+// snapshot, and once after a warm start (WithDiskCache) from a snapshot
+// older than the max age, which is revalidated before it is answered from
+// (two 304s when nothing changed). Each waits at most one refresh, bounded
+// by ctx and WithRefreshTimeout. When that refresh fails, the persisted
+// snapshot is returned with the failure in its RefreshError, and no later
+// call waits for it again. After a failed refresh, the next background one
+// starts no sooner than the max age (at least a second) later, so that a
+// dead server does not get a request per call.
+func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
+	s := c.current.Load()
+	if s == nil {
+		if err := c.warmStart(ctx); err != nil {
+			return nil, err
+		}
+		if s = c.current.Load(); s == nil {
+			// Any read will do: there is nothing older to be newer than.
+			return c.refreshAfter(ctx, false)
+		}
+	}
+	now := c.opts.clock.Now()
+	if now.Sub(s.validated) > c.opts.maxAge {
+		switch {
+		case s.fromDisk && s.refreshErr == nil:
+			r, err := c.Refresh(ctx)
+			if r != nil && r.refreshErr != nil {
+				err = r.err // the failure is told by the snapshot
+			}
+			return r, err
+		case s.refreshErr == nil || now.Sub(time.Unix(0, c.failedAt.Load())) >= max(c.opts.maxAge, time.Second):
+			c.refreshInBackground()
+		}
+	}
+	c.stats.cacheHits.Add(1)
+	return s, s.err
+}
+
+// Refresh revalidates discovery now: a conditional request per endpoint,
+// so an unchanged cluster costs two 304s and no decoding. It returns a
+// snapshot read after the call began: a refresh already under way (which
+// may have read the server before a change the caller must see) is not
+// taken, but the callers that arrive while it runs share the one that
+// follows it. Each caller waits at most until its ctx ends (it then gets
+// the current snapshot and ctx's error), and a refresh that every caller
+// has left is cancelled. With WithDiskCache, the first Refresh revalidates
+// the persisted snapshot. A failed refresh keeps the previous snapshot's
+// content current, marked with the failure (Snapshot.RefreshError), and
+// returns it with the error.
+func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
+	// Revalidate what is on disk rather than read it all again.
+	if err := c.warmStart(ctx); err != nil {
+		return c.current.Load(), err
+	}
+	return c.refreshAfter(ctx, true)
+}
+
 // refresher is the state of the refresh machine.
 type refresher struct {
 	mu        sync.Mutex
@@ -227,4 +292,28 @@ func (c *Client) logRefreshError(err error) {
 		c.opts.logger.Warn("discovery refresh failed", "err", err)
 		c.lastRefreshErr = msg
 	}
+}
+
+// logFailures logs a group-version when it starts or stops failing, not on
+// every refresh, so a long-dead aggregated API server does not flood logs.
+func (c *Client) logFailures(s *Snapshot) {
+	now := map[string]string{}
+	if pe, ok := s.err.(*PartialError); ok {
+		for _, gve := range pe.Errors {
+			now[gve.GroupVersion.String()] = gve.Err.Error()
+		}
+	}
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	for gv, msg := range now {
+		if c.lastFailed[gv] != msg {
+			c.opts.logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
+		}
+	}
+	for gv := range c.lastFailed {
+		if _, still := now[gv]; !still {
+			c.opts.logger.Info("discovery: group-version current again", "groupVersion", gv)
+		}
+	}
+	c.lastFailed = now
 }
