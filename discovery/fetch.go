@@ -80,13 +80,13 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 		if cond != nil {
 			p = &cond.core
 		}
-		core, coreErr = c.fetchPart(ctx, "/api", p)
+		core, coreErr = c.fetchPart(ctx, c.http, "/api", p)
 	}()
 	var p *part
 	if cond != nil {
 		p = &cond.named
 	}
-	named, namedErr = c.fetchPart(ctx, "/apis", p)
+	named, namedErr = c.fetchPart(ctx, c.http, "/apis", p)
 	wg.Wait()
 	if coreErr != nil {
 		return nil, coreErr
@@ -123,13 +123,14 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 	return s, s.err
 }
 
-// fetchPart reads one endpoint. A 304 returns prev itself.
-func (c *Client) fetchPart(ctx context.Context, path string, prev *part) (*part, error) {
+// fetchPart reads one endpoint through on (the client's own connections,
+// or a resample's new ones). A 304 returns prev itself.
+func (c *Client) fetchPart(ctx context.Context, on *httpx.Client, path string, prev *part) (*part, error) {
 	etag := ""
 	if prev != nil {
 		etag = prev.etag
 	}
-	resp, err := c.get(ctx, httpx.Request{Ref: path, Accept: c.accept(), ETag: etag})
+	resp, err := c.get(ctx, on, httpx.Request{Ref: path, Accept: c.accept(), ETag: etag})
 	var status *apierrors.StatusError
 	if errors.As(err, &status) {
 		return nil, fmt.Errorf("discovery: GET %s: %w", path, err)
@@ -246,7 +247,7 @@ func (c *Client) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion)
 	if gv.Group == "" {
 		path = "/api/" + gv.Version
 	}
-	resp, err := c.get(ctx, httpx.Request{Ref: path, Accept: c.legacyAccept()})
+	resp, err := c.get(ctx, c.http, httpx.Request{Ref: path, Accept: c.legacyAccept()})
 	if err != nil {
 		return nil, err
 	}
@@ -295,13 +296,13 @@ func keepLastKnown(p *part, prev *Snapshot) {
 	}
 }
 
-// get sends one GET (httpx.Client.Get) and counts its bytes and 304s. A
+// get sends one GET through on (httpx.Client.Get) and counts its bytes and 304s. A
 // 304 is an answer when etag is set. An error status is an
 // *apierrors.StatusError, returned as is; a body over the limit is a
 // *ResponseError; any other error is the transport's, or says the body
 // could not be read.
-func (c *Client) get(ctx context.Context, r httpx.Request) (*httpx.Response, error) {
-	resp, err := c.connectionFor(ctx, &r).Get(ctx, r)
+func (c *Client) get(ctx context.Context, on *httpx.Client, r httpx.Request) (*httpx.Response, error) {
+	resp, err := on.Get(ctx, r)
 	if resp != nil {
 		c.stats.bytes.Add(resp.Wire)
 	}

@@ -159,21 +159,21 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 // servers the refresh's two requests went to.
 func (c *Client) resample(ctx context.Context, view *content) *content {
 	c.stats.resamples.Add(1)
-	ctx = withNewConnection(ctx)
+	on := c.newConnections()
 	var named *part
 	for range 2 {
 		// Twice: the refresh sent two requests, so a balancer that sends
 		// each request to the next of two servers may send the first to
 		// the server that just answered /apis, never the second.
 		var err error
-		if named, err = c.fetchPart(ctx, "/apis", &view.named); err != nil {
+		if named, err = c.fetchPart(ctx, on, "/apis", &view.named); err != nil {
 			return nil
 		}
 		if named != &view.named {
 			break
 		}
 	}
-	core, err := c.fetchPart(ctx, "/api", &view.core)
+	core, err := c.fetchPart(ctx, on, "/api", &view.core)
 	if err != nil || named == &view.named && core == &view.core {
 		return nil
 	}
@@ -297,60 +297,57 @@ func (s *Snapshot) Partial() (versions []schema.GroupVersion, resources []schema
 	return versions, resources
 }
 
-// newConnectionKey marks a context whose requests each go on a new
-// connection (so that a load balancer may pick another server).
-type newConnectionKey struct{}
-
-func withNewConnection(ctx context.Context) context.Context {
-	return context.WithValue(ctx, newConnectionKey{}, true)
-}
-
-// connectionFor is the HTTP client a request goes through: the client's
-// own, or, for a request that wants a new connection, one whose idle
-// connections are closed first. With a rest.Config (New), that is a
-// transport of its own (a config with a Dial is never shared by
-// client-go's transport cache), so nobody else's connections are closed;
-// otherwise the request asks for its connection to be closed after it,
-// which a second request on a new connection honours.
-func (c *Client) connectionFor(ctx context.Context, r *httpx.Request) *httpx.Client {
-	if ctx.Value(newConnectionKey{}) == nil {
-		return c.http
+// newConnections is the client a resample sends through, each request on
+// a connection of its own (so that a load balancer may pick another
+// server): each asks for its connection to be closed after it
+// (req.Close). With a rest.Config (New), its transport is also its own (a
+// config with a Dial is never shared by client-go's transport cache), and
+// its idle connections are closed first, so that the first request does
+// not reuse one, and nobody else's are closed. Built on first use: a
+// client whose servers agree never needs it.
+func (c *Client) newConnections() *httpx.Client {
+	if fresh := c.fresh.Load(); fresh != nil {
+		utilnet.CloseIdleConnectionsFor(fresh.HC.Transport)
+		return fresh
 	}
-	r.NewConnection = true
-	if c.config == nil {
-		return c.http
+	f := *c.http
+	own := false
+	if c.config != nil {
+		cfg := rest.CopyConfig(c.config)
+		cfg.Dial = (&net.Dialer{}).DialContext
+		hc, err := rest.HTTPClientFor(cfg)
+		if err == nil {
+			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: closingTransport{countingTransport{next: hc.Transport, n: &c.stats.requests}}, Timeout: hc.Timeout}, DefaultMaxRedirects)
+			own = true
+		} else {
+			c.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
+		}
+	}
+	if !own {
+		hc := *c.http.HC
+		hc.Transport = closingTransport{next: hc.Transport}
+		f.HC = &hc
+	}
+	if !c.fresh.CompareAndSwap(nil, &f) {
+		utilnet.CloseIdleConnectionsFor(f.HC.Transport)
 	}
 	fresh := c.fresh.Load()
-	if fresh == nil {
-		f, err := c.ownTransportClient()
-		if err != nil {
-			c.opts.logger.Debug("discovery: no client for new connections", "err", err)
-			return c.http
-		}
-		if !c.fresh.CompareAndSwap(nil, f) {
-			utilnet.CloseIdleConnectionsFor(f.HC.Transport)
-		}
-		fresh = c.fresh.Load()
-	}
 	utilnet.CloseIdleConnectionsFor(fresh.HC.Transport)
 	return fresh
 }
 
-// ownTransportClient is the client's httpx.Client with a transport of its
-// own, built from its rest.Config (which it needs): a config with a Dial
-// is never shared by client-go's transport cache, so closing its idle
-// connections closes nobody else's. Its requests are counted.
-func (c *Client) ownTransportClient() (*httpx.Client, error) {
-	cfg := rest.CopyConfig(c.config)
-	cfg.Dial = (&net.Dialer{}).DialContext
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	own := *c.http
-	own.HC = httpx.WithRedirectPolicy(&http.Client{Transport: countingTransport{next: hc.Transport, n: &c.stats.requests}, Timeout: hc.Timeout}, DefaultMaxRedirects)
-	return &own, nil
+// closingTransport closes each request's connection after it.
+type closingTransport struct{ next http.RoundTripper }
+
+func (t closingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Close = true
+	return t.next.RoundTrip(req)
 }
+
+// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the
+// transport below.
+func (t closingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // resource finds a resource of a group-version in c.
 func (c *content) resource(gv schema.GroupVersion, name string) (*Resource, bool) {
