@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -146,9 +145,7 @@ type Client struct {
 	machine refresher                // runs refreshes, publishes, tells subscribers
 	stats   counters
 
-	logMu          sync.Mutex
-	lastFailed     map[string]string // group-version -> error text last logged
-	lastRefreshErr string            // the refresh failure last logged
+	log     failureLog
 
 	warm     warmStart    // the disk cache's snapshot, read once (persist.go)
 	written  persistState // what was last written to the disk cache (persist.go)
@@ -220,8 +217,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	if o.legacyOnly && o.noPeer {
 		return nil, errors.New("discovery: WithNoPeer applies to aggregated discovery, which WithLegacyOnly turns off")
 	}
-	c := &Client{opts: o, lastFailed: map[string]string{}}
+	c := &Client{opts: o, log: failureLog{logger: o.logger}}
 	c.written.turn = make(chan struct{}, 1)
+	c.machine = refresher{current: &c.current, timeout: o.refreshTimeout, work: c.refresh, after: c.persist}
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).
 	c.http = httpx.NewClient(hc, base, DefaultMaxRedirects)

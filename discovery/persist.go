@@ -318,7 +318,7 @@ func (c *Client) warmStart(ctx context.Context) error {
 				c.opts.logger.Debug("discovery: no warm start", "err", err)
 				return
 			}
-			c.publish(0, s)
+			c.machine.publish(0, s)
 		}()
 	})
 	select {

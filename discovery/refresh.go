@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,7 +59,7 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		if s = c.current.Load(); s == nil {
 			// Any read will do: there is nothing older to be newer than.
-			return c.refreshAfter(ctx, false)
+			return c.machine.wait(ctx, false)
 		}
 	}
 	now := c.opts.clock.Now()
@@ -70,7 +72,7 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 			}
 			return r, err
 		case s.refreshErr == nil || now.Sub(time.Unix(0, c.failedAt.Load())) >= max(c.opts.maxAge, time.Second):
-			c.refreshInBackground()
+			c.machine.background()
 		}
 	}
 	c.stats.cacheHits.Add(1)
@@ -93,11 +95,21 @@ func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
 	if err := c.warmStart(ctx); err != nil {
 		return c.current.Load(), err
 	}
-	return c.refreshAfter(ctx, true)
+	return c.machine.wait(ctx, true)
 }
 
-// refresher is the state of the refresh machine.
+// refresher is the refresh machine: the client's work (read, join views,
+// publish) run one at a time, and who waits for which run.
 type refresher struct {
+	current *atomic.Pointer[Snapshot] // the client's, which publish alone writes
+	timeout time.Duration             // of one run (WithRefreshTimeout)
+	// work is one run, as run seq: it publishes, and says whether it
+	// published new documents, for after.
+	work func(ctx context.Context, seq uint64) (*Snapshot, bool, error)
+	// after runs once the next run may start and before the run's callers
+	// hear its result (the disk write).
+	after func(s *Snapshot, seq uint64)
+
 	mu        sync.Mutex
 	began     uint64        // runs started
 	published uint64        // the run whose snapshot is current; 0 before any
@@ -118,10 +130,9 @@ type run struct {
 	cancel  context.CancelFunc
 }
 
-// refreshAfter waits for a run that began after this call (fresh) or for
-// any run (!fresh), starting one if needed, until ctx ends.
-func (c *Client) refreshAfter(ctx context.Context, fresh bool) (*Snapshot, error) {
-	r := &c.machine
+// wait waits for a run that began after this call (fresh) or for any run
+// (!fresh), starting one if needed, until ctx ends.
+func (r *refresher) wait(ctx context.Context, fresh bool) (*Snapshot, error) {
 	r.mu.Lock()
 	x := r.next
 	switch {
@@ -133,7 +144,7 @@ func (c *Client) refreshAfter(ctx context.Context, fresh bool) (*Snapshot, error
 		r.next = x
 	default:
 		x = &run{base: context.WithoutCancel(ctx), done: make(chan struct{})}
-		c.startLocked(x)
+		r.startLocked(x)
 	}
 	x.waiters++
 	r.mu.Unlock()
@@ -141,15 +152,14 @@ func (c *Client) refreshAfter(ctx context.Context, fresh bool) (*Snapshot, error
 	case <-x.done:
 		return x.snap, x.err
 	case <-ctx.Done():
-		c.leave(x)
-		return c.current.Load(), ctx.Err()
+		r.leave(x)
+		return r.current.Load(), ctx.Err()
 	}
 }
 
-// refreshInBackground joins the run under way, or starts one that runs to
+// background joins the run under way, or starts one that runs to
 // completion (or its timeout) with nobody waiting.
-func (c *Client) refreshInBackground() {
-	r := &c.machine
+func (r *refresher) background() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -158,15 +168,13 @@ func (c *Client) refreshInBackground() {
 	case r.next != nil:
 		r.next.pinned = true
 	default:
-		x := &run{base: context.Background(), done: make(chan struct{}), pinned: true}
-		c.startLocked(x)
+		r.startLocked(&run{base: context.Background(), done: make(chan struct{}), pinned: true})
 	}
 }
 
 // leave is a caller of x giving up. The last one out of a run that was
 // not pinned cancels it (or, queued, drops it).
-func (c *Client) leave(x *run) {
-	r := &c.machine
+func (r *refresher) leave(x *run) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if x.waiters--; x.waiters > 0 || x.pinned {
@@ -181,20 +189,18 @@ func (c *Client) leave(x *run) {
 }
 
 // startLocked starts x; r.mu is held.
-func (c *Client) startLocked(x *run) {
-	r := &c.machine
+func (r *refresher) startLocked(x *run) {
 	r.began++
 	x.seq = r.began
-	ctx, cancel := context.WithTimeout(x.base, c.opts.refreshTimeout)
+	ctx, cancel := context.WithTimeout(x.base, r.timeout)
 	x.cancel = cancel
 	r.running = x
-	go c.runRefresh(ctx, x)
+	go r.run(ctx, x)
 }
 
-func (c *Client) runRefresh(ctx context.Context, x *run) {
+func (r *refresher) run(ctx context.Context, x *run) {
 	defer x.cancel()
-	snap, published, err := c.refresh(ctx, x.seq)
-	r := &c.machine
+	snap, published, err := r.work(ctx, x.seq)
 	r.mu.Lock()
 	if r.running == x {
 		r.running = nil
@@ -202,19 +208,19 @@ func (c *Client) runRefresh(ctx context.Context, x *run) {
 	if r.next != nil && r.running == nil {
 		n := r.next
 		r.next = nil
-		c.startLocked(n)
+		r.startLocked(n)
 	}
 	r.mu.Unlock()
-	if published {
-		c.persist(snap, x.seq)
+	if published && r.after != nil {
+		r.after(snap, x.seq)
 	}
 	x.snap, x.err = snap, err
 	close(x.done)
 }
 
-// refresh reads the server and publishes what it read, as run seq. It
-// returns the snapshot its callers get and whether it published one with
-// new documents to persist.
+// refresh is the machine's work: it reads the server and publishes what
+// it read, as run seq. It returns the snapshot its callers get and whether
+// it published one with new documents to persist.
 func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, error) {
 	start := time.Now()
 	prev := c.current.Load()
@@ -223,7 +229,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 	c.stats.refreshNanos.Add(int64(time.Since(start)))
 	if s == nil {
 		c.stats.refreshErrors.Add(1)
-		c.logRefreshError(err)
+		c.log.refreshFailed(err)
 		if prev == nil || errors.Is(ctx.Err(), context.Canceled) {
 			// Nothing to mark, or a run that everyone left: that is not
 			// the server's failure (running out of time is).
@@ -232,30 +238,29 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		c.failedAt.Store(c.opts.clock.Now().UnixNano())
 		marked := *prev
 		marked.refreshErr = err
-		pub, _ := c.publish(seq, &marked)
+		pub, _ := c.machine.publish(seq, &marked)
 		return pub, false, err
 	}
-	c.logRefreshError(nil)
+	c.log.refreshFailed(nil)
 	s = c.observe(ctx, prev, s)
-	pub, ok := c.publish(seq, s)
+	pub, ok := c.machine.publish(seq, s)
 	if !ok {
 		return pub, false, pub.err
 	}
-	c.logFailures(pub)
+	c.log.versionsFailed(pub)
 	return pub, true, err
 }
 
 // publish makes s the current snapshot, unless a run that began after seq
 // has published (then it returns the current one and false): the one
-// place where c.current changes after the first snapshot. Subscribers are
+// place where the client's current snapshot changes. Subscribers are
 // handed the change here, in publication order, and called later on
 // goroutines of their own. Seq 0 is the warm start, which publishes only
 // where nothing has been.
-func (c *Client) publish(seq uint64, s *Snapshot) (*Snapshot, bool) {
-	r := &c.machine
+func (r *refresher) publish(seq uint64, s *Snapshot) (*Snapshot, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	prev := c.current.Load()
+	prev := r.current.Load()
 	if seq == 0 && prev != nil || seq != 0 && seq < r.published {
 		return prev, false
 	}
@@ -266,7 +271,7 @@ func (c *Client) publish(seq uint64, s *Snapshot) (*Snapshot, bool) {
 		s.content = s.content.renumbered()
 	}
 	r.published = seq
-	c.current.Store(s)
+	r.current.Store(s)
 	if prev == nil || prev.generation != s.generation {
 		for _, sub := range r.subs {
 			sub.offer(s)
@@ -275,45 +280,54 @@ func (c *Client) publish(seq uint64, s *Snapshot) (*Snapshot, bool) {
 	return s, true
 }
 
-// logRefreshError logs a failed refresh when the reason changes, not on
-// every failure, so that a poller against a dead server does not flood the
-// log; and once when refreshes work again (err nil).
-func (c *Client) logRefreshError(err error) {
-	c.logMu.Lock()
-	defer c.logMu.Unlock()
+// failureLog logs failures when they start and stop, not on every
+// refresh, so that a poller against a dead server, or a long-dead
+// aggregated API server, does not flood the log.
+type failureLog struct {
+	logger *slog.Logger
+
+	mu             sync.Mutex
+	lastFailed     map[string]string // group-version -> error text last logged
+	lastRefreshErr string            // the refresh failure last logged
+}
+
+// refreshFailed logs a failed refresh when the reason changes, and once
+// when refreshes work again (err nil).
+func (l *failureLog) refreshFailed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err == nil {
-		if c.lastRefreshErr != "" {
-			c.opts.logger.Info("discovery refresh works again")
-			c.lastRefreshErr = ""
+		if l.lastRefreshErr != "" {
+			l.logger.Info("discovery refresh works again")
+			l.lastRefreshErr = ""
 		}
 		return
 	}
-	if msg := fmt.Sprint(err); msg != c.lastRefreshErr {
-		c.opts.logger.Warn("discovery refresh failed", "err", err)
-		c.lastRefreshErr = msg
+	if msg := fmt.Sprint(err); msg != l.lastRefreshErr {
+		l.logger.Warn("discovery refresh failed", "err", err)
+		l.lastRefreshErr = msg
 	}
 }
 
-// logFailures logs a group-version when it starts or stops failing, not on
-// every refresh, so a long-dead aggregated API server does not flood logs.
-func (c *Client) logFailures(s *Snapshot) {
+// versionsFailed logs a group-version when it starts or stops failing.
+func (l *failureLog) versionsFailed(s *Snapshot) {
 	now := map[string]string{}
 	if pe, ok := s.err.(*PartialError); ok {
 		for _, gve := range pe.Errors {
 			now[gve.GroupVersion.String()] = gve.Err.Error()
 		}
 	}
-	c.logMu.Lock()
-	defer c.logMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for gv, msg := range now {
-		if c.lastFailed[gv] != msg {
-			c.opts.logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
+		if l.lastFailed[gv] != msg {
+			l.logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
 		}
 	}
-	for gv := range c.lastFailed {
+	for gv := range l.lastFailed {
 		if _, still := now[gv]; !still {
-			c.opts.logger.Info("discovery: group-version current again", "groupVersion", gv)
+			l.logger.Info("discovery: group-version current again", "groupVersion", gv)
 		}
 	}
-	c.lastFailed = now
+	l.lastFailed = now
 }
