@@ -145,7 +145,7 @@ type Client struct {
 	machine refresher                // runs refreshes, publishes, tells subscribers
 	stats   counters
 
-	log     failureLog
+	log failureLog
 
 	warm     warmStart    // the disk cache's snapshot, read once (persist.go)
 	written  persistState // what was last written to the disk cache (persist.go)
