@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -324,5 +325,84 @@ func TestAbandonedRefreshDoesNotPublishOverNewer(t *testing.T) {
 		if _, ok := s.Group("newer.example.com"); !ok {
 			t.Errorf("the disk cache holds the older snapshot: the abandoned write landed over the newer one")
 		}
+	})
+}
+
+// TestSubscribePromises pins what Subscribe's doc promises, in a bubble:
+// a subscriber that blocks delays neither the refresh nor another
+// subscriber; the changes published while it blocks reach it joined into
+// one whose Old is what it saw last; a subscriber made after the first
+// snapshot hears of changes from the snapshot current then (not a first
+// snapshot); and no call begins after unsubscribe returns.
+func TestSubscribePromises(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		c, err := discovery.NewForHTTPClient(hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var slow, fast generationLog
+		c.Subscribe(func(ch discovery.Change) {
+			slow.add(ch)
+			<-release
+		})
+		unsubscribeFast := c.Subscribe(fast.add)
+		first, err := c.Refresh(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // both were called with the first snapshot; slow blocks
+		var later generationLog
+		c.Subscribe(later.add)
+		var news []*discovery.Snapshot
+		for i := range 3 {
+			if err := srv.AddCRD(discoverytest.CRD{Group: fmt.Sprintf("s%d.promise.example.com", i), Versions: []string{"v1"}, Kind: "Promise"}); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			s, err := c.Refresh(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if time.Since(start) != 0 {
+				t.Errorf("a refresh waited %v for a blocked subscriber", time.Since(start))
+			}
+			news = append(news, s)
+			synctest.Wait()
+		}
+		fast.mu.Lock()
+		if n := len(fast.changes); n != 4 || fast.changes[3].New != news[2] {
+			t.Errorf("the subscriber that does not block got %d changes, want 4 up to the last refresh's", n)
+		}
+		fast.mu.Unlock()
+		later.mu.Lock()
+		if len(later.changes) != 3 || later.changes[0].Old != first {
+			t.Errorf("a subscriber made after the first snapshot: %d changes, the first from %v; want 3, from the snapshot current when it subscribed", len(later.changes), later.changes[0].Old == first)
+		}
+		later.mu.Unlock()
+		close(release)
+		synctest.Wait()
+		slow.mu.Lock()
+		if len(slow.changes) != 2 || slow.changes[1].Old != first || slow.changes[1].New != news[2] || len(slow.changes[1].AddedVersions) != 3 {
+			t.Errorf("the blocked subscriber: %d changes; want 2, the second joining the three it missed (from the first snapshot to the last)", len(slow.changes))
+		}
+		slow.mu.Unlock()
+		slow.check(t)
+		fast.check(t)
+
+		unsubscribeFast()
+		if err := srv.AddCRD(discoverytest.CRD{Group: "after.promise.example.com", Versions: []string{"v1"}, Kind: "After"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		fast.mu.Lock()
+		if n := len(fast.changes); n != 4 {
+			t.Errorf("an unsubscribed function was called: %d changes, want 4", n)
+		}
+		fast.mu.Unlock()
 	})
 }
