@@ -71,17 +71,16 @@
 // # Files
 //
 //   - client.go: [Client], its constructors and options.
-//   - refresh.go: Snapshot and Refresh, and the refresh machine behind
-//     them: runs one at a time, the one publisher of snapshots, who waits
-//     for which run.
+//   - refresh.go: Snapshot, Refresh and Subscribe, and the refresh machine
+//     behind them: runs one at a time, the one publisher of snapshots,
+//     who waits for which run, the delivery of changes to each subscriber.
 //   - fetch.go: one refresh's requests (the one HTTP path, through
 //     internal/httpx), content negotiation, the legacy fallback.
 //   - decode.go, protobuf.go: decoding JSON and protobuf (the protobuf
 //     decoder is hand-written for speed and fuzzed against the generated
 //     one).
 //   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
-//   - change.go: [Diff]; Subscribe and the delivery of changes to each
-//     subscriber; Poll.
+//   - change.go: [Change], [Diff]; Poll.
 //   - watch.go: Watch (informers on CRDs and APIServices).
 //   - mixed.go: views of servers that disagree behind one URL, joined.
 //   - surfaces.go, probe.go: Surfaces (what a fleet's clients share) and
