@@ -41,4 +41,9 @@
 //   - native.go: the name and kind indexes that answer common questions.
 //   - shortnames.go: short-name expansion, as client-go's ShortcutExpander.
 //   - memo.go: the questions and answers, and the memo of client-go's answers.
+//   - discoverymapper.go: client-go's NewDiscoveryRESTMapper, copied so that
+//     the package does not link client-go's discovery and scheme (pinned to
+//     the original by TestDiscoveryMapperIsClientGos).
+//   - indexes.go: [Indexes], the table that mappers of a fleet share
+//     indexes through, by snapshot generation.
 package restmapper
