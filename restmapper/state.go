@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/internal/cgview"
+	"github.com/kubeatlas/kubeatlas/discovery/metaview"
 )
 
 // state is everything derived from one snapshot generation.
@@ -75,7 +75,7 @@ func (st *state) categoryIndex() map[string][]schema.GroupResource {
 // groupResourcesOf is what client-go's GetAPIGroupResources builds from
 // the same discovery.
 func groupResourcesOf(snap *discovery.Snapshot) []*groupResources {
-	v := cgview.Convert(snap)
+	v := metaview.Of(snap)
 	groupList, resources := v.Groups, v.Resources
 	out := make([]*groupResources, 0, len(groupList.Groups))
 	for i := range groupList.Groups {

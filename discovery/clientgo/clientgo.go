@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/internal/cgview"
+	"github.com/kubeatlas/kubeatlas/discovery/metaview"
 )
 
 // Discovery adapts a discovery.Client to client-go's discovery interfaces, so that
@@ -103,7 +103,7 @@ func New(c *discovery.Client, opts ...Option) (*Discovery, error) {
 }
 
 // view is a snapshot in client-go's types.
-type view = cgview.View
+type view = metaview.View
 
 func (a *Discovery) view(ctx context.Context) (*view, error) {
 	var s *discovery.Snapshot
@@ -119,7 +119,7 @@ func (a *Discovery) view(ctx context.Context) (*view, error) {
 	if last := a.last.Load(); last != nil && last.generation == s.Generation() {
 		return last.view, nil
 	}
-	v := cgview.Convert(s)
+	v := metaview.Of(s)
 	a.last.Store(&converted{generation: s.Generation(), view: v})
 	return v, nil
 }
@@ -129,7 +129,7 @@ func (a *Discovery) view(ctx context.Context) (*view, error) {
 // group-version's resources, and the group-versions that are not current.
 // Each call converts anew.
 func View(s *discovery.Snapshot) (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error) {
-	v := cgview.Convert(s)
+	v := metaview.Of(s)
 	return v.Groups, v.Resources, v.Failed
 }
 

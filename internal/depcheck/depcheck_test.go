@@ -17,12 +17,13 @@ const module = "github.com/kubeatlas/kubeatlas/"
 var allowed = map[string][]string{
 	"diskcache":          {},
 	"discovery":          {"diskcache", "internal/"},
-	"discovery/clientgo": {"discovery", "diskcache", "internal/"},
+	"discovery/metaview": {"discovery", "diskcache", "internal/"},
+	"discovery/clientgo": {"discovery", "discovery/metaview", "diskcache", "internal/"},
 	"consistency":        {"discovery", "diskcache", "internal/"},
-	"restmapper":         {"discovery", "diskcache", "internal/"},
+	"restmapper":         {"discovery", "discovery/metaview", "diskcache", "internal/"},
 	"openapi3":           {"diskcache", "internal/"},
 	"openapi3/clientgo":  {"openapi3", "diskcache", "internal/"},
-	"fleet":              {"discovery", "restmapper", "openapi3", "diskcache", "internal/"},
+	"fleet":              {"discovery", "discovery/metaview", "restmapper", "openapi3", "diskcache", "internal/"},
 }
 
 // banned everywhere in the library: the real server code and the test double.
@@ -56,7 +57,7 @@ func under(dep, prefix string) bool {
 }
 
 func TestDiscoveryIsLean(t *testing.T) {
-	for _, pkg := range []string{"discovery", "consistency", "diskcache", "restmapper", "openapi3", "fleet"} {
+	for _, pkg := range []string{"discovery", "discovery/metaview", "consistency", "diskcache", "restmapper", "openapi3", "fleet"} {
 		for _, dep := range deps(t, pkg) {
 			for _, h := range heavy {
 				if under(dep, h) {
@@ -87,6 +88,33 @@ func TestDependencies(t *testing.T) {
 				t.Errorf("%s imports %s, which DESIGN.md does not allow", pkg, own)
 			}
 		}
+	}
+}
+
+// TestInternalStaysInside: a package under internal/ imports no kubeatlas
+// package outside internal/, tests included, so that every library package
+// may use any internal one without an import cycle or a dependency the
+// design does not draw.
+func TestInternalStaysInside(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`, module+"internal/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list internal/...: %v\n%s", err, out)
+	}
+	pkgs := 0
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkgs++
+		for _, imp := range fields[1:] {
+			if own, isOurs := strings.CutPrefix(imp, module); isOurs && !strings.HasPrefix(own, "internal/") {
+				t.Errorf("%s imports %s, outside internal/", fields[0], imp)
+			}
+		}
+	}
+	if pkgs < 5 {
+		t.Fatalf("go list found %d internal packages: is this the module's go list?\n%s", pkgs, out)
 	}
 }
 

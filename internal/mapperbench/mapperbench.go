@@ -1,39 +1,42 @@
 // Package mapperbench is the first-sight benchmark of REST mappers, shared
 // by restmapper's benchmarks (on discovery captured from a real server) and
 // the integration tier (on a live kube-apiserver), so that both measure the
-// same inputs the same way, kubeatlas and client-go alike.
+// same inputs the same way, kubeatlas and client-go alike. It imports
+// nothing of kubeatlas (internal packages import only internal packages):
+// callers build the kubeatlas mapper, and hand the resources in meta/v1's
+// types (discovery/metaview).
 package mapperbench
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 	cgrestmapper "k8s.io/client-go/restmapper"
-
-	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
-// Inputs lists every form a user types for each resource of snap: its
-// plural, singular, lower-case kind and short names, each bare, with the
-// group, and with group and version; sorted, without duplicates.
-func Inputs(snap *discovery.Snapshot) []schema.GroupVersionResource {
+// Inputs lists every form a user types for each resource of resources
+// (each group-version's list, as discovery/metaview writes a snapshot):
+// its plural, singular, lower-case kind and short names, each bare, with
+// the group, and with group and version; sorted, without duplicates.
+// Subresources are not typed on their own and are left out.
+func Inputs(resources map[schema.GroupVersion]*metav1.APIResourceList) []schema.GroupVersionResource {
 	var inputs []schema.GroupVersionResource
-	for _, g := range snap.Groups() {
-		for _, v := range g.Versions {
-			for _, r := range v.Resources {
-				for _, name := range append([]string{r.Name, r.SingularName, strings.ToLower(r.Kind.Kind)}, r.ShortNames...) {
-					inputs = append(inputs, schema.GroupVersionResource{Resource: name},
-						schema.GroupVersionResource{Group: g.Name, Resource: name},
-						schema.GroupVersionResource{Group: g.Name, Version: v.Version, Resource: name})
-				}
+	for gv, list := range resources {
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue
+			}
+			for _, name := range append([]string{r.Name, r.SingularName, strings.ToLower(r.Kind)}, r.ShortNames...) {
+				inputs = append(inputs, schema.GroupVersionResource{Resource: name},
+					schema.GroupVersionResource{Group: gv.Group, Resource: name},
+					schema.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: name})
 			}
 		}
 	}
@@ -61,23 +64,6 @@ func FirstSight(b *testing.B, inputs []schema.GroupVersionResource, newMapper fu
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(inputs)), "ns/input")
-}
-
-// Kubeatlas is a kubeatlas mapper over a new client from newClient, its
-// discovery read.
-func Kubeatlas(b *testing.B, newClient func() (*discovery.Client, error)) meta.RESTMapper {
-	c, err := newClient()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.Snapshot(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	m, err := restmapper.New(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return m
 }
 
 // ClientGo is client-go's deferred mapper in its shortcut expander over a

@@ -1,11 +1,4 @@
-// Package cgview writes a discovery snapshot in client-go's types, as
-// client-go's discovery would have returned the same server responses. It
-// is discovery/clientgo's View, kept apart from that package so that
-// restmapper, which needs the conversion but not the adapter, does not link
-// client-go's discovery package and, through it, client-go's scheme of
-// every built-in API type (about 10 MB of a process's memory from package
-// initialisation alone).
-package cgview
+package metaview
 
 import (
 	"errors"
@@ -16,15 +9,22 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 )
 
-// View is a snapshot in client-go's types.
+// View is a snapshot in meta/v1's types.
 type View struct {
-	Groups    *metav1.APIGroupList
+	// Groups lists the groups in server order, each with the versions
+	// client-go would list and its preferred version.
+	Groups *metav1.APIGroupList
+	// Resources holds each group-version's resources, subresources as
+	// "resource/subresource" entries.
 	Resources map[schema.GroupVersion]*metav1.APIResourceList
-	Failed    map[schema.GroupVersion]error
+	// Failed holds, for each group-version that is not current, why
+	// (a *discovery.GroupVersionError).
+	Failed map[schema.GroupVersion]error
 }
 
-// Convert writes s in client-go's types (see discovery/clientgo.View).
-func Convert(s *discovery.Snapshot) *View {
+// Of writes s in meta/v1's types. Each call converts anew; the View is the
+// caller's.
+func Of(s *discovery.Snapshot) *View {
 	groups := s.Groups()
 	v := &View{
 		Groups:    &metav1.APIGroupList{Groups: make([]metav1.APIGroup, 0, len(groups))},
