@@ -134,7 +134,7 @@ func WithClock(c clock.PassiveClock) Option {
 // It is safe for concurrent use; readers never wait behind a refresh that
 // another caller started, unless there is no snapshot yet.
 type Client struct {
-	http *httpx.Client // sends every request; Watch and Connection use its HC and Base
+	http *httpx.Client // sends every request; WatchHook and Connection use its HC and Base
 	opts options
 	// config, when the client was built from one, backs the client-go
 	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2):
@@ -153,8 +153,6 @@ type Client struct {
 
 	views atomic.Pointer[viewHistory]  // servers behind the URL that disagree (mixed.go); nil while they agree
 	fresh atomic.Pointer[httpx.Client] // for requests on new connections, built on first use
-
-	watching atomic.Int32 // Watch calls watching (not polling), synced
 }
 
 // New builds a client from a client-go config, so kubeconfig auth, TLS, exec

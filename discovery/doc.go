@@ -44,14 +44,17 @@
 // on the client: [Client.Subscribe] receives a [Change] ([Diff] of two
 // snapshots) when a refresh brings new content, after it is published, on
 // a goroutine of the subscriber's own, from which it may call back into
-// the client (and a mapper over it). [Client.Watch] keeps the
-// snapshot current in near real
-// time: it watches what changes discovery (CRDs as metadata only, and
+// the client (and a mapper over it). [Client.Poll] revalidates every
+// interval. The package discovery/watch keeps the snapshot current in near
+// real time: it watches what changes discovery (CRDs as metadata only, and
 // APIServices) and revalidates when an event can change it, until the
 // server shows the change, so a new CRD reaches subscribers about as soon
 // as the server serves it; an idle cluster costs two 304s a minute (the
 // slow poll that catches API server upgrades). Where watching is forbidden
-// it falls back to [Client.Poll], which revalidates every interval.
+// it falls back to Poll. It is a package of its own, so that this one does
+// not link client-go's informers; it reaches the client through its public
+// API and one hook, [Client.WatchHook], and reports in [Stats] and
+// [Client.Watching].
 // A client whose requests reach API servers that disagree (mid-upgrade)
 // serves the union of their views ([Snapshot.Mixed], [Snapshot.Partial])
 // rather than flapping between them. Whether they disagree, and how (what
@@ -77,16 +80,17 @@
 //   - fetch.go: one refresh's requests (the one HTTP path, through
 //     internal/httpx), content negotiation, the legacy fallback.
 //   - decode.go, protobuf.go: decoding JSON and protobuf (the protobuf
-//     decoder is hand-written for speed and fuzzed against the generated
-//     one).
+//     decoder, wire format included, is hand-written for speed and size,
+//     and fuzzed against the generated one and protowire).
 //   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
 //   - change.go: [Change], [Diff]; Poll.
-//   - watch.go: Watch (informers on CRDs and APIServices).
 //   - mixed.go: views of servers that disagree behind one URL, joined.
 //   - surfaces.go, probe.go: Surfaces (what a fleet's clients share) and
 //     the fingerprint a cold start takes of its server.
 //   - persist.go: warm starts from the disk cache, last known resources.
-//   - errors.go, stats.go: typed errors, counters.
+//   - errors.go: typed errors.
+//   - stats.go: counters ([Stats]), and [Client.WatchHook], what
+//     discovery/watch needs of a client.
 //   - elsewhere.go: for packages that read API servers the client does not
 //     (consistency): Client.Config, and NewSnapshot of documents they read.
 package discovery

@@ -1,12 +1,12 @@
 package discovery
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unsafe"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -37,8 +37,8 @@ type protoReader struct {
 	body     *protoBody
 	off, end int
 	err      error
-	num      protowire.Number
-	typ      protowire.Type
+	num      int32
+	typ      wireType
 	// The current field's value, for the bytes type: body.s[vOff:vEnd].
 	vOff, vEnd int
 }
@@ -48,32 +48,153 @@ func (r *protoReader) next() bool {
 		return false
 	}
 	b := r.body.b[r.off:r.end]
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 {
-		r.err = protowire.ParseError(n)
+	num, typ, n, err := consumeTag(b)
+	if err != nil {
+		r.err = err
 		return false
 	}
 	r.num, r.typ = num, typ
 	var m int
-	if typ == protowire.BytesType {
-		var v []byte
-		v, m = protowire.ConsumeBytes(b[n:])
-		r.vOff = r.off + n + m - len(v)
-		r.vEnd = r.vOff + len(v)
+	if typ == bytesType {
+		var l uint64
+		l, m, err = consumeVarint(b[n:])
+		if err == nil && l > uint64(len(b)-n-m) {
+			err = errTruncated
+		}
+		r.vOff = r.off + n + m
+		r.vEnd = r.vOff + int(l)
+		m += int(l)
 	} else {
-		m = protowire.ConsumeFieldValue(num, typ, b[n:])
+		m, err = skipValue(num, typ, b[n:], maxGroupDepth)
 	}
-	if m < 0 {
-		r.err = protowire.ParseError(m)
+	if err != nil {
+		r.err = err
 		return false
 	}
 	r.off += n + m
 	return true
 }
 
+// The wire format, read by hand rather than with google.golang.org/
+// protobuf's protowire: that package would be the only protobuf code a
+// program that imports discovery links (three packages of its 110), and
+// what is needed of it is these few functions. They follow protowire's
+// rules (a varint of at most 10 bytes, field numbers from 1 to 2^31-1,
+// groups skipped to their matching end), which the fuzz test holds against
+// the generated decoder.
+
+// wireType is a field's wire type.
+type wireType uint8
+
+const (
+	varintType     wireType = 0
+	fixed64Type    wireType = 1
+	bytesType      wireType = 2
+	startGroupType wireType = 3
+	endGroupType   wireType = 4
+	fixed32Type    wireType = 5
+)
+
+// maxGroupDepth bounds the nesting of groups skipped, as protowire's
+// recursion limit does.
+const maxGroupDepth = 10000
+
+var (
+	errTruncated   = errors.New("unexpected EOF")
+	errOverflow    = errors.New("variable length integer overflow")
+	errFieldNumber = errors.New("invalid field number")
+	errEndGroup    = errors.New("mismatching end group marker")
+	errReserved    = errors.New("cannot parse reserved wire type")
+	errDepth       = errors.New("exceeded maximum recursion depth")
+)
+
+// consumeVarint reads a varint at the start of b, and its length.
+func consumeVarint(b []byte) (v uint64, n int, err error) {
+	for i := 0; i < 10; i++ {
+		if i >= len(b) {
+			return 0, 0, errTruncated
+		}
+		c := b[i]
+		if i == 9 && c > 1 {
+			return 0, 0, errOverflow
+		}
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return v, i + 1, nil
+		}
+	}
+	return 0, 0, errOverflow
+}
+
+// consumeTag reads a field's tag at the start of b, and its length.
+func consumeTag(b []byte) (num int32, typ wireType, n int, err error) {
+	v, n, err := consumeVarint(b)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if v>>3 == 0 || v>>3 > 1<<31-1 {
+		return 0, 0, 0, errFieldNumber
+	}
+	return int32(v >> 3), wireType(v & 7), n, nil
+}
+
+// skipValue is the length of the value of field num, of type typ, at the
+// start of b.
+func skipValue(num int32, typ wireType, b []byte, depth int) (int, error) {
+	switch typ {
+	case varintType:
+		_, n, err := consumeVarint(b)
+		return n, err
+	case fixed32Type, fixed64Type:
+		n := 4
+		if typ == fixed64Type {
+			n = 8
+		}
+		if len(b) < n {
+			return 0, errTruncated
+		}
+		return n, nil
+	case bytesType:
+		l, n, err := consumeVarint(b)
+		if err != nil {
+			return 0, err
+		}
+		if l > uint64(len(b)-n) {
+			return 0, errTruncated
+		}
+		return n + int(l), nil
+	case startGroupType:
+		if depth < 0 {
+			return 0, errDepth
+		}
+		off := 0
+		for {
+			num2, typ2, n, err := consumeTag(b[off:])
+			if err != nil {
+				return 0, err
+			}
+			off += n
+			if typ2 == endGroupType {
+				if num2 != num {
+					return 0, errEndGroup
+				}
+				return off, nil
+			}
+			if n, err = skipValue(num2, typ2, b[off:], depth-1); err != nil {
+				return 0, err
+			}
+			off += n
+		}
+	case endGroupType:
+		return 0, errEndGroup
+	default:
+		return 0, errReserved
+	}
+}
+
 // str is the current field as a string, or "" when its type is wrong.
 func (r *protoReader) str() string {
-	if r.typ != protowire.BytesType {
+	if r.typ != bytesType {
 		return ""
 	}
 	return r.body.s[r.vOff:r.vEnd]
@@ -92,7 +213,7 @@ func (r *protoReader) at(s span) protoReader {
 
 // sub reads the current field as an embedded message.
 func (r *protoReader) sub() protoReader {
-	if r.typ != protowire.BytesType {
+	if r.typ != bytesType {
 		return protoReader{}
 	}
 	return protoReader{body: r.body, off: r.vOff, end: r.vEnd}

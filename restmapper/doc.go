@@ -30,7 +30,7 @@
 // second) for the whole mapper, so a kind that was just installed is found
 // within a second and a kind that never existed costs almost nothing to ask
 // for again. Installed, deleted, re-scoped and re-versioned CRDs show after
-// the next refresh, without a new mapper; [discovery.Client.Watch] makes
+// the next refresh, without a new mapper; discovery/watch makes
 // that refresh happen as soon as the server serves the change.
 //
 // # Files

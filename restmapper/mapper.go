@@ -75,7 +75,7 @@ func WithWarningHandler(f func(string)) Option {
 // whole mapper (WithMissRefreshInterval), so a kind asked for before its CRD
 // is served is found within a second of it, and a loop over a kind that
 // does not exist costs almost nothing. Any newer snapshot of the client
-// (revalidated in the background, by discovery's Watch or Poll, or by
+// (revalidated in the background, by discovery/watch or Poll, or by
 // another caller) answers the next lookup; readers never wait for it.
 type Mapper struct {
 	client *discovery.Client

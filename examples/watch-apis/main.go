@@ -1,7 +1,7 @@
 // Command watch-apis prints a cluster's discovery changes as they happen:
 // resources added and removed, group-versions whose freshness flips (an
-// aggregated API server going down or coming back). It runs discovery's
-// Watch: CRDs and APIServices are watched, and discovery is revalidated
+// aggregated API server going down or coming back). It runs
+// discovery/watch: CRDs and APIServices are watched, and discovery is revalidated
 // only when an event can change it, so an idle cluster costs a watch and
 // two 304s a minute. On exit it prints what that cost.
 //
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 )
 
@@ -42,8 +43,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := cli.NewFlagSet("watch-apis")
 	o.conn.Register(fs)
 	fs.DurationVar(&o.duration, "for", 0, "stop after this long (default: until interrupted)")
-	fs.DurationVar(&o.upgradePoll, "upgrade-poll", discovery.DefaultUpgradePoll, "revalidate this often when no event asks to (catches API server upgrades)")
-	fs.DurationVar(&o.fallbackPoll, "fallback-poll", discovery.DefaultFallbackPoll, "poll this often when CRDs and APIServices may not be watched")
+	fs.DurationVar(&o.upgradePoll, "upgrade-poll", watch.DefaultUpgradePoll, "revalidate this often when no event asks to (catches API server upgrades)")
+	fs.DurationVar(&o.fallbackPoll, "fallback-poll", watch.DefaultFallbackPoll, "poll this often when CRDs and APIServices may not be watched")
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		printChange(stdout, ch)
 	})
-	err = client.Watch(ctx, discovery.WithUpgradePoll(o.upgradePoll), discovery.WithFallbackPoll(o.fallbackPoll))
+	err = watch.Run(ctx, client, watch.WithUpgradePoll(o.upgradePoll), watch.WithFallbackPoll(o.fallbackPoll))
 	st := client.Stats()
 	mode := "watching"
 	if st.WatchForbidden {

@@ -126,7 +126,7 @@ func (g *Getter) ToRESTMapper() (meta.RESTMapper, error) {
 	return g.mapper, nil
 }
 
-// Client is the underlying kubeatlas client (for Watch, Stats, Subscribe).
+// Client is the underlying kubeatlas client (for discovery/watch, Stats, Subscribe).
 func (g *Getter) Client() (*discovery.Client, error) { g.init(); return g.client, g.err }
 
 // OpenAPIV3 is kubeatlas's OpenAPI v3 client, on the getter's cache, for

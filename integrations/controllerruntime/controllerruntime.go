@@ -1,7 +1,7 @@
 // Package controllerruntime puts kubeatlas behind controller-runtime: a
 // manager's (or cluster's) REST mapper becomes a kubeatlas
 // restmapper.Mapper over kubeatlas discovery, which follows the cluster's
-// CRDs and APIServices as they change (discovery.Client.Watch), so a
+// CRDs and APIServices as they change (discovery/watch), so a
 // controller needs no restart when a CRD it uses is installed or gains a
 // version.
 //
@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -49,20 +50,20 @@ func WithMapperOptions(o ...restmapper.Option) Option {
 	return func(p *Provider) { p.mapperOpts = append(p.mapperOpts, o...) }
 }
 
-// WithWatchOptions passes options to Watch. Default: none.
-func WithWatchOptions(o ...discovery.WatchOption) Option {
+// WithWatchOptions passes options to watch.Run. Default: none.
+func WithWatchOptions(o ...watch.Option) Option {
 	return func(p *Provider) { p.watchOpts = append(p.watchOpts, o...) }
 }
 
 // Provider makes kubeatlas mappers for controller-runtime (MapperProvider)
 // and, as a manager.Runnable, keeps their discovery current with
-// discovery.Client.Watch while the manager runs. Without being added to the
+// discovery/watch while the manager runs. Without being added to the
 // manager, a mapper still finds a new kind on its own: a lookup that finds
 // nothing refreshes discovery, at most once a second.
 type Provider struct {
 	discoveryOpts []discovery.Option
 	mapperOpts    []restmapper.Option
-	watchOpts     []discovery.WatchOption
+	watchOpts     []watch.Option
 
 	mu       sync.Mutex
 	byMapper map[meta.RESTMapper]*discovery.Client // each mapper made, and the client it reads
@@ -116,14 +117,14 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 	ctx := p.started
 	p.mu.Unlock()
 	if ctx != nil {
-		go func() { _ = dc.Watch(ctx, p.watchOpts...) }()
+		go func() { _ = watch.Run(ctx, dc, p.watchOpts...) }()
 	}
 	return m, nil
 }
 
 // Start watches the discovery of every mapper made, until ctx ends (the
 // manager calls it). Where the credentials may not watch CRDs and
-// APIServices, Watch polls instead (discovery.WithFallbackPoll).
+// APIServices, it polls instead (watch.WithFallbackPoll).
 func (p *Provider) Start(ctx context.Context) error {
 	p.mu.Lock()
 	p.started = ctx
@@ -132,7 +133,7 @@ func (p *Provider) Start(ctx context.Context) error {
 	errs := make(chan error, len(clients))
 	var wg sync.WaitGroup
 	for _, c := range clients {
-		wg.Go(func() { errs <- c.Watch(ctx, p.watchOpts...) })
+		wg.Go(func() { errs <- watch.Run(ctx, c, p.watchOpts...) })
 	}
 	wg.Wait()
 	close(errs)

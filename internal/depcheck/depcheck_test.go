@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"diskcache":          {},
 	"discovery":          {"diskcache", "internal/"},
 	"discovery/metaview": {"discovery", "diskcache", "internal/"},
+	"discovery/watch":    {"discovery", "diskcache", "internal/"},
 	"discovery/clientgo": {"discovery", "discovery/metaview", "diskcache", "internal/"},
 	"consistency":        {"discovery", "diskcache", "internal/"},
 	"restmapper":         {"discovery", "discovery/metaview", "diskcache", "internal/"},
@@ -57,7 +58,7 @@ func under(dep, prefix string) bool {
 }
 
 func TestDiscoveryIsLean(t *testing.T) {
-	for _, pkg := range []string{"discovery", "discovery/metaview", "consistency", "diskcache", "restmapper", "openapi3", "fleet"} {
+	for _, pkg := range []string{"discovery", "discovery/metaview", "discovery/watch", "consistency", "diskcache", "restmapper", "openapi3", "fleet"} {
 		for _, dep := range deps(t, pkg) {
 			for _, h := range heavy {
 				if under(dep, h) {
@@ -86,6 +87,33 @@ func TestDependencies(t *testing.T) {
 			}
 			if !permitted {
 				t.Errorf("%s imports %s, which DESIGN.md does not allow", pkg, own)
+			}
+		}
+	}
+}
+
+// maxDiscoveryDeps bounds the non-standard packages (a dot in the first
+// path element) a program that imports only discovery links, discovery
+// itself included: 110, down from 131 when Watch was a method of Client
+// and linked client-go's informers, dynamic and metadata clients, which now
+// only discovery/watch's users link.
+const maxDiscoveryDeps = 110
+
+func TestDiscoveryLinksLittle(t *testing.T) {
+	var nonStandard []string
+	for _, dep := range deps(t, "discovery") {
+		if first, _, _ := strings.Cut(dep, "/"); strings.Contains(first, ".") {
+			nonStandard = append(nonStandard, dep)
+		}
+	}
+	if len(nonStandard) > maxDiscoveryDeps {
+		t.Errorf("a program that imports discovery links %d non-standard packages, more than %d:\n%s",
+			len(nonStandard), maxDiscoveryDeps, strings.Join(nonStandard, "\n"))
+	}
+	for _, dep := range nonStandard {
+		for _, watchOnly := range []string{"k8s.io/client-go/tools/cache", "k8s.io/client-go/dynamic", "k8s.io/client-go/metadata"} {
+			if under(dep, watchOnly) {
+				t.Errorf("discovery links %s, which only discovery/watch needs", dep)
 			}
 		}
 	}

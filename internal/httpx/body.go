@@ -10,8 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"golang.org/x/sync/semaphore"
 )
 
 // ErrTooLarge is the cause of the error for a body over the size limit.
@@ -40,7 +38,15 @@ type Options struct {
 	// LargeBody, so that concurrent readers of oversized bodies (FetchAll
 	// against a server that sends nothing but huge documents) hold one
 	// limit's worth at a time instead of one each.
-	Large *semaphore.Weighted
+	Large Semaphore
+}
+
+// Semaphore is what Options.Large needs of a *semaphore.Weighted
+// (golang.org/x/sync), which openapi3 passes. An interface, not that type,
+// so that discovery, which has no use for it, does not link the package.
+type Semaphore interface {
+	Acquire(ctx context.Context, n int64) error
+	Release(n int64)
 }
 
 // ReadBody reads resp's body within o.Limit, decompressing it when its

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -27,7 +28,7 @@ type watched struct {
 	at map[string]time.Time // "+gvr" or "-gvr"
 }
 
-func startWatched(t *testing.T, cfg *rest.Config, opts ...discovery.WatchOption) *watched {
+func startWatched(t *testing.T, cfg *rest.Config, opts ...watch.Option) *watched {
 	t.Helper()
 	dc, err := discovery.New(cfg)
 	if err != nil {
@@ -53,7 +54,7 @@ func startWatched(t *testing.T, cfg *rest.Config, opts ...discovery.WatchOption)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := dc.Watch(ctx, opts...); err != nil {
+		if err := watch.Run(ctx, dc, opts...); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -161,7 +162,7 @@ func TestWatchForbiddenOnRealServer(t *testing.T) {
 	if _, err := dynamic.NewForConfigOrDie(viewer).Resource(crdGVR).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the viewer may list CRDs (%v): the test needs it not to", err)
 	}
-	w := startWatched(t, viewer, discovery.WithFallbackPoll(time.Second))
+	w := startWatched(t, viewer, watch.WithFallbackPoll(time.Second))
 	waitUntil(t, "the fallback", 30*time.Second, func() bool { return w.dc.Stats().WatchForbidden })
 	if w.dc.Watching() {
 		t.Error("Watching() while polling")

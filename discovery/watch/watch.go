@@ -1,10 +1,9 @@
-package discovery
+package watch
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,17 +16,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubeatlas/kubeatlas/internal/httpx"
+	"github.com/kubeatlas/kubeatlas/discovery"
 )
 
 // Discovery changes come from three sources only: CustomResourceDefinitions,
-// APIServices (and their availability), and API server upgrades. Watch
+// APIServices (and their availability), and API server upgrades. Run
 // watches the first two with client-go's informers and catches the third
 // with a slow conditional poll.
 //
@@ -39,7 +37,7 @@ import (
 // are few and small; they are watched whole (JSON), because their
 // availability, which turns a group-version Stale, is in their status.
 
-// Defaults of the watch options.
+// Defaults of the options.
 const (
 	DefaultUpgradePoll  = time.Minute
 	DefaultFallbackPoll = 5 * time.Second
@@ -56,50 +54,52 @@ type watchOptions struct {
 	upgradePoll, fallbackPoll, settle, debounce time.Duration
 }
 
-// WatchOption configures Watch.
-type WatchOption func(*watchOptions) error
+// Option configures Run.
+type Option func(*watchOptions) error
 
 // setPositive sets *into to d, which must be positive.
 func setPositive(name string, d time.Duration, into *time.Duration) error {
 	if d <= 0 {
-		return fmt.Errorf("discovery: %s must be positive, got %v", name, d)
+		return fmt.Errorf("discovery/watch: %s must be positive, got %v", name, d)
 	}
 	*into = d
 	return nil
 }
 
-// WithUpgradePoll sets how often Watch revalidates discovery when no event
+// WithUpgradePoll sets how often Run revalidates discovery when no event
 // asked it to, which is how an API server upgrade (a change no watched
 // object shows) is caught: two 304s a round. Default: DefaultUpgradePoll
 // (1m).
-func WithUpgradePoll(d time.Duration) WatchOption {
+func WithUpgradePoll(d time.Duration) Option {
 	return func(o *watchOptions) error { return setPositive("upgrade poll", d, &o.upgradePoll) }
 }
 
-// WithFallbackPoll sets the interval of the Poll that Watch runs instead
+// WithFallbackPoll sets the interval of the Poll that Run runs instead
 // when the credentials may not list and watch CRDs and APIServices.
 // Default: DefaultFallbackPoll (5s).
-func WithFallbackPoll(d time.Duration) WatchOption {
+func WithFallbackPoll(d time.Duration) Option {
 	return func(o *watchOptions) error { return setPositive("fallback poll", d, &o.fallbackPoll) }
 }
 
-// WithSettle bounds how long Watch keeps revalidating after an event until
+// WithSettle bounds how long Run keeps revalidating after an event until
 // discovery shows it (a real API server serves a new CRD a moment after
 // its watch event). Default: DefaultSettle (10s).
-func WithSettle(d time.Duration) WatchOption {
+func WithSettle(d time.Duration) Option {
 	return func(o *watchOptions) error { return setPositive("settle", d, &o.settle) }
 }
 
-// WithDebounce sets how long Watch waits after an event for more before it
+// WithDebounce sets how long Run waits after an event for more before it
 // revalidates, so that a burst of CRD edits costs one refresh. Default:
 // DefaultDebounce (50ms).
-func WithDebounce(d time.Duration) WatchOption {
+func WithDebounce(d time.Duration) Option {
 	return func(o *watchOptions) error { return setPositive("debounce", d, &o.debounce) }
 }
 
-// Watch keeps the client's snapshot current until ctx ends, in near real
-// time and at almost no cost on an idle cluster; subscribers (Subscribe)
-// hear of every change. Run it in a goroutine of its own; it returns nil
+// Run keeps c's snapshot current until ctx ends, in near real time and at
+// almost no cost on an idle cluster; c's subscribers (Client.Subscribe)
+// hear of every change. Its counters are in c.Stats (WatchRequests,
+// WatchEvents, WatchTriggers, WatchForbidden), and c.Watching reports
+// whether a Run watches. Run it in a goroutine of its own; it returns nil
 // when ctx ends, or an error for a bad option.
 //
 // It watches CustomResourceDefinitions (metadata only) and APIServices and
@@ -114,9 +114,9 @@ func WithDebounce(d time.Duration) WatchOption {
 // handled like events. Between events it revalidates once per upgrade poll.
 //
 // Where the credentials may not list or watch CRDs or APIServices (403), it
-// logs so once, reports it in Stats.WatchForbidden, and polls every
-// fallback interval instead (see Poll).
-func (c *Client) Watch(ctx context.Context, opts ...WatchOption) error {
+// logs so once (to c's logger), reports it in Stats.WatchForbidden, and
+// polls every fallback interval instead (see Client.Poll).
+func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 	o := watchOptions{upgradePoll: DefaultUpgradePoll, fallbackPoll: DefaultFallbackPoll, settle: DefaultSettle, debounce: DefaultDebounce}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -127,22 +127,18 @@ func (c *Client) Watch(ctx context.Context, opts ...WatchOption) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	w := &watcher{c: c, o: o, wake: make(chan struct{}, 1), forbidden: make(chan struct{})}
+	w := &watcher{c: c, hook: c.WatchHook(), o: o, wake: make(chan struct{}, 1), forbidden: make(chan struct{})}
 	if err := w.run(ctx); err != nil {
 		if errors.Is(err, errForbidden) {
-			c.stats.watchForbidden.Store(true)
+			w.hook.Forbidden()
 		}
-		c.opts.logger.Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
+		w.hook.Logger().Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
 		c.Poll(ctx, o.fallbackPoll)
 	}
 	return nil
 }
 
-// Watching reports whether a Watch is keeping the snapshot current by
-// watching (not by its fallback poll), its informers synced.
-func (c *Client) Watching() bool { return c.watching.Load() > 0 }
-
-// expectation is what an event leads Watch to expect of discovery.
+// expectation is what an event leads Run to expect of discovery.
 type expectation struct {
 	// group and plural name a CRD's resource; present says whether it is
 	// to appear or to go. Without a plural, any new content will do.
@@ -157,8 +153,9 @@ type expectation struct {
 }
 
 type watcher struct {
-	c *Client
-	o watchOptions
+	c    *discovery.Client
+	hook discovery.WatchHook
+	o    watchOptions
 
 	mu      sync.Mutex
 	pending []expectation
@@ -170,14 +167,14 @@ type watcher struct {
 	synced        atomic.Bool
 }
 
-// errForbidden: the credentials may not list or watch what Watch watches.
+// errForbidden: the credentials may not list or watch what Run watches.
 var errForbidden = errors.New("list or watch forbidden (403)")
 
 // run watches until ctx ends (nil) or it cannot (errForbidden, or why the
 // watch clients could not be built). Every goroutine it starts has ended
 // when it returns.
 func (w *watcher) run(ctx context.Context) error {
-	hc, cfg := w.c.watchClient()
+	hc, cfg := w.hook.Connection()
 	mc, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return err
@@ -215,7 +212,7 @@ func (w *watcher) run(ctx context.Context) error {
 		stop()
 		wg.Wait() // after it, nothing sets synced any more
 		if w.synced.Load() {
-			w.c.watching.Add(-1)
+			w.hook.Watching(-1)
 		}
 	}()
 	for _, inf := range []cache.SharedIndexInformer{crds, apiServices} {
@@ -229,7 +226,7 @@ func (w *watcher) run(ctx context.Context) error {
 		// between the first snapshot and the lists is caught by one round.
 		if cache.WaitForCacheSync(ictx.Done(), crds.HasSynced, apiServices.HasSynced) {
 			w.synced.Store(true)
-			w.c.watching.Add(1)
+			w.hook.Watching(1)
 			w.expect(expectation{rounds: 1})
 		}
 	}()
@@ -319,7 +316,7 @@ func (w *watcher) settle(upTo uint64) bool {
 	return len(left) > 0
 }
 
-func (e expectation) metBy(s *Snapshot) bool {
+func (e expectation) metBy(s *discovery.Snapshot) bool {
 	if s == nil {
 		return false
 	}
@@ -329,7 +326,7 @@ func (e expectation) metBy(s *Snapshot) bool {
 	found := false
 	if g, ok := s.Group(e.group); ok {
 		for _, v := range g.Versions {
-			if found = slices.ContainsFunc(v.Resources, func(r Resource) bool { return r.Name == e.plural }); found {
+			if found = slices.ContainsFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == e.plural }); found {
 				break
 			}
 		}
@@ -339,7 +336,7 @@ func (e expectation) metBy(s *Snapshot) bool {
 
 // expect records what an event leads to expect and wakes the loop.
 func (w *watcher) expect(e expectation) {
-	w.c.stats.watchTriggers.Add(1)
+	w.hook.Count(0, 1)
 	if s := w.c.Current(); s != nil {
 		e.since = s.Generation()
 	}
@@ -367,7 +364,7 @@ func crdName(name string) (group, plural string) {
 }
 
 func (w *watcher) crdEvent(old, obj any, initial bool) {
-	w.c.stats.watchEvents.Add(1)
+	w.hook.Count(1, 0)
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok || initial {
 		return // the initial list is what the first snapshot shows
@@ -385,7 +382,7 @@ func (w *watcher) crdEvent(old, obj any, initial bool) {
 }
 
 func (w *watcher) crdGone(obj any) {
-	w.c.stats.watchEvents.Add(1)
+	w.hook.Count(1, 0)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -396,7 +393,7 @@ func (w *watcher) crdGone(obj any) {
 }
 
 func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
-	w.c.stats.watchEvents.Add(1)
+	w.hook.Count(1, 0)
 	if initial {
 		return
 	}
@@ -417,7 +414,7 @@ func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
 // discovery links.
 func informerFor[T runtime.Object](r interface {
 	List(context.Context, metav1.ListOptions) (T, error)
-	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+	Watch(context.Context, metav1.ListOptions) (apiwatch.Interface, error)
 }, client any, example runtime.Object, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) },
@@ -453,21 +450,4 @@ func slim(obj any) (any, error) {
 		return out, nil
 	}
 	return obj, nil
-}
-
-// watchClient is the client's HTTP client for watches: no overall timeout
-// (a watch lasts minutes), its requests counted apart from discovery's.
-func (c *Client) watchClient() (*http.Client, *rest.Config) {
-	hc := *c.http.HC
-	hc.Timeout = 0
-	next := hc.Transport
-	if ct, ok := next.(countingTransport); ok {
-		next = ct.next
-	}
-	hc.Transport = countingTransport{next: next, n: &c.stats.watchRequests}
-	cfg := &rest.Config{Host: c.http.Base.String(), UserAgent: httpx.UserAgent}
-	if c.config != nil {
-		cfg.UserAgent = c.config.UserAgent
-	}
-	return &hc, cfg
 }

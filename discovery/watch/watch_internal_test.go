@@ -1,19 +1,31 @@
-package discovery
+package watch
 
 import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
 )
+
+// newWatcher is a watcher whose events are only counted: its client has
+// no server (nothing here sends a request) and no one runs its loop.
+func newWatcher(t *testing.T) (*discovery.Client, *watcher) {
+	t.Helper()
+	c, err := discovery.NewForHTTPClient(nil, "http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, &watcher{c: c, hook: c.WatchHook(), o: watchOptions{settle: DefaultSettle}, wake: make(chan struct{}, 1)}
+}
 
 // TestAPIServiceChurnCostsNothing: an APIService update that changes
 // neither its spec nor its availability (a label, a condition's message,
 // only a new resourceVersion) asks for no refresh; a flip of Available
 // does.
 func TestAPIServiceChurnCostsNothing(t *testing.T) {
-	c := &Client{}
-	w := &watcher{c: c, o: watchOptions{settle: DefaultSettle}, wake: make(chan struct{}, 1)}
+	c, w := newWatcher(t)
 	apiService := func(rv, available, message string, labels map[string]string) any {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
@@ -30,11 +42,11 @@ func TestAPIServiceChurnCostsNothing(t *testing.T) {
 		return out
 	}
 	w.apiServiceEvent(apiService("1", "True", "", nil), apiService("2", "True", "all checks passed", map[string]string{"team": "a"}), false)
-	if n := c.stats.watchTriggers.Load(); n != 0 {
+	if n := c.Stats().WatchTriggers; n != 0 {
 		t.Errorf("label, message and resourceVersion churn asked for %d refreshes", n)
 	}
 	w.apiServiceEvent(apiService("2", "True", "", nil), apiService("3", "False", "unreachable", nil), false)
-	if n := c.stats.watchTriggers.Load(); n != 1 {
+	if n := c.Stats().WatchTriggers; n != 1 {
 		t.Errorf("an availability flip asked for %d refreshes, want 1", n)
 	}
 }
@@ -44,8 +56,7 @@ func TestAPIServiceChurnCostsNothing(t *testing.T) {
 // resourceVersion) asks for no refresh, nor does the initial list; a new
 // spec generation, the start of a deletion and a new CRD each ask for one.
 func TestCRDChurnCostsNothing(t *testing.T) {
-	c := &Client{}
-	w := &watcher{c: c, o: watchOptions{settle: DefaultSettle}, wake: make(chan struct{}, 1)}
+	c, w := newWatcher(t)
 	crd := func(rv string, generation int64, labels map[string]string, deleting bool) any {
 		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Name: "widgets.example.com", ResourceVersion: rv, Generation: generation, Labels: labels,
@@ -63,7 +74,7 @@ func TestCRDChurnCostsNothing(t *testing.T) {
 	step := func(what string, want int64, event func()) {
 		t.Helper()
 		event()
-		if n := c.stats.watchTriggers.Load(); n != want {
+		if n := c.Stats().WatchTriggers; n != want {
 			t.Errorf("after %s: %d refreshes asked for, want %d", what, n, want)
 		}
 	}

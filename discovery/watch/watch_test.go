@@ -1,4 +1,4 @@
-package discovery_test
+package watch_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
 )
 
 // changes collects what a subscriber is told.
@@ -45,14 +46,14 @@ func (c *changes) any(list func(discovery.Change) []schema.GroupVersionResource,
 	return false
 }
 
-// startWatch runs Watch until the test ends, and waits until it watches.
-func startWatch(t *testing.T, c *discovery.Client, opts ...discovery.WatchOption) {
+// startWatch runs watch.Run until the test ends, and waits until it watches.
+func startWatch(t *testing.T, c *discovery.Client, opts ...watch.Option) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := c.Watch(ctx, opts...); err != nil {
+		if err := watch.Run(ctx, c, opts...); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -71,7 +72,7 @@ func TestWatchDeliversNewCRDs(t *testing.T) {
 	}
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, discovery.WithUpgradePoll(time.Hour))
+	startWatch(t, c, watch.WithUpgradePoll(time.Hour))
 	waitFor(t, "watching", c.Watching)
 
 	before := c.Stats().Requests
@@ -106,7 +107,7 @@ func TestWatchIgnoresWhatCannotChangeDiscovery(t *testing.T) {
 	// Every object listed is one initial event, which asks for nothing.
 	initial := countItems(t, base+"/apis/apiextensions.k8s.io/v1/customresourcedefinitions") +
 		countItems(t, base+"/apis/apiregistration.k8s.io/v1/apiservices")
-	startWatch(t, c, discovery.WithUpgradePoll(time.Hour))
+	startWatch(t, c, watch.WithUpgradePoll(time.Hour))
 	waitFor(t, "watching", c.Watching)
 	// The initial events handled, and the one round asked for once the
 	// lists were in.
@@ -173,7 +174,7 @@ func TestWatchForbiddenPolls(t *testing.T) {
 	c, _ := discovery.NewForHTTPClient(nil, base)
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, discovery.WithFallbackPoll(50*time.Millisecond))
+	startWatch(t, c, watch.WithFallbackPoll(50*time.Millisecond))
 	waitFor(t, "the fallback", func() bool { return c.Stats().WatchForbidden })
 	if c.Watching() {
 		t.Error("Watching() while polling")
@@ -192,7 +193,7 @@ func TestWatchResumesAfterDrop(t *testing.T) {
 	c, _ := discovery.NewForHTTPClient(nil, base)
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, discovery.WithUpgradePoll(time.Hour))
+	startWatch(t, c, watch.WithUpgradePoll(time.Hour))
 	waitFor(t, "watching", c.Watching)
 	lists := func() int {
 		n := 0
@@ -223,7 +224,7 @@ func TestWatchLeavesNothingBehind(t *testing.T) {
 	c, _ := discovery.NewForHTTPClient(nil, base)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Watch(ctx) }()
+	go func() { defer close(done); _ = watch.Run(ctx, c) }()
 	waitFor(t, "watching", c.Watching)
 	cancel()
 	<-done
@@ -239,8 +240,8 @@ func TestWatchLeavesNothingBehind(t *testing.T) {
 func TestWatchRefusesBadOptions(t *testing.T) {
 	srv, base := discoverytest.Start(t)
 	c, _ := discovery.NewForHTTPClient(nil, base)
-	for _, opt := range []discovery.WatchOption{discovery.WithUpgradePoll(0), discovery.WithFallbackPoll(-time.Second), discovery.WithSettle(0), discovery.WithDebounce(0)} {
-		if err := c.Watch(context.Background(), opt); err == nil {
+	for _, opt := range []watch.Option{watch.WithUpgradePoll(0), watch.WithFallbackPoll(-time.Second), watch.WithSettle(0), watch.WithDebounce(0)} {
+		if err := watch.Run(context.Background(), c, opt); err == nil {
 			t.Error("a non-positive duration was accepted")
 		}
 	}
@@ -262,4 +263,14 @@ func countItems(t *testing.T, url string) int {
 		t.Fatalf("%s: %d, %v", url, resp.StatusCode, err)
 	}
 	return len(list.Items)
+}
+
+// waitFor polls cond until it holds, for at most 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }

@@ -1,0 +1,23 @@
+// Package watch keeps a discovery.Client current in near real time: [Run]
+// watches what changes discovery (CustomResourceDefinitions as metadata
+// only, and APIServices) and revalidates the client when an event can
+// change it, until the server shows the change, so a new CRD reaches the
+// client's subscribers about as soon as the server serves it; an idle
+// cluster costs two 304s a minute (the slow poll that catches API server
+// upgrades). Where watching is forbidden it falls back to
+// discovery.Client.Poll.
+//
+//	c, err := discovery.New(cfg)
+//	go watch.Run(ctx, c) // until ctx ends
+//
+// It is a package of its own, over the client's public API and one hook
+// (discovery.Client.WatchHook: the client's HTTP client and logger, and its
+// Stats and Watching, where what Run does is counted), so that a program
+// that imports only discovery does not link client-go's informers and its
+// dynamic and metadata clients.
+//
+// # Files
+//
+//   - watch.go: [Run] and its options, the informers on CRDs and
+//     APIServices, and the loop that turns their events into refreshes.
+package watch
