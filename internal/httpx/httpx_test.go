@@ -312,3 +312,38 @@ func TestReadBodyPromises(t *testing.T) {
 		t.Errorf("a body in memory over the limit: %v, want ErrTooLarge", err)
 	}
 }
+
+// emptyBlocks is a gzip stream that never ends and decompresses to
+// nothing: a header, then empty stored deflate blocks, none final.
+type emptyBlocks struct{ sent int }
+
+func (e *emptyBlocks) Read(p []byte) (int, error) {
+	header := []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}
+	block := []byte{0, 0, 0, 0xff, 0xff}
+	n := 0
+	for n < len(p) {
+		if e.sent < len(header) {
+			p[n] = header[e.sent]
+		} else {
+			p[n] = block[(e.sent-len(header))%len(block)]
+		}
+		n++
+		e.sent++
+	}
+	return n, nil
+}
+
+// TestReadBodyBoundsCompressedBytes: the limit also bounds what is read of
+// a gzip body compressed: a stream that decompresses to nothing ends at the
+// limit, not never.
+func TestReadBodyBoundsCompressedBytes(t *testing.T) {
+	ctx := context.Background()
+	src := &emptyBlocks{}
+	_, _, err := ReadBody(ctx, response(src, -1, "Content-Encoding", "gzip"), Options{Limit: 1 << 20})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+	if src.sent > 2<<20 {
+		t.Errorf("read %d bytes of an endless stream with a 1 MiB limit", src.sent)
+	}
+}
