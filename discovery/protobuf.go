@@ -110,6 +110,9 @@ var (
 
 // consumeVarint reads a varint at the start of b, and its length.
 func consumeVarint(b []byte) (v uint64, n int, err error) {
+	if len(b) > 0 && b[0] < 0x80 { // most tags and lengths
+		return uint64(b[0]), 1, nil
+	}
 	for i := 0; i < 10; i++ {
 		if i >= len(b) {
 			return 0, 0, errTruncated
