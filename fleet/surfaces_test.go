@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -477,5 +479,36 @@ func TestProbeDoesNotHoldAColdStart(t *testing.T) {
 	}
 	if got := statuses(srv); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
 		t.Errorf("requests %v: want both documents read", got)
+	}
+}
+
+// TestStatsCountProbes: the size probes' bytes, which go through each
+// cluster's connection but no discovery client's Stats.Bytes, are in the
+// fleet's Stats.Bytes.
+func TestStatsCountProbes(t *testing.T) {
+	f, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clusters []*Cluster
+	for i := range 2 {
+		_, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
+		warmOpenAPIRoot(t, base)
+		c, err := f.Add(fmt.Sprintf("c%d", i), &rest.Config{Host: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusters = append(clusters, c)
+	}
+	if err := f.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, c := range clusters {
+		sum += c.Discovery().Stats().Bytes
+	}
+	probes := f.surfaces.probeBytes.Load()
+	if st := f.Stats(); probes <= 0 || st.Bytes != sum+probes {
+		t.Errorf("fleet bytes %d, clients' %d, probes' %d: want the probes' counted once, and some", st.Bytes, sum, probes)
 	}
 }
