@@ -38,9 +38,7 @@ type options struct {
 	logger           *slog.Logger
 	clock            clock.PassiveClock
 	disk             diskcache.Store
-	surfaces         *Surfaces
-	content          diskcache.Store
-	like             *Client
+	shared           Shared
 }
 
 // Option configures a Client.

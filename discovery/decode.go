@@ -61,7 +61,7 @@ func decodeAggregatedVerified(body []byte, mt mediatype.Discovery, etag string) 
 // aggregatedPart decodes an aggregated discovery body into what one
 // endpoint contributes to a snapshot, its source taken from the media type.
 // With verify, the part records whether the body is the one its ETag names
-// (decodeAggregatedVerified), which Surfaces requires of what it shares.
+// (decodeAggregatedVerified), which WithShared requires of what it shares.
 func aggregatedPart(body []byte, mt mediatype.Discovery, etag string, verify bool) (*part, error) {
 	check := ""
 	if verify {

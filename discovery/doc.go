@@ -85,9 +85,11 @@
 //   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
 //   - change.go: [Change], [Diff]; Poll.
 //   - mixed.go: views of servers that disagree behind one URL, joined.
-//   - surfaces.go, probe.go: Surfaces (what a fleet's clients share) and
-//     the fingerprint a cold start takes of its server.
-//   - persist.go: warm starts from the disk cache, last known resources.
+//   - shared.go: [Shared], the hook through which a fleet's clients share
+//     decoded discovery and a cold start is offered a guess (package fleet
+//     implements it), and [Snapshot.ContentKey], what may be shared.
+//   - persist.go: warm starts from the disk cache, last known resources;
+//     with WithShared, checked documents persisted once under their ETag.
 //   - errors.go: typed errors.
 //   - stats.go: counters ([Stats]), and [Client.WatchHook], what
 //     discovery/watch needs of a client.

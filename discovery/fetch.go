@@ -50,25 +50,21 @@ func (c *Client) legacyAccept() string {
 // It returns nil only when no snapshot could be built; a snapshot with
 // failed group-versions comes with its PartialError.
 //
-// With nothing before (a cold start), the requests are conditional on a
-// surface the client's Surfaces holds, if any: two 304s adopt it.
+// With nothing before (a cold start), the requests are conditional on
+// the snapshot the WithShared hook guesses, if any: two 304s adopt it.
 func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err error) {
 	cond := prev // what the requests are conditional on
 	if prev == nil {
-		g, cs, err := c.guess(ctx)
+		g, done, err := c.guess(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if g != nil {
 			cond = &Snapshot{content: g}
 		}
-		defer func() {
-			var read *content
-			if snap != nil {
-				read = snap.content
-			}
-			c.opts.surfaces.tell(cs, c.accept(), read)
-		}()
+		if done != nil {
+			defer func() { done(snap) }()
+		}
 	}
 	var core, named *part
 	var coreErr, namedErr error
@@ -99,7 +95,7 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 		// Two 304s on a cold start: the server serves a surface the
 		// fleet already holds.
 		c.stats.surfaceHits.Add(1)
-		s := &Snapshot{content: c.opts.surfaces.intern(c.accept(), cond.content), validated: now, fetched: now}
+		s := &Snapshot{content: c.intern(cond.content), validated: now, fetched: now}
 		return s, s.err
 	}
 	if prev != nil && core == &prev.core && named == &prev.named {
@@ -115,11 +111,7 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 			keepLastKnown(named, prev)
 		}
 	}
-	fresh := newContent(*core, *named)
-	if c.opts.surfaces != nil {
-		fresh = c.opts.surfaces.intern(c.accept(), fresh)
-	}
-	s := &Snapshot{content: fresh, validated: now, fetched: now}
+	s := &Snapshot{content: c.intern(newContent(*core, *named)), validated: now, fetched: now}
 	return s, s.err
 }
 
@@ -150,7 +142,7 @@ func (c *Client) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 	if !mt.Aggregated {
 		return c.fetchLegacy(ctx, path, body, mt)
 	}
-	p, err := aggregatedPart(body, mt, resp.Header.Get("ETag"), c.opts.surfaces != nil)
+	p, err := aggregatedPart(body, mt, resp.Header.Get("ETag"), c.opts.shared != nil)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}

@@ -35,30 +35,15 @@ func WithDiskCache(c diskcache.Store) Option {
 	}
 }
 
-// WithContentCache keeps the persisted discovery documents in s once per
-// content (by ETag and content type), whichever cluster served them, and
-// in WithDiskCache's store only the cluster's own part: the ETags, when
-// they were validated, and the resources it last knew of group-versions
-// that are not current. The clients of a fleet give each its own
-// WithDiskCache and all the same WithContentCache: a thousand clusters of
-// one surface store its documents once. It needs WithDiskCache. A nil s is
-// none. Default: none (the documents are in the cluster's entry).
-func WithContentCache(s diskcache.Store) Option {
-	return func(o *options) error {
-		if o.content = s; diskcache.IsNil(s) {
-			o.content = nil
-		}
-		return nil
-	}
-}
-
-// contentKey names a document in the WithContentCache store.
+// contentKey names a document persisted as an entry of its own (with
+// WithShared): its ETag and content type, whichever cluster served it.
+// fleet's store keeps entries under this prefix once for all clusters.
 func contentKey(etag, contentType string) string {
 	return "kubeatlas/discovery/content/v1\n" + etag + "\n" + contentType
 }
 
 // persisted is the header of the entry; the two bodies follow it (unless
-// Shared: they are in the WithContentCache store), then,
+// Shared: they are entries of their own, under contentKey), then,
 // when LastKnown is not zero, the last known resources of group-versions
 // that were not current (an aggregated API server that went away), which
 // the bodies no longer hold: an APIGroupDiscoveryList in JSON.
@@ -89,7 +74,6 @@ func (c *Client) persistKey() string {
 type raw struct {
 	body        []byte
 	contentType string
-	storedIn    sync.Map // WithContentCache stores that hold it
 }
 
 // persistState is what the client last wrote to its disk cache. Writes
@@ -103,6 +87,7 @@ type persistState struct {
 	turn    chan struct{} // holds a token while a write is under way
 	seq     uint64        // the run whose snapshot was written last
 	content *content      // what it held
+	shared  bool          // its documents are entries of their own (contentKey)
 	at      atomic.Int64
 }
 
@@ -134,11 +119,16 @@ func (c *Client) persist(s *Snapshot, seq uint64) {
 		return
 	}
 	h.LastKnown = len(lastKnown)
-	if c.opts.content != nil {
-		for _, p := range []*part{&s.core, &s.named} {
-			if err := c.storeContent(p); err != nil {
-				c.opts.logger.Debug("discovery: could not persist a document", "err", err)
-				return
+	if c.opts.shared != nil && s.core.verified && s.named.verified {
+		// Only documents checked against their ETags are named by them;
+		// the store holds them from the write (or the read) of this
+		// content before, if any.
+		if s.content != w.content || !w.shared {
+			for _, p := range []*part{&s.core, &s.named} {
+				if err := c.opts.disk.Put(contentKey(p.etag, p.raw.contentType), p.raw.body); err != nil {
+					c.opts.logger.Debug("discovery: could not persist a document", "err", err)
+					return
+				}
 			}
 		}
 		h.Shared = true
@@ -164,22 +154,8 @@ func (c *Client) persist(s *Snapshot, seq uint64) {
 		c.opts.logger.Debug("discovery: could not persist snapshot", "err", err)
 		return
 	}
-	w.seq, w.content = seq, s.content
+	w.seq, w.content, w.shared = seq, s.content, h.Shared
 	w.at.Store(s.validated.UnixNano())
-}
-
-// storeContent writes a part's document to the WithContentCache store,
-// once per store: the part (shared by every client of its surface) records
-// that it is there.
-func (c *Client) storeContent(p *part) error {
-	if _, done := p.raw.storedIn.Load(c.opts.content); done {
-		return nil
-	}
-	if err := c.opts.content.Put(contentKey(p.etag, p.raw.contentType), p.raw.body); err != nil {
-		return err
-	}
-	p.raw.storedIn.Store(c.opts.content, true)
-	return nil
 }
 
 // load reads the persisted snapshot, or returns an error saying why not.
@@ -200,9 +176,6 @@ func (c *Client) load() (*Snapshot, error) {
 		return nil, fmt.Errorf("persisted snapshot header: version %d, %v", h.Version, err)
 	}
 	rest := buf[4+n:]
-	if h.Shared && c.opts.content == nil {
-		return nil, errors.New("persisted snapshot is in a content cache, and the client has none")
-	}
 	if s := c.sharedLoad(h, rest); s != nil {
 		return s, nil
 	}
@@ -214,9 +187,9 @@ func (c *Client) load() (*Snapshot, error) {
 		}
 		var body []byte
 		if h.Shared {
-			b, ok := c.opts.content.Get(contentKey(sp.ETag, sp.ContentType))
+			b, ok := c.opts.disk.Get(contentKey(sp.ETag, sp.ContentType))
 			if !ok || len(b) != sp.Length {
-				return nil, fmt.Errorf("persisted document %s is not in the content cache", sp.ETag)
+				return nil, fmt.Errorf("persisted document %s is not in the disk cache", sp.ETag)
 			}
 			body = b
 		} else {
@@ -226,14 +199,11 @@ func (c *Client) load() (*Snapshot, error) {
 			body = rest[:sp.Length]
 			rest = rest[sp.Length:]
 		}
-		p, err := aggregatedPart(body, mt, sp.ETag, c.opts.surfaces != nil)
+		p, err := aggregatedPart(body, mt, sp.ETag, c.opts.shared != nil)
 		if err != nil {
 			return nil, err
 		}
 		p.raw = &raw{body: body, contentType: sp.ContentType}
-		if h.Shared {
-			p.raw.storedIn.Store(c.opts.content, true)
-		}
 		parts[i] = *p
 	}
 	if h.LastKnown < 0 || h.LastKnown != len(rest) {
@@ -248,36 +218,23 @@ func (c *Client) load() (*Snapshot, error) {
 		keepLastKnown(&parts[0], known)
 		keepLastKnown(&parts[1], known)
 	}
-	loaded := newContent(parts[0], parts[1])
-	if c.opts.surfaces != nil {
-		loaded = c.opts.surfaces.intern(c.accept(), loaded)
-	}
-	return c.loaded(loaded, h), nil
+	return c.loaded(c.intern(newContent(parts[0], parts[1])), h), nil
 }
 
 // sharedLoad is the persisted snapshot when its content is one the
-// client's Surfaces holds: nothing to read or decode. Nil otherwise.
+// WithShared hook holds: nothing to read or decode. Nil otherwise.
 func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
-	if c.opts.surfaces == nil || h.LastKnown != 0 || len(rest) != 0 && h.Shared {
+	if c.opts.shared == nil || h.LastKnown != 0 || len(rest) != 0 && h.Shared {
 		return nil
 	}
-	k := surfaceKey{accept: c.accept(), api: h.Parts[0].ETag, apis: h.Parts[1].ETag}
-	for i, sp := range h.Parts {
-		mt, err := mediatype.ParseDiscovery(sp.ContentType)
-		if err != nil || !mt.Aggregated {
-			return nil
-		}
-		if i == 0 {
-			k.core = sourceOf(mt)
-		} else {
-			k.named = sourceOf(mt)
-		}
-	}
-	held := c.opts.surfaces.use(k)
-	if held == nil {
+	k, ok := persistedKey(h)
+	if !ok {
 		return nil
 	}
-	return c.loaded(held, h)
+	if held := c.opts.shared.Lookup(k); held != nil && shareableKey(held) == k {
+		return c.loaded(held.content, h)
+	}
+	return nil
 }
 
 // loaded is a snapshot read from the disk cache.
@@ -285,6 +242,7 @@ func (c *Client) loaded(ct *content, h persisted) *Snapshot {
 	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, fromDisk: true}
 	c.written.lock()
 	c.written.content = ct // read back, not written: no run has written yet
+	c.written.shared = h.Shared
 	c.written.at.Store(h.Validated.UnixNano())
 	c.written.unlock()
 	c.stats.diskLoads.Add(1)

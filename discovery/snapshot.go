@@ -156,7 +156,7 @@ type Snapshot struct {
 }
 
 // content is what two snapshots share when a revalidation found nothing
-// changed (two 304s), and what the clients of a Surfaces share when their
+// changed (two 304s), and what the clients of one Shared hook share when their
 // clusters serve the same documents: nothing in it belongs to one cluster.
 type content struct {
 	generation  uint64
@@ -172,6 +172,8 @@ type content struct {
 	partsOf          *content
 	partialVersions  map[schema.GroupVersion]bool
 	partialResources map[schema.GroupVersionResource]bool
+
+	self atomic.Pointer[Snapshot] // the one Shared is handed (shared.go)
 }
 
 // part is what one endpoint (/api or /apis) contributed.
@@ -182,12 +184,12 @@ type part struct {
 	failed []*GroupVersionError
 	raw    *raw // the body as received, only when it is to be persisted
 	// verified: the body is the one the ETag names (checked only for
-	// Surfaces, which shares nothing else).
+	// WithShared, which shares nothing else).
 	verified bool
 }
 
 // generations numbers contents across the process, so that a content
-// shared by the clients of a Surfaces has one generation in all of them.
+// shared by the clients of a Shared hook has one generation in all of them.
 var generations atomic.Uint64
 
 func newContent(core, named part) *content {
@@ -249,7 +251,7 @@ func (c *content) index() {
 
 // Generation numbers the snapshot's content: two snapshots have the same
 // generation exactly when they hold the same content, which happens when a
-// revalidation found nothing changed, or when the clients of one Surfaces
+// revalidation found nothing changed, or when the clients of one Shared hook
 // read the same documents from two clusters. Structures derived from a
 // snapshot (a REST mapper's indexes) are rebuilt when it changes, and can
 // be shared between snapshots of one generation.

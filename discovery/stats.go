@@ -24,7 +24,7 @@ type Stats struct {
 	RefreshTime   time.Duration
 	DiskLoads     int64 // snapshots read from the disk cache (warm starts)
 	// SurfaceHits counts cold starts that the server confirmed (two 304s)
-	// for a surface the client's Surfaces already held.
+	// for a surface the WithShared hook guessed.
 	SurfaceHits int64
 	// Resamples counts refreshes whose discovery differed from the one
 	// before and that asked again on a new connection, to tell a change

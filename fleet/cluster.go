@@ -48,14 +48,15 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 	// cluster costs a few hundred bytes of its own (see Fleet).
 	c := &Cluster{id: id, fleet: f}
 	// JSON: a surface is shared only once its documents are checked against
-	// their ETags, which protobuf documents cannot be (discovery.Surfaces).
-	dopts := []discovery.Option{discovery.WithSurfaces(f.surfaces), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(f.opts.refreshTimeout)}
+	// their ETags, which protobuf documents cannot be (discovery.Shared).
+	sh := share{s: f.surfaces}
 	if co.like != "" {
 		if c.like = f.Cluster(co.like); c.like == nil {
 			return nil, fmt.Errorf("fleet: cluster %s: Like(%q): no such cluster", id, co.like)
 		}
-		dopts = append(dopts, discovery.WithLike(c.like.disc))
+		sh.like = c.like.disc
 	}
+	dopts := []discovery.Option{discovery.WithShared(sh), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(f.opts.refreshTimeout)}
 	if f.content != nil {
 		base, _, err := rest.DefaultServerUrlFor(cfg)
 		if err != nil {
@@ -65,8 +66,8 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 		if err != nil {
 			return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
 		}
-		c.store = &contentStore{own: own, content: f.content}
-		dopts = append(dopts, discovery.WithDiskCache(own), discovery.WithContentCache(f.content))
+		c.store = &contentStore{own: own, content: f.content, stored: &f.stored}
+		dopts = append(dopts, discovery.WithDiskCache(c.store))
 	}
 	dopts = append(dopts, f.opts.discoveryOpts...)
 	disc, err := discovery.New(cfg, dopts...)
@@ -167,16 +168,28 @@ func (c *Cluster) close() {
 	}
 }
 
-// contentStore is a cluster's disk store for OpenAPI v3: JSON documents at
-// ?hash= URLs, whose hash the transport verified before storing them, go
-// to the fleet's content cache under their path and hash, whichever
-// cluster (and path prefix) served them; everything else is the cluster's
-// own.
+// contentStore is a cluster's disk store, for discovery and OpenAPI v3:
+// what is named by its content goes to the fleet's content cache,
+// whichever cluster (and path prefix) served it; everything else is the
+// cluster's own. Named by content are the discovery documents a client
+// persists under their ETag (discovery persists only documents it checked
+// against their ETag as such), and JSON OpenAPI documents at ?hash= URLs,
+// whose hash the transport verified before storing them.
 type contentStore struct {
 	own, content diskcache.Store
+	// stored holds the discovery documents this process has put in
+	// content: a thousand clusters of one surface write it once.
+	stored *sync.Map
 }
 
+// discoveryContent prefixes the keys under which discovery persists a
+// document by its ETag (with WithShared).
+const discoveryContent = "kubeatlas/discovery/content/v1\n"
+
 func (s *contentStore) route(key string) (diskcache.Store, string) {
+	if strings.HasPrefix(key, discoveryContent) {
+		return s.content, key
+	}
 	rawURL, accept, _ := strings.Cut(key, "\n")
 	u, err := url.Parse(rawURL)
 	if err != nil || accept != "application/json" {
@@ -197,10 +210,23 @@ func (s *contentStore) Get(key string) ([]byte, bool) {
 
 func (s *contentStore) Put(key string, value []byte) error {
 	st, k := s.route(key)
-	return st.Put(k, value)
+	if st != s.content || !strings.HasPrefix(k, discoveryContent) {
+		return st.Put(k, value)
+	}
+	if _, done := s.stored.Load(k); done {
+		return nil
+	}
+	if err := st.Put(k, value); err != nil {
+		return err
+	}
+	s.stored.Store(k, true)
+	return nil
 }
 
 func (s *contentStore) Delete(key string) {
 	st, k := s.route(key)
+	if st == s.content && strings.HasPrefix(k, discoveryContent) {
+		s.stored.Delete(k)
+	}
 	st.Delete(k)
 }

@@ -8,14 +8,15 @@
 // each OpenAPI v3 document by a ?hash= that is the SHA-512 of its JSON, so
 // a Fleet keeps what clusters share once:
 //
-//   - one decoded discovery snapshot per surface (discovery.Surfaces), and
+//   - one decoded discovery snapshot per surface (surfaces.go, through
+//     the hook discovery.WithShared), and
 //     one REST mapper index (restmapper.Indexes): memory grows with the
 //     number of distinct surfaces, plus a small constant per cluster;
 //   - one copy of each OpenAPI v3 document (openapi3.Documents), fetched
 //     from one cluster and verified against its hash;
-//   - with WithDiskCache, one copy on disk of each document, whichever
-//     cluster served it; each cluster's own entry says which surface it
-//     served.
+//   - with WithDiskCache, one copy on disk of each document (discovery's,
+//     under its ETag, and OpenAPI's, under its hash), whichever cluster
+//     served it; each cluster's own entry says which surface it served.
 //
 // A cluster that starts cold while the fleet holds its surface costs two
 // 304s and no body: its requests are conditional on a held surface. A
@@ -24,7 +25,7 @@
 // server's fingerprint names (the size of its OpenAPI v3 root, one
 // request answered with one byte, before the two 304s); else the one the
 // most clusters serve. A wrong guess costs what no guess costs (see
-// discovery.Surfaces).
+// surfaces.go and probe.go).
 //
 // Refresh rounds read clusters a bounded number at a time; a cluster that
 // fails keeps its last snapshot, backs off, and is reported with a
@@ -40,6 +41,10 @@
 // # Files
 //
 // fleet.go: [Fleet], its options, Refresh rounds and backoff, Subscribe,
-// Stats. cluster.go: [Cluster] and the disk store that keeps OpenAPI
-// documents by content. kubeconfig.go: [Fleet.AddKubeconfig].
+// Stats. cluster.go: [Cluster] and the disk store that keeps discovery and
+// OpenAPI documents by content. surfaces.go: the decoded surfaces the
+// clusters share, and the cold-start guess (the discovery.Shared hook each
+// cluster's client is given). probe.go: the fingerprint a cold start takes
+// of its server (the size of its OpenAPI v3 root). kubeconfig.go:
+// [Fleet.AddKubeconfig].
 package fleet

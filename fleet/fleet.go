@@ -117,16 +117,17 @@ func WithClock(c clock.PassiveClock) Option {
 
 // Fleet holds discovery, REST mappings and OpenAPI v3 for many clusters.
 // Clusters that serve the same API surface share one decoded snapshot
-// (discovery.Surfaces), one mapper index (restmapper.Indexes) and one copy
+// (surfaces.go), one mapper index (restmapper.Indexes) and one copy
 // of each OpenAPI document (openapi3.Documents): memory grows with the
 // number of distinct surfaces, plus a small constant per cluster. It is
 // safe for concurrent use.
 type Fleet struct {
 	opts      options
-	surfaces  *discovery.Surfaces
+	surfaces  *surfaces
 	indexes   *restmapper.Indexes
 	documents *openapi3.Documents
 	content   *diskcache.Cache // documents by content, with WithDiskCache
+	stored    sync.Map         // discovery documents put in content by this process
 
 	mu       sync.RWMutex
 	clusters map[string]*Cluster
@@ -155,7 +156,7 @@ func New(opts ...Option) (*Fleet, error) {
 		}
 	}
 	f := &Fleet{
-		opts: o, surfaces: discovery.NewSurfaces(), indexes: restmapper.NewIndexes(), documents: openapi3.NewDocuments(),
+		opts: o, surfaces: newSurfaces(), indexes: restmapper.NewIndexes(), documents: openapi3.NewDocuments(),
 		clusters: map[string]*Cluster{}, subs: map[int]func(Change){},
 	}
 	if o.cacheDir != "" {
@@ -182,8 +183,9 @@ type clusterOptions struct{ like string }
 
 // Like names a cluster expected to serve the same API surface (the same
 // Kubernetes version and add-ons): a cold start offers its surface to the
-// server first (see discovery.WithLike). Default: the surface the most
-// clusters serve.
+// server first. Default: the surface that servers of the same fingerprint
+// (the size of the OpenAPI v3 root, one request) turned out to serve,
+// else the one the most clusters serve (see probe.go).
 func Like(id string) ClusterOption { return func(o *clusterOptions) { o.like = id } }
 
 // Add registers a cluster under id. Nothing is read until it is used or
@@ -309,7 +311,7 @@ func (f *Fleet) Refresh(ctx context.Context) error {
 	// surface another has read: with nothing held yet, one goes first,
 	// alone; a cluster whose Like cluster is cold too goes after it.
 	var first, rest, later []*Cluster
-	seeded := f.surfaces.Stats().Surfaces > 0
+	seeded := f.surfaces.stats().surfaces > 0
 	for _, c := range f.all() {
 		switch {
 		case !c.due(now):
@@ -421,13 +423,14 @@ type Stats struct {
 	Surfaces  int // distinct API surfaces held (decoded once each)
 	Indexes   int // REST mapper indexes held (one per surface in use)
 	Documents int // OpenAPI v3 documents held (one per content)
-	// Summed over the clusters' discovery clients (discovery.Stats).
+	// Summed over the clusters' discovery clients (discovery.Stats); Bytes
+	// also counts the cold starts' size probes (see Like).
 	Requests, Bytes, NotModified, SurfaceHits, DiskLoads int64
 }
 
 // Stats returns the fleet's counters.
 func (f *Fleet) Stats() Stats {
-	st := Stats{Surfaces: f.surfaces.Stats().Surfaces, Indexes: f.indexes.Len(), Documents: f.documents.Len()}
+	st := Stats{Surfaces: f.surfaces.stats().surfaces, Indexes: f.indexes.Len(), Documents: f.documents.Len(), Bytes: f.surfaces.probeBytes.Load()}
 	for _, c := range f.all() {
 		st.Clusters++
 		if c.Err() != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/fleet"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -37,30 +38,32 @@ func (s statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestSurfacesOnRealServer: kube-apiserver answers a cold start's probe of
 // its OpenAPI v3 root with a byte range (206, one byte: it serves the root
-// with http.ServeContent), so a client of a fleet's table that has no hint
-// has the surface the table holds confirmed: the probe and two 304s, no
+// with http.ServeContent), so a cluster of a fleet that has no hint
+// has the surface the fleet holds confirmed: the probe and two 304s, no
 // discovery body. A CRD changes the fingerprint: the next cold client reads
 // the new documents, and the one after it has them confirmed.
 func TestSurfacesOnRealServer(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	surfaces := discovery.NewSurfaces()
-	var keep []*discovery.Client // Surfaces holds contents weakly
+	f, err := fleet.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cold := func() (*discovery.Snapshot, []string, discovery.Stats) {
 		t.Helper()
 		var mu sync.Mutex
 		var got []string
 		cfg := rest.CopyConfig(c.config)
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return statusRecorder{rt, &mu, &got} }
-		dc, err := discovery.New(cfg, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+		cluster, err := f.Add(fmt.Sprintf("cluster-%d", f.Stats().Clusters), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		dc := cluster.Discovery()
 		s, err := dc.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		keep = append(keep, dc)
 		mu.Lock()
 		defer mu.Unlock()
 		slices.Sort(got)
@@ -121,5 +124,5 @@ func TestSurfacesOnRealServer(t *testing.T) {
 	if !slices.Equal(got, confirmed) || fourth.Generation() != third.Generation() {
 		t.Errorf("the cold start after that: %v, want %v and the new surface", got, confirmed)
 	}
-	runtime.KeepAlive(keep)
+	runtime.KeepAlive(f) // the fleet holds surfaces weakly
 }

@@ -1,4 +1,4 @@
-package discovery
+package fleet
 
 import (
 	"context"
@@ -7,17 +7,20 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
-// A cold start without a WithLike hint has to guess which held surface to
+// A cold start without a Like hint has to guess which held surface to
 // offer: kube-apiserver accepts one ETag in If-None-Match, and a wrong
 // guess costs the documents. So it first asks the server a cheap question
 // whose answer differs between most surfaces: the size of its OpenAPI v3
 // root, which lists every group-version with the SHA-512 of its document.
 // GET /openapi/v3 with "Range: bytes=0-0" is answered 206 with one byte
 // and a Content-Range that states the size (kube-openapi serves the root
-// with http.ServeContent). The Surfaces table remembers which surfaces each
+// with http.ServeContent). The fleet's surfaces remember which surfaces each
 // size turned out to be, and a client offers the most read of them.
 //
 // A fingerprint is a hint, never evidence: the conditional requests that
@@ -35,7 +38,7 @@ import (
 
 // probeMaxBytes bounds the probe's answer: a server that ignores Range
 // sends the whole root, which is read no further than this; there is then
-// no fingerprint, and the Surfaces table does not probe that host again.
+// no fingerprint, and the fleet does not probe that host again.
 const probeMaxBytes = 64 << 10
 
 // probeTimeout bounds the probe, as does a quarter of the time the refresh
@@ -44,16 +47,24 @@ const probeMaxBytes = 64 << 10
 // that long for a hint.
 const probeTimeout = 2 * time.Second
 
-// fingerprint probes the server's OpenAPI v3 root (see above). It returns
-// "" when it cannot tell: no OpenAPI v3 (an old server, a 403), ranges not
-// answered, any error. Only ctx's own end is returned as an error.
-func (c *Client) fingerprint(ctx context.Context) (string, error) {
-	host := c.http.Base.Scheme + "://" + c.http.Base.Host
-	if c.opts.surfaces.rangesIgnored(host) {
+// fingerprint probes the OpenAPI v3 root of c's server (see above), on
+// c's own connection (the request counts in c's Stats.Requests). It
+// returns "" when it cannot tell: no OpenAPI v3 (an old server, a 403),
+// ranges not answered, any error. Only ctx's own end is returned as an
+// error.
+func (s *surfaces) fingerprint(ctx context.Context, c *discovery.Client) (string, error) {
+	hc, cfg := c.Connection()
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
 		return "", nil
 	}
-	hc := *c.http
-	hc.Body = httpx.Options{Limit: probeMaxBytes}
+	host := base.Scheme + "://" + base.Host
+	if s.rangesIgnored(host) {
+		return "", nil
+	}
+	probe := httpx.NewClient(hc, base, discovery.DefaultMaxRedirects)
+	probe.Gzip = !cfg.DisableCompression
+	probe.Body = httpx.Options{Limit: probeMaxBytes}
 	timeout := probeTimeout
 	if deadline, ok := ctx.Deadline(); ok {
 		// A quarter of what the refresh has left at most: the documents
@@ -62,9 +73,9 @@ func (c *Client) fingerprint(ctx context.Context) (string, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := hc.Get(pctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json", Range: "bytes=0-0"})
+	resp, err := probe.Get(pctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json", Range: "bytes=0-0"})
 	if resp != nil {
-		c.stats.bytes.Add(resp.Wire)
+		s.probeBytes.Add(resp.Wire)
 	}
 	if ctx.Err() != nil {
 		return "", ctx.Err()
@@ -72,7 +83,7 @@ func (c *Client) fingerprint(ctx context.Context) (string, error) {
 	if resp != nil && resp.StatusCode == http.StatusOK {
 		// The whole root (up to probeMaxBytes): this host does not answer
 		// ranges, and is not asked again.
-		c.opts.surfaces.ignoreRanges(host)
+		s.ignoreRanges(host)
 	}
 	if err != nil || resp.StatusCode != http.StatusPartialContent {
 		return "", nil
@@ -85,13 +96,13 @@ func (c *Client) fingerprint(ctx context.Context) (string, error) {
 	return size, nil
 }
 
-func (s *Surfaces) rangesIgnored(host string) bool {
+func (s *surfaces) rangesIgnored(host string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.noRanges[host]
 }
 
-func (s *Surfaces) ignoreRanges(host string) {
+func (s *surfaces) ignoreRanges(host string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noRanges[host] = true

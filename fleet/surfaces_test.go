@@ -1,8 +1,9 @@
-package discovery_test
+package fleet
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -31,6 +33,24 @@ func statuses(srv *discoverytest.Server) map[string]int {
 	return out
 }
 
+func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
+	t.Helper()
+	c, err := discovery.NewForHTTPClient(nil, base, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// shared is the hook a fleet gives a cluster's client (share), here for
+// clients made without a Fleet.
+func shared(s *surfaces) discovery.Option { return discovery.WithShared(share{s: s}) }
+
+// sharedLike is shared with Like's client.
+func sharedLike(s *surfaces, like *discovery.Client) discovery.Option {
+	return discovery.WithShared(share{s: s, like: like})
+}
+
 func snapshot(t *testing.T, c *discovery.Client) *discovery.Snapshot {
 	t.Helper()
 	s, err := c.Snapshot(context.Background())
@@ -44,10 +64,10 @@ func snapshot(t *testing.T, c *discovery.Client) *discovery.Snapshot {
 // one decoded snapshot content (one generation), and a client that starts
 // cold on such a cluster has the server confirm the held surface with two
 // 304s, no body; a cluster of another surface gets its own content and
-// costs what it costs without Surfaces. WithLike picks the surface to
+// costs what it costs without Surfaces. Like picks the surface to
 // offer when the most-read one is not it.
 func TestSurfacesShareContent(t *testing.T) {
-	surfaces := discovery.NewSurfaces()
+	surfaces := newSurfaces()
 	a1, baseA1 := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	a2, baseA2 := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	b1, baseB1 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
@@ -59,14 +79,14 @@ func TestSurfacesShareContent(t *testing.T) {
 		warmOpenAPIRoot(t, base)
 	}
 
-	first := newClient(t, baseA1, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+	first := newClient(t, baseA1, shared(surfaces), discovery.WithJSONOnly())
 	s1 := snapshot(t, first)
 	if got := statuses(a1); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
 		t.Fatalf("first client: %v, want two 200s", got)
 	}
 
 	a2.ResetRequests()
-	second := newClient(t, baseA2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+	second := newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly())
 	s2 := snapshot(t, second)
 	if got := statuses(a2); len(got) != 3 || got["/openapi/v3"] != http.StatusPartialContent || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("a cold client on a held surface: %v, want the probe's 206 and two 304s", got)
@@ -84,7 +104,7 @@ func TestSurfacesShareContent(t *testing.T) {
 	// Another surface: the guess (the most read surface) is wrong for
 	// /apis, which comes whole; /api is the same on both.
 	b1.ResetRequests()
-	third := newClient(t, baseB1, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+	third := newClient(t, baseB1, shared(surfaces), discovery.WithJSONOnly())
 	s3 := snapshot(t, third)
 	if got := statuses(b1); got["/apis"] != http.StatusOK {
 		t.Errorf("a cold client on another surface: %v, want /apis 200", got)
@@ -92,41 +112,41 @@ func TestSurfacesShareContent(t *testing.T) {
 	if s3.Generation() == s1.Generation() || len(s3.Groups()) == len(s1.Groups()) {
 		t.Errorf("another surface shares the first's content")
 	}
-	if got := surfaces.Stats(); got.Surfaces != 2 {
+	if got := surfaces.stats(); got.surfaces != 2 {
 		t.Errorf("surfaces held: %+v, want 2", got)
 	}
 
-	// The first surface is the most read (two clients); WithLike offers
+	// The first surface is the most read (two clients); Like offers
 	// the other.
 	b2.ResetRequests()
-	fourth := newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly(), discovery.WithLike(third))
+	fourth := newClient(t, baseB2, sharedLike(surfaces, third), discovery.WithJSONOnly())
 	s4 := snapshot(t, fourth)
 	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
-		t.Errorf("WithLike: %v, want two 304s", got)
+		t.Errorf("Like: %v, want two 304s", got)
 	}
 	if s4.Generation() != s3.Generation() {
-		t.Errorf("WithLike: not the like cluster's content")
+		t.Errorf("Like: not the like cluster's content")
 	}
 	// A third client of the first surface makes it the most read again
-	// (three against two); without WithLike, the server's fingerprint
+	// (three against two); without Like, the server's fingerprint
 	// still names the second.
-	snapshot(t, newClient(t, baseA2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+	snapshot(t, newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly()))
 	b2.ResetRequests()
-	fifth := newClient(t, baseB2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+	fifth := newClient(t, baseB2, shared(surfaces), discovery.WithJSONOnly())
 	if s5 := snapshot(t, fifth); s5.Generation() != s3.Generation() {
 		t.Errorf("the fingerprint's surface was not adopted")
 	}
 	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
-		t.Errorf("without WithLike, the fingerprint names the surface: %v, want two 304s", got)
+		t.Errorf("without Like, the fingerprint names the surface: %v, want two 304s", got)
 	}
 	// Behind a proxy that does not answer ranges there is no fingerprint:
 	// the most read surface (the first, after two more reads) is offered.
 	for range 2 {
-		snapshot(t, newClient(t, baseA2, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+		snapshot(t, newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly()))
 	}
 	noRanges := withoutRanges(t, baseB2)
 	b2.ResetRequests()
-	snapshot(t, newClient(t, noRanges, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+	snapshot(t, newClient(t, noRanges, shared(surfaces), discovery.WithJSONOnly()))
 	if got := statuses(b2); got["/apis"] != http.StatusOK {
 		t.Errorf("without a fingerprint the most read surface is offered first: %v, want /apis 200", got)
 	}
@@ -156,19 +176,19 @@ func TestSurfacesShareContent(t *testing.T) {
 // take the resources from the guess (a cluster's last known resources are
 // its own), and the incomplete content is not shared.
 func TestSurfacesNeverLendHistory(t *testing.T) {
-	surfaces := discovery.NewSurfaces()
+	surfaces := newSurfaces()
 	_, baseA := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	c, baseC := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	gv := schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}
 	if err := c.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
 		t.Fatal(err)
 	}
-	held := newClient(t, baseA, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+	held := newClient(t, baseA, shared(surfaces), discovery.WithJSONOnly())
 	defer runtime.KeepAlive(held) // Surfaces holds contents weakly
 	if v, ok := snapshot(t, held).Version(gv); !ok || len(v.Resources) == 0 {
 		t.Fatalf("the guessed surface does not serve %s", gv)
 	}
-	s, err := newClient(t, baseC, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background())
+	s, err := newClient(t, baseC, shared(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background())
 	var partial *discovery.PartialError
 	if s == nil || !errors.As(err, &partial) {
 		t.Fatalf("snapshot %v, error %v: want a partial one", s, err)
@@ -180,11 +200,11 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 	if len(v.Resources) != 0 || v.LastKnown {
 		t.Errorf("the Stale group-version took %d resources from another cluster's surface", len(v.Resources))
 	}
-	if got := surfaces.Stats(); got.Surfaces != 1 {
+	if got := surfaces.stats(); got.surfaces != 1 {
 		t.Errorf("surfaces held: %+v, want only the complete one", got)
 	}
 	c.ResetRequests()
-	if _, err := newClient(t, baseC, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background()); !errors.As(err, &partial) {
+	if _, err := newClient(t, baseC, shared(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background()); !errors.As(err, &partial) {
 		t.Fatal(err)
 	}
 	if got := statuses(c); got["/apis"] != http.StatusOK {
@@ -194,17 +214,17 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 
 // TestSurfacesForget: a surface no client holds any more is forgotten.
 func TestSurfacesForget(t *testing.T) {
-	surfaces := discovery.NewSurfaces()
+	surfaces := newSurfaces()
 	_, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
 	func() {
-		c := newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+		c := newClient(t, base, shared(surfaces), discovery.WithJSONOnly())
 		snapshot(t, c)
-		if got := surfaces.Stats().Surfaces; got != 1 {
+		if got := surfaces.stats().surfaces; got != 1 {
 			t.Fatalf("surfaces held: %d, want 1", got)
 		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for surfaces.Stats().Surfaces != 0 {
+	for surfaces.stats().surfaces != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("a surface no client holds is still held")
 		}
@@ -235,10 +255,10 @@ func TestContentCache(t *testing.T) {
 	}
 	run := func() []*discovery.Client {
 		content := open("kubeatlas-content")
-		surfaces := discovery.NewSurfaces()
+		surfaces := newSurfaces()
 		var clients []*discovery.Client
 		for _, base := range bases {
-			c := newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly(), discovery.WithDiskCache(open(base)), discovery.WithContentCache(content))
+			c := newClient(t, base, shared(surfaces), discovery.WithJSONOnly(), discovery.WithDiskCache(&contentStore{own: open(base), content: content, stored: &sync.Map{}}))
 			snapshot(t, c)
 			clients = append(clients, c)
 		}
@@ -282,7 +302,7 @@ func TestContentCache(t *testing.T) {
 // cluster of that surface still reads its own server's documents. Nor is
 // a protobuf document shared, which cannot be checked against its ETag.
 func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
-	surfaces := discovery.NewSurfaces()
+	surfaces := newSurfaces()
 	real, baseReal := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	_, baseOther := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
 	// The real surface's ETag for /apis.
@@ -302,15 +322,15 @@ func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 	}
 	forger := httptest.NewServer(proxy)
 	t.Cleanup(forger.Close)
-	forged := snapshot(t, newClient(t, forger.URL, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+	forged := snapshot(t, newClient(t, forger.URL, shared(surfaces), discovery.WithJSONOnly()))
 	if _, e := forged.ETags(); e != realETag {
 		t.Fatalf("the forger's ETag: %s", e)
 	}
-	if got := surfaces.Stats().Surfaces; got != 0 {
+	if got := surfaces.stats().surfaces; got != 0 {
 		t.Errorf("a document that is not the one its ETag names was shared (%d surfaces held)", got)
 	}
 	real.ResetRequests()
-	honest := snapshot(t, newClient(t, baseReal, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+	honest := snapshot(t, newClient(t, baseReal, shared(surfaces), discovery.WithJSONOnly()))
 	if len(honest.Groups()) == len(forged.Groups()) {
 		t.Errorf("a cluster of the real surface got the forger's documents")
 	}
@@ -318,9 +338,9 @@ func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 		t.Errorf("the real cluster's /apis: %v, want a 200 of its own", got)
 	}
 
-	protobuf := discovery.NewSurfaces()
-	snapshot(t, newClient(t, baseReal, discovery.WithSurfaces(protobuf)))
-	if got := protobuf.Stats().Surfaces; got != 0 {
+	protobuf := newSurfaces()
+	snapshot(t, newClient(t, baseReal, shared(protobuf)))
+	if got := protobuf.stats().surfaces; got != 0 {
 		t.Errorf("a protobuf document was shared (%d surfaces held)", got)
 	}
 }
@@ -329,17 +349,17 @@ func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 // a cold start offers the one read last.
 func TestSurfacesTieGoesToTheLastRead(t *testing.T) {
 	for range 5 { // map order would pick either, half the time
-		surfaces := discovery.NewSurfaces()
+		surfaces := newSurfaces()
 		_, baseA := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 		_, baseB := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
 		b2, baseB2 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
 		// No fingerprints: servers whose ranges go unanswered.
-		a := newClient(t, withoutRanges(t, baseA), discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
-		b := newClient(t, withoutRanges(t, baseB), discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
+		a := newClient(t, withoutRanges(t, baseA), shared(surfaces), discovery.WithJSONOnly())
+		b := newClient(t, withoutRanges(t, baseB), shared(surfaces), discovery.WithJSONOnly())
 		snapshot(t, a)
 		snapshot(t, b)
 		b2.ResetRequests()
-		snapshot(t, newClient(t, withoutRanges(t, baseB2), discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+		snapshot(t, newClient(t, withoutRanges(t, baseB2), shared(surfaces), discovery.WithJSONOnly()))
 		if got := statuses(b2); got["/apis"] != http.StatusNotModified {
 			t.Fatalf("a cold start after two surfaces read once each: %v, want the last read offered (304)", got)
 		}
@@ -370,7 +390,7 @@ func withoutRanges(t *testing.T, base string) string {
 // have it confirmed with 304s. Behind a proxy that ignores ranges, the
 // root is asked for once, not by every client.
 func TestSurfacesFingerprintRounds(t *testing.T) {
-	surfaces := discovery.NewSurfaces()
+	surfaces := newSurfaces()
 	var servers []*discoverytest.Server
 	var clients []*discovery.Client
 	var first string
@@ -386,7 +406,7 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 		warmOpenAPIRoot(t, base)
 		srv.ResetRequests()
 		servers = append(servers, srv)
-		clients = append(clients, newClient(t, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly()))
+		clients = append(clients, newClient(t, base, shared(surfaces), discovery.WithJSONOnly()))
 	}
 	var wg sync.WaitGroup
 	for _, c := range clients {
@@ -403,13 +423,13 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	if bodies != 2 || hits != 10 {
 		t.Errorf("12 concurrent cold starts over 2 surfaces: %d /apis bodies, %d surface hits; want 2 and 10", bodies, hits)
 	}
-	if got := surfaces.Stats().Surfaces; got != 2 {
+	if got := surfaces.stats().surfaces; got != 2 {
 		t.Errorf("surfaces held: %d, want 2", got)
 	}
 
 	// One proxy host in front of servers that answer ranges, which it
 	// does not pass on: the first probe learns it.
-	other := discovery.NewSurfaces()
+	other := newSurfaces()
 	var roots int
 	var mu sync.Mutex
 	u, _ := url.Parse(first)
@@ -425,7 +445,7 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
 	for range 3 {
-		snapshot(t, newClient(t, front.URL, discovery.WithSurfaces(other), discovery.WithJSONOnly()))
+		snapshot(t, newClient(t, front.URL, shared(other), discovery.WithJSONOnly()))
 	}
 	if roots != 1 {
 		t.Errorf("a host that ignores ranges had the OpenAPI root asked for %d times, want once", roots)
@@ -451,7 +471,7 @@ func warmOpenAPIRoot(t *testing.T, base string) {
 func TestProbeDoesNotHoldAColdStart(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
 	srv.InjectFault("/openapi/v3", discoverytest.Fault{Latency: time.Minute})
-	c := newClient(t, base, discovery.WithSurfaces(discovery.NewSurfaces()), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(20*time.Second))
+	c := newClient(t, base, shared(newSurfaces()), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(20*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := c.Snapshot(ctx); err != nil {
@@ -459,5 +479,36 @@ func TestProbeDoesNotHoldAColdStart(t *testing.T) {
 	}
 	if got := statuses(srv); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
 		t.Errorf("requests %v: want both documents read", got)
+	}
+}
+
+// TestStatsCountProbes: the size probes' bytes, which go through each
+// cluster's connection but no discovery client's Stats.Bytes, are in the
+// fleet's Stats.Bytes.
+func TestStatsCountProbes(t *testing.T) {
+	f, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clusters []*Cluster
+	for i := range 2 {
+		_, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
+		warmOpenAPIRoot(t, base)
+		c, err := f.Add(fmt.Sprintf("c%d", i), &rest.Config{Host: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusters = append(clusters, c)
+	}
+	if err := f.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, c := range clusters {
+		sum += c.Discovery().Stats().Bytes
+	}
+	probes := f.surfaces.probeBytes.Load()
+	if st := f.Stats(); probes <= 0 || st.Bytes != sum+probes {
+		t.Errorf("fleet bytes %d, clients' %d, probes' %d: want the probes' counted once, and some", st.Bytes, sum, probes)
 	}
 }
