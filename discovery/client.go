@@ -141,6 +141,7 @@ type Client struct {
 
 	current atomic.Pointer[Snapshot] // written by publish (refresh.go) only
 	machine refresher                // runs refreshes, publishes, tells subscribers
+	read    reader                   // a refresh's requests (fetch.go)
 	stats   counters
 
 	log failureLog
@@ -227,6 +228,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	c.http.Gzip = true
 	c.http.MaxRetries = o.maxRetries
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes}
+	c.read = reader{http: c.http, opts: &c.opts, stats: &c.stats}
 	return c, nil
 }
 

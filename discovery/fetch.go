@@ -16,15 +16,24 @@ import (
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
+// reader sends a refresh's requests and decodes the answers, as the
+// client's options say: the Accept header, the legacy fallback, what is
+// kept for the disk cache, and the counters.
+type reader struct {
+	http  *httpx.Client // the client's own connections
+	opts  *options
+	stats *counters
+}
+
 // accept is the one Accept header that negotiates the best format a server
 // has: protobuf v2, JSON v2, JSON v2beta1, then plain JSON, which an old
 // server answers with legacy discovery.
-func (c *Client) accept() string {
-	if c.opts.legacyOnly {
+func (r *reader) accept() string {
+	if r.opts.legacyOnly {
 		return mediatype.JSON
 	}
 	profile := ""
-	if c.opts.noPeer {
+	if r.opts.noPeer {
 		profile = "nopeer"
 	}
 	types := []string{
@@ -32,15 +41,15 @@ func (c *Client) accept() string {
 		mediatype.Aggregated("v2beta1", false, ""),
 		mediatype.JSON,
 	}
-	if !c.opts.jsonOnly {
+	if !r.opts.jsonOnly {
 		types = append([]string{mediatype.Aggregated("v2", true, profile)}, types...)
 	}
 	return strings.Join(types, ",")
 }
 
 // legacyAccept is for the per-group-version documents of legacy discovery.
-func (c *Client) legacyAccept() string {
-	if c.opts.jsonOnly {
+func (r *reader) legacyAccept() string {
+	if r.opts.jsonOnly {
 		return mediatype.JSON
 	}
 	return mediatype.Protobuf + "," + mediatype.JSON
@@ -76,13 +85,13 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 		if cond != nil {
 			p = &cond.core
 		}
-		core, coreErr = c.fetchPart(ctx, c.http, "/api", p)
+		core, coreErr = c.read.fetchPart(ctx, c.http, "/api", p)
 	}()
 	var p *part
 	if cond != nil {
 		p = &cond.named
 	}
-	named, namedErr = c.fetchPart(ctx, c.http, "/apis", p)
+	named, namedErr = c.read.fetchPart(ctx, c.http, "/apis", p)
 	wg.Wait()
 	if coreErr != nil {
 		return nil, coreErr
@@ -117,12 +126,12 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 
 // fetchPart reads one endpoint through on (the client's own connections,
 // or a resample's new ones). A 304 returns prev itself.
-func (c *Client) fetchPart(ctx context.Context, on *httpx.Client, path string, prev *part) (*part, error) {
+func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, prev *part) (*part, error) {
 	etag := ""
 	if prev != nil {
 		etag = prev.etag
 	}
-	resp, err := c.get(ctx, on, httpx.Request{Ref: path, Accept: c.accept(), ETag: etag})
+	resp, err := r.get(ctx, on, httpx.Request{Ref: path, Accept: r.accept(), ETag: etag})
 	var status *apierrors.StatusError
 	if errors.As(err, &status) {
 		return nil, fmt.Errorf("discovery: GET %s: %w", path, err)
@@ -140,13 +149,13 @@ func (c *Client) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
 	if !mt.Aggregated {
-		return c.fetchLegacy(ctx, path, body, mt)
+		return r.fetchLegacy(ctx, path, body, mt)
 	}
-	p, err := aggregatedPart(body, mt, resp.Header.Get("ETag"), c.opts.shared != nil)
+	p, err := aggregatedPart(body, mt, resp.Header.Get("ETag"), r.opts.shared != nil)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
-	if c.opts.disk != nil {
+	if r.opts.disk != nil {
 		p.raw = &raw{body: body, contentType: contentType}
 	}
 	return p, nil
@@ -155,7 +164,7 @@ func (c *Client) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 // fetchLegacy reads legacy discovery: the root document says which
 // group-versions exist, then each is read on its own, a bounded number at a
 // time. A group-version that fails stays listed, marked Failed.
-func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte, mt mediatype.Discovery) (*part, error) {
+func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt mediatype.Discovery) (*part, error) {
 	var groups []Group
 	if path == "/api" {
 		var versions metav1.APIVersions
@@ -204,14 +213,14 @@ func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 	errs := make([]error, len(jobs))
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(c.opts.legacyParallel, len(jobs)) {
+	for range min(r.opts.legacyParallel, len(jobs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
 				g := &groups[jobs[i].g]
 				v := &g.Versions[jobs[i].v]
-				v.Resources, errs[i] = c.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
+				v.Resources, errs[i] = r.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
 			}
 		}()
 	}
@@ -234,12 +243,12 @@ func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 	return out, nil
 }
 
-func (c *Client) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) ([]Resource, error) {
+func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) ([]Resource, error) {
 	path := "/apis/" + gv.String()
 	if gv.Group == "" {
 		path = "/api/" + gv.Version
 	}
-	resp, err := c.get(ctx, c.http, httpx.Request{Ref: path, Accept: c.legacyAccept()})
+	resp, err := r.get(ctx, r.http, httpx.Request{Ref: path, Accept: r.legacyAccept()})
 	if err != nil {
 		return nil, err
 	}
@@ -288,27 +297,27 @@ func keepLastKnown(p *part, prev *Snapshot) {
 	}
 }
 
-// get sends one GET through on (httpx.Client.Get) and counts its bytes and 304s. A
-// 304 is an answer when etag is set. An error status is an
+// get sends req through on (httpx.Client.Get) and counts its bytes and
+// 304s. A 304 is an answer when req has an ETag. An error status is an
 // *apierrors.StatusError, returned as is; a body over the limit is a
 // *ResponseError; any other error is the transport's, or says the body
 // could not be read.
-func (c *Client) get(ctx context.Context, on *httpx.Client, r httpx.Request) (*httpx.Response, error) {
-	resp, err := on.Get(ctx, r)
+func (r *reader) get(ctx context.Context, on *httpx.Client, req httpx.Request) (*httpx.Response, error) {
+	resp, err := on.Get(ctx, req)
 	if resp != nil {
-		c.stats.bytes.Add(resp.Wire)
+		r.stats.bytes.Add(resp.Wire)
 	}
 	var status *apierrors.StatusError
 	switch {
 	case resp == nil || errors.As(err, &status):
 		return resp, err
 	case errors.Is(err, ErrTooLarge):
-		return resp, &ResponseError{Path: r.Ref, ContentType: resp.Header.Get("Content-Type"), Err: err}
+		return resp, &ResponseError{Path: req.Ref, ContentType: resp.Header.Get("Content-Type"), Err: err}
 	case err != nil:
-		return resp, fmt.Errorf("discovery: GET %s: reading body: %w", r.Ref, err)
+		return resp, fmt.Errorf("discovery: GET %s: reading body: %w", req.Ref, err)
 	}
 	if resp.StatusCode == http.StatusNotModified {
-		c.stats.notModified.Add(1)
+		r.stats.notModified.Add(1)
 	}
 	return resp, nil
 }

@@ -166,14 +166,14 @@ func (c *Client) resample(ctx context.Context, view *content) *content {
 		// each request to the next of two servers may send the first to
 		// the server that just answered /apis, never the second.
 		var err error
-		if named, err = c.fetchPart(ctx, on, "/apis", &view.named); err != nil {
+		if named, err = c.read.fetchPart(ctx, on, "/apis", &view.named); err != nil {
 			return nil
 		}
 		if named != &view.named {
 			break
 		}
 	}
-	core, err := c.fetchPart(ctx, on, "/api", &view.core)
+	core, err := c.read.fetchPart(ctx, on, "/api", &view.core)
 	if err != nil || named == &view.named && core == &view.core {
 		return nil
 	}

@@ -67,7 +67,7 @@ const persistVersion = 1
 // directory is named after it), so the key need not name the server; the
 // Accept header decides what the documents hold (profile, protobuf).
 func (c *Client) persistKey() string {
-	return "kubeatlas/discovery/v1\n" + c.accept()
+	return "kubeatlas/discovery/v1\n" + c.read.accept()
 }
 
 // raw is a part's body as received, kept only while persistence needs it.
