@@ -150,8 +150,7 @@ type Client struct {
 	written  persistState // what was last written to the disk cache (persist.go)
 	failedAt atomic.Int64 // unix nanos of the last failed refresh
 
-	views atomic.Pointer[viewHistory]  // servers behind the URL that disagree (mixed.go); nil while they agree
-	fresh atomic.Pointer[httpx.Client] // for requests on new connections, built on first use
+	views union // servers behind the URL that disagree (mixed.go)
 }
 
 // New builds a client from a client-go config, so kubeconfig auth, TLS, exec
@@ -179,6 +178,7 @@ func NewForConfigAndClient(cfg *rest.Config, hc *http.Client, opts ...Option) (*
 		return nil, err
 	}
 	c.config = rest.CopyConfig(cfg)
+	c.views.config = c.config
 	c.http.Gzip = !cfg.DisableCompression
 	return c, nil
 }
@@ -229,6 +229,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	c.http.MaxRetries = o.maxRetries
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes}
 	c.read = reader{http: c.http, opts: &c.opts, stats: &c.stats}
+	c.views.read = &c.read
 	return c, nil
 }
 

@@ -84,7 +84,8 @@
 //     and fuzzed against the generated one and protowire).
 //   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
 //   - change.go: [Change], [Diff]; Poll.
-//   - mixed.go: views of servers that disagree behind one URL, joined.
+//   - mixed.go: views of servers that disagree behind one URL, joined (the
+//     union), and the client its resamples send through on new connections.
 //   - shared.go: [Shared], the hook through which a fleet's clients share
 //     decoded discovery and a cold start is offered a guess (package fleet
 //     implements it), and [Snapshot.ContentKey], what may be shared.

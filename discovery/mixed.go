@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -37,6 +38,16 @@ import (
 // is added at once (partial, until every view has it); one removed from
 // every server goes once the views that had it have not been seen for
 // mixedWindow refreshes.
+
+// union is what a client keeps for servers that disagree behind its URL:
+// the views it saw (none while they agree) and the client its resamples
+// send through on new connections, built on first use.
+type union struct {
+	read    *reader
+	config  *rest.Config // the client's, for a transport of the resamples' own
+	history atomic.Pointer[viewHistory]
+	fresh   atomic.Pointer[httpx.Client]
+}
 
 // mixedWindow is how many refreshes a view of a disagreeing server stays
 // in the union after it was last seen.
@@ -77,14 +88,14 @@ func (h *viewHistory) see(c *content) *content {
 // before it) and returns what the client serves: s, or the union of the
 // views of disagreeing servers. Refreshes run one at a time, and so does
 // observe.
-func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
+func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 	// Two 304s on a union answer for the view whose ETags it carries.
 	view := s.etagView()
 	k := viewKey(view)
-	h := c.views.Load()
+	h := u.history.Load()
 	if k[0] == "" || k[1] == "" {
 		// Legacy discovery has no ETags to tell views apart.
-		c.views.Store(nil)
+		u.history.Store(nil)
 		return s
 	}
 	if h == nil {
@@ -92,7 +103,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 			return s
 		}
 		// A change, or another server: ask again on new connections.
-		other := c.resample(ctx, view)
+		other := u.resample(ctx, view)
 		if other == nil {
 			return s // a change, confirmed
 		}
@@ -108,7 +119,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		h.see(prev.etagView())
 		h.see(other)
 		view = h.see(view)
-		c.views.Store(h)
+		u.history.Store(h)
 	}
 	h.mu.Lock()
 	h.seq++
@@ -120,7 +131,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		// balancer's turns can keep a client's requests off one server for
 		// a while (each refresh sends two requests at once), and a server
 		// that still disagrees must not flap out and in.
-		if other := c.resample(ctx, view); other != nil {
+		if other := u.resample(ctx, view); other != nil {
 			h.mu.Lock()
 			h.see(other)
 			h.mu.Unlock()
@@ -131,7 +142,7 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 	// Views not seen for mixedWindow refreshes leave; the latest stays.
 	h.views = slices.DeleteFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
 	if len(h.views) < 2 {
-		c.views.Store(nil)
+		u.history.Store(nil)
 		if s.content != view {
 			return &Snapshot{content: view, validated: s.validated, fetched: s.fetched}
 		}
@@ -157,23 +168,23 @@ func (c *Client) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 // nothing). One after the other, not both at once: a balancer that sends
 // each request to the next server would otherwise send them to the
 // servers the refresh's two requests went to.
-func (c *Client) resample(ctx context.Context, view *content) *content {
-	c.stats.resamples.Add(1)
-	on := c.newConnections()
+func (u *union) resample(ctx context.Context, view *content) *content {
+	u.read.stats.resamples.Add(1)
+	on := u.newConnections()
 	var named *part
 	for range 2 {
 		// Twice: the refresh sent two requests, so a balancer that sends
 		// each request to the next of two servers may send the first to
 		// the server that just answered /apis, never the second.
 		var err error
-		if named, err = c.read.fetchPart(ctx, on, "/apis", &view.named); err != nil {
+		if named, err = u.read.fetchPart(ctx, on, "/apis", &view.named); err != nil {
 			return nil
 		}
 		if named != &view.named {
 			break
 		}
 	}
-	core, err := c.read.fetchPart(ctx, on, "/api", &view.core)
+	core, err := u.read.fetchPart(ctx, on, "/api", &view.core)
 	if err != nil || named == &view.named && core == &view.core {
 		return nil
 	}
@@ -305,33 +316,33 @@ func (s *Snapshot) Partial() (versions []schema.GroupVersion, resources []schema
 // its idle connections are closed first, so that the first request does
 // not reuse one, and nobody else's are closed. Built on first use: a
 // client whose servers agree never needs it.
-func (c *Client) newConnections() *httpx.Client {
-	if fresh := c.fresh.Load(); fresh != nil {
+func (u *union) newConnections() *httpx.Client {
+	if fresh := u.fresh.Load(); fresh != nil {
 		utilnet.CloseIdleConnectionsFor(fresh.HC.Transport)
 		return fresh
 	}
-	f := *c.http
+	f := *u.read.http
 	own := false
-	if c.config != nil {
-		cfg := rest.CopyConfig(c.config)
+	if u.config != nil {
+		cfg := rest.CopyConfig(u.config)
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {
-			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: closingTransport{countingTransport{next: hc.Transport, n: &c.stats.requests}}, Timeout: hc.Timeout}, DefaultMaxRedirects)
+			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: closingTransport{countingTransport{next: hc.Transport, n: &u.read.stats.requests}}, Timeout: hc.Timeout}, DefaultMaxRedirects)
 			own = true
 		} else {
-			c.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
+			u.read.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
 		}
 	}
 	if !own {
-		hc := *c.http.HC
+		hc := *u.read.http.HC
 		hc.Transport = closingTransport{next: hc.Transport}
 		f.HC = &hc
 	}
-	if !c.fresh.CompareAndSwap(nil, &f) {
+	if !u.fresh.CompareAndSwap(nil, &f) {
 		utilnet.CloseIdleConnectionsFor(f.HC.Transport)
 	}
-	fresh := c.fresh.Load()
+	fresh := u.fresh.Load()
 	utilnet.CloseIdleConnectionsFor(fresh.HC.Transport)
 	return fresh
 }

@@ -243,7 +243,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		return pub, false, err
 	}
 	c.log.refreshFailed(nil)
-	s = c.observe(ctx, prev, s)
+	s = c.views.observe(ctx, prev, s)
 	pub, ok := c.machine.publish(seq, s)
 	if !ok {
 		return pub, false, pub.err
