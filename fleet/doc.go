@@ -14,7 +14,7 @@
 //     number of distinct surfaces, plus a small constant per cluster;
 //   - one copy of each OpenAPI v3 document (openapi3.Documents), fetched
 //     from one cluster and verified against its hash;
-//   - with WithDiskCache, one copy on disk of each document (discovery's,
+//   - with WithCacheDir, one copy on disk of each document (discovery's,
 //     under its ETag, and OpenAPI's, under its hash), whichever cluster
 //     served it; each cluster's own entry says which surface it served.
 //
@@ -33,7 +33,7 @@
 // Clusters behind a fleet proxy (https://proxy/k8s/clusters/<id>) keep the
 // path prefix in every request, OpenAPI document URLs included.
 //
-//	f, _ := fleet.New(fleet.WithDiskCache(dir))
+//	f, _ := fleet.New(fleet.WithCacheDir(dir))
 //	_, _ = f.AddKubeconfig(kubeconfig, "*")
 //	_ = f.Refresh(ctx)
 //	m := f.Cluster("prod-eu").Mapper()

@@ -44,14 +44,20 @@ type options struct {
 // Option configures a Fleet.
 type Option func(*options) error
 
-// WithDiskCache keeps what the fleet reads in dir, across processes: each
+// WithCacheDir keeps what the fleet reads in dir, across processes: each
 // cluster's own entries (which surface it served, when it was validated)
 // in a directory of its own, and every discovery and OpenAPI v3 document
 // once per content, whichever cluster served it, in a shared one. A
 // cluster then starts from the disk and is revalidated with two 304s.
 // Default: none.
-func WithDiskCache(dir string) Option {
-	return func(o *options) error { o.cacheDir = dir; return nil }
+func WithCacheDir(dir string) Option {
+	return func(o *options) error {
+		if dir == "" {
+			return errors.New("fleet: WithCacheDir needs a directory")
+		}
+		o.cacheDir = dir
+		return nil
+	}
 }
 
 // WithConcurrency bounds how many clusters a Refresh round reads at once.
@@ -126,7 +132,7 @@ type Fleet struct {
 	surfaces  *surfaces
 	indexes   *restmapper.Indexes
 	documents *openapi3.Documents
-	content   *diskcache.Cache // documents by content, with WithDiskCache
+	content   *diskcache.Cache // documents by content, with WithCacheDir
 	stored    sync.Map         // discovery documents put in content by this process
 
 	mu       sync.RWMutex
@@ -177,7 +183,7 @@ const contentDir = "kubeatlas-fleet-content"
 var ErrExists = errors.New("fleet: a cluster with this ID exists")
 
 // ClusterOption configures one cluster.
-type ClusterOption func(*clusterOptions)
+type ClusterOption func(*clusterOptions) error
 
 type clusterOptions struct{ like string }
 
@@ -186,7 +192,15 @@ type clusterOptions struct{ like string }
 // server first. Default: the surface that servers of the same fingerprint
 // (the size of the OpenAPI v3 root, one request) turned out to serve,
 // else the one the most clusters serve (see probe.go).
-func Like(id string) ClusterOption { return func(o *clusterOptions) { o.like = id } }
+func Like(id string) ClusterOption {
+	return func(o *clusterOptions) error {
+		if id == "" {
+			return errors.New("fleet: Like needs a cluster's ID")
+		}
+		o.like = id
+		return nil
+	}
+}
 
 // Add registers a cluster under id. Nothing is read until it is used or
 // refreshed. A cfg whose server has a path prefix (a fleet proxy's
@@ -194,7 +208,9 @@ func Like(id string) ClusterOption { return func(o *clusterOptions) { o.like = i
 func (f *Fleet) Add(id string, cfg *rest.Config, opts ...ClusterOption) (*Cluster, error) {
 	var co clusterOptions
 	for _, o := range opts {
-		o(&co)
+		if err := o(&co); err != nil {
+			return nil, err
+		}
 	}
 	c, err := f.newCluster(id, cfg, co)
 	if err != nil {

@@ -209,7 +209,7 @@ func TestFleetDiskCacheAcrossProcesses(t *testing.T) {
 	clusters := []fakeCluster{start(t, "c1", surfaceA), start(t, "c2", surfaceA), start(t, "c3", surfaceA)}
 	const doc = "apis/apps/v1"
 	run := func() *fleet.Fleet {
-		f := newFleet(t, fleet.WithDiskCache(dir))
+		f := newFleet(t, fleet.WithCacheDir(dir))
 		for _, c := range clusters {
 			add(t, f, c)
 		}
@@ -364,7 +364,7 @@ func TestFleetThroughAProxy(t *testing.T) {
 	for _, id := range ids[:2] {
 		warmOpenAPIRoot(t, base+discoverytest.ClusterPath(id))
 	}
-	f := newFleet(t, fleet.WithDiskCache(t.TempDir()))
+	f := newFleet(t, fleet.WithCacheDir(t.TempDir()))
 	for _, id := range ids {
 		if _, err := f.Add(id, &rest.Config{Host: base + discoverytest.ClusterPath(id)}); err != nil {
 			t.Fatal(err)
@@ -422,4 +422,23 @@ func warmOpenAPIRoot(t *testing.T, base string) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+}
+
+// TestOptionsCannotLie: an option that cannot mean anything is an error
+// from the constructor, not a silent default.
+func TestOptionsCannotLie(t *testing.T) {
+	if _, err := fleet.New(fleet.WithCacheDir("")); err == nil {
+		t.Errorf("WithCacheDir(\"\"): no error")
+	}
+	f := newFleet(t)
+	c := start(t, "c1", surfaceA)
+	if _, err := f.Add(c.id, &rest.Config{Host: c.base}, fleet.Like("")); err == nil {
+		t.Errorf("Like(\"\"): no error")
+	}
+	if _, err := f.Add(c.id, &rest.Config{Host: c.base}, fleet.Like("nowhere")); err == nil {
+		t.Errorf("Like of a cluster the fleet does not have: no error")
+	}
+	if f.Cluster(c.id) != nil {
+		t.Errorf("a cluster whose options failed was added")
+	}
 }

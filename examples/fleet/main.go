@@ -212,7 +212,7 @@ func kubeconfigFiles(explicit string) []string {
 // fail: the fleet runs without one, after a warning.
 func newFleet(dir string, opts []fleet.Option, stderr io.Writer) (*fleet.Fleet, error) {
 	if dir != "" {
-		f, err := fleet.New(append(opts, fleet.WithDiskCache(dir))...)
+		f, err := fleet.New(append(opts, fleet.WithCacheDir(dir))...)
 		if err == nil {
 			return f, nil
 		}
