@@ -51,8 +51,8 @@ func WithContentCache(s diskcache.Store) Option {
 }
 
 // contentKey names a document in the WithContentCache store.
-func contentKey(etag, contentType string) string {
-	return "kubeatlas/discovery/content/v1\n" + etag + "\n" + contentType
+func contentKey(etag, contentType string) diskcache.Key {
+	return diskcache.Key{Name: "kubeatlas/discovery/content/v1\n" + etag + "\n" + contentType}
 }
 
 // persisted is the header of the entry; the two bodies follow it (unless
@@ -79,8 +79,8 @@ const persistVersion = 1
 // persistKey names the entry. A diskcache.Cache belongs to one server (its
 // directory is named after it), so the key need not name the server; the
 // Accept header decides what the documents hold (profile, protobuf).
-func (c *Client) persistKey() string {
-	return "kubeatlas/discovery/v1\n" + c.accept()
+func (c *Client) persistKey() diskcache.Key {
+	return diskcache.Key{Name: "kubeatlas/discovery/v1\n" + c.accept()}
 }
 
 // raw is a part's body as received, kept only while persistence needs it.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -167,40 +165,33 @@ func (c *Cluster) close() {
 	}
 }
 
-// contentStore is a cluster's disk store for OpenAPI v3: JSON documents at
-// ?hash= URLs, whose hash the transport verified before storing them, go
-// to the fleet's content cache under their path and hash, whichever
-// cluster (and path prefix) served them; everything else is the cluster's
-// own.
+// contentStore is a cluster's disk store for OpenAPI v3: a key openapi3
+// marks Content (a JSON document at a ?hash= URL, which its check verifies
+// against the hash before it is stored) goes to the fleet's content cache,
+// named by its content alone, whichever cluster (and path prefix) served
+// it; everything else is the cluster's own.
 type contentStore struct {
 	own, content diskcache.Store
 }
 
-func (s *contentStore) route(key string) (diskcache.Store, string) {
-	rawURL, accept, _ := strings.Cut(key, "\n")
-	u, err := url.Parse(rawURL)
-	if err != nil || accept != "application/json" {
-		return s.own, key
+func (s *contentStore) route(k diskcache.Key) (diskcache.Store, diskcache.Key) {
+	if !k.Content {
+		return s.own, k
 	}
-	_, path, ok := strings.Cut(u.Path, "/openapi/v3/")
-	hash := u.Query().Get("hash")
-	if !ok || hash == "" {
-		return s.own, key
-	}
-	return s.content, "kubeatlas/openapi/content/v1\n" + path + "\n" + hash
+	return s.content, diskcache.Key{Name: "kubeatlas/openapi/content/v2\n" + k.Version, Content: true}
 }
 
-func (s *contentStore) Get(key string) ([]byte, bool) {
+func (s *contentStore) Get(key diskcache.Key) ([]byte, bool) {
 	st, k := s.route(key)
 	return st.Get(k)
 }
 
-func (s *contentStore) Put(key string, value []byte) error {
+func (s *contentStore) Put(key diskcache.Key, value []byte) error {
 	st, k := s.route(key)
 	return st.Put(k, value)
 }
 
-func (s *contentStore) Delete(key string) {
+func (s *contentStore) Delete(key diskcache.Key) {
 	st, k := s.route(key)
 	st.Delete(k)
 }
