@@ -408,6 +408,9 @@ func (c *Cache) Put(k Key, value []byte) error { return c.put(k, value) }
 // put stores the value made of parts, written one after another rather
 // than copied together first (documents run to megabytes).
 func (c *Cache) put(k Key, parts ...[]byte) error {
+	if n := len(k.Name) + len(k.Version); n > maxKeyBytes {
+		return c.writeFailed(fmt.Errorf("a %d-byte key, over the %d bytes an entry may hold", n, maxKeyBytes))
+	}
 	dir, name := c.fileName(k.Name)
 	if _, made := c.dirs.Load(dir); !made {
 		if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -27,9 +27,8 @@ type diskEntry struct {
 // Compact brings the cache within its bounds. First it removes files that
 // are not entries of this format (an older version's: before keys had
 // Versions, an OpenAPI document had a file per ?hash=), then the least
-// recently used entries, down to nine
-// tenths of each bound so that the next writes do not compact again at
-// once. One process compacts at a time (an advisory lock); if another is
+// recently used entries, down to nine tenths of each bound so that the
+// next writes do not compact again at once. One process compacts at a time (an advisory lock); if another is
 // compacting, Compact returns at once. Readers in any process are never
 // broken: an entry is removed whole or not at all.
 func (c *Cache) Compact() error {
