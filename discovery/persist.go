@@ -38,8 +38,8 @@ func WithDiskCache(c diskcache.Store) Option {
 // contentKey names a document persisted as an entry of its own (with
 // WithShared): its ETag and content type, whichever cluster served it.
 // fleet's store keeps entries under this prefix once for all clusters.
-func contentKey(etag, contentType string) string {
-	return "kubeatlas/discovery/content/v1\n" + etag + "\n" + contentType
+func contentKey(etag, contentType string) diskcache.Key {
+	return diskcache.Key{Name: "kubeatlas/discovery/content/v1\n" + etag + "\n" + contentType}
 }
 
 // persisted is the header of the entry; the two bodies follow it (unless
@@ -66,8 +66,8 @@ const persistVersion = 1
 // persistKey names the entry. A diskcache.Cache belongs to one server (its
 // directory is named after it), so the key need not name the server; the
 // Accept header decides what the documents hold (profile, protobuf).
-func (c *Client) persistKey() string {
-	return "kubeatlas/discovery/v1\n" + c.read.accept()
+func (c *Client) persistKey() diskcache.Key {
+	return diskcache.Key{Name: "kubeatlas/discovery/v1\n" + c.read.accept()}
 }
 
 // raw is a part's body as received, kept only while persistence needs it.

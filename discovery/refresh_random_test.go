@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -128,7 +129,7 @@ type randomStore struct {
 	rng *rand.Rand
 }
 
-func (s *randomStore) Put(key string, value []byte) error {
+func (s *randomStore) Put(key diskcache.Key, value []byte) error {
 	s.mu.Lock()
 	d := time.Duration(s.rng.IntN(400)) * time.Millisecond
 	s.mu.Unlock()

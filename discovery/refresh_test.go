@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -25,20 +26,20 @@ import (
 // memStore is a diskcache.Store in memory whose Put can be made slow.
 type memStore struct {
 	mu      sync.Mutex
-	m       map[string][]byte
+	m       map[diskcache.Key][]byte
 	putWait time.Duration // each Put sleeps this long first
 }
 
-func newMemStore() *memStore { return &memStore{m: map[string][]byte{}} }
+func newMemStore() *memStore { return &memStore{m: map[diskcache.Key][]byte{}} }
 
-func (s *memStore) Get(key string) ([]byte, bool) {
+func (s *memStore) Get(key diskcache.Key) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.m[key]
 	return v, ok
 }
 
-func (s *memStore) Put(key string, value []byte) error {
+func (s *memStore) Put(key diskcache.Key, value []byte) error {
 	s.mu.Lock()
 	wait := s.putWait
 	s.mu.Unlock()
@@ -49,7 +50,7 @@ func (s *memStore) Put(key string, value []byte) error {
 	return nil
 }
 
-func (s *memStore) Delete(key string) {
+func (s *memStore) Delete(key diskcache.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, key)

@@ -128,32 +128,6 @@ func mustKey(t *testing.T, s *discovery.Snapshot) string {
 	return k
 }
 
-// keys is a diskcache.Store in memory that lists its keys.
-type keys struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (k *keys) Get(key string) ([]byte, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[key]
-	return v, ok
-}
-
-func (k *keys) Put(key string, v []byte) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.m[key] = v
-	return nil
-}
-
-func (k *keys) Delete(key string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.m, key)
-}
-
 // TestSharedPersistsOnlyCheckedDocumentsByETag: with WithShared, a client
 // persists each document checked against its ETag as an entry of its own
 // under that ETag (which a fleet's store keeps once for all clusters), and
@@ -162,21 +136,21 @@ func (k *keys) Delete(key string) {
 // client whose hook holds the content starts from it without decoding.
 func TestSharedPersistsOnlyCheckedDocumentsByETag(t *testing.T) {
 	_, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	byETag := func(st *keys) (n int) {
+	byETag := func(st *memStore) (n int) {
 		for k := range st.m {
-			if strings.HasPrefix(k, "kubeatlas/discovery/content/") {
+			if strings.HasPrefix(k.Name, "kubeatlas/discovery/content/") {
 				n++
 			}
 		}
 		return n
 	}
 
-	checked := &keys{m: map[string][]byte{}}
+	checked := newMemStore()
 	s := snapshot(t, newClient(t, base, discovery.WithShared(&handed{}), discovery.WithJSONOnly(), discovery.WithDiskCache(checked)))
 	if n := byETag(checked); n != 2 || len(checked.m) != 3 {
 		t.Errorf("a JSON client's store: %d entries, %d by ETag; want its entry and the two documents", len(checked.m), n)
 	}
-	unchecked := &keys{m: map[string][]byte{}}
+	unchecked := newMemStore()
 	snapshot(t, newClient(t, base, discovery.WithShared(&handed{}), discovery.WithDiskCache(unchecked)))
 	if n := byETag(unchecked); n != 0 || len(unchecked.m) != 1 {
 		t.Errorf("a protobuf client's store: %d entries, %d by ETag; want its own entry only", len(unchecked.m), n)

@@ -44,7 +44,7 @@ func TestSpecialFilesInEntryPlaces(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var log logged
 			c := open(t, t.TempDir(), diskcache.WithLogger(log.logger()))
-			c.Set("key", []byte("value"))
+			c.Put(diskcache.Key{Name: "key"}, []byte("value"))
 			files := entryFiles(t, c.Dir())
 			if len(files) != 1 {
 				t.Fatalf("%d files", len(files))
@@ -56,7 +56,7 @@ func TestSpecialFilesInEntryPlaces(t *testing.T) {
 			}
 			done := make(chan bool)
 			go func() {
-				_, ok := c.Get("key")
+				_, ok := c.Get(diskcache.Key{Name: "key"})
 				done <- ok
 			}()
 			select {
@@ -67,11 +67,11 @@ func TestSpecialFilesInEntryPlaces(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("Get blocked on a special file")
 			}
-			c.Get("key")
-			if err := c.Put("key", []byte("value")); err != nil {
+			c.Get(diskcache.Key{Name: "key"})
+			if err := c.Put(diskcache.Key{Name: "key"}, []byte("value")); err != nil {
 				t.Fatalf("Put over a special file: %v", err)
 			}
-			if v, ok := c.Get("key"); !ok || string(v) != "value" {
+			if v, ok := c.Get(diskcache.Key{Name: "key"}); !ok || string(v) != "value" {
 				t.Fatalf("after Put: %q %v", v, ok)
 			}
 			if n := strings.Count(log.String(), "not a regular file"); n != 1 {
@@ -87,7 +87,7 @@ func TestSpecialFilesInEntryPlaces(t *testing.T) {
 func TestHousekeepingOnOpen(t *testing.T) {
 	root := t.TempDir()
 	c := open(t, root)
-	c.Set("key", []byte("value"))
+	c.Put(diskcache.Key{Name: "key"}, []byte("value"))
 	entry := entryFiles(t, c.Dir())[0]
 	sub := filepath.Dir(entry)
 	old := time.Now().Add(-time.Hour)
@@ -150,7 +150,7 @@ func TestUnreadableSubdirectory(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "cache")
 	c := open(t, root)
-	c.Set("key", []byte("value"))
+	c.Put(diskcache.Key{Name: "key"}, []byte("value"))
 	sub := filepath.Dir(entryFiles(t, c.Dir())[0])
 	bin := os.Args[0]
 	if os.Geteuid() == 0 { // a copy of the test binary that nobody may run
@@ -205,10 +205,10 @@ func TestWriteFailuresAreSaidOnce(t *testing.T) {
 	}
 	failed := 0
 	for i := range 5 {
-		if c.Put(fmt.Sprint("key", i), []byte("v")) != nil {
+		if c.Put(diskcache.Key{Name: fmt.Sprint("key", i)}, []byte("v")) != nil {
 			failed++
 		}
-		c.Set(fmt.Sprint("other", i), []byte("v"))
+		c.Put(diskcache.Key{Name: fmt.Sprint("other", i)}, []byte("v"))
 	}
 	if failed != 5 || c.Stats().WriteErrors != 10 {
 		t.Errorf("%d Put errors, %d write errors counted; want 5 and 10", failed, c.Stats().WriteErrors)

@@ -70,15 +70,38 @@ func WithClock(c clock.PassiveClock) Option {
 }
 
 // Store is what kubeatlas's clients keep their bytes in (discovery's warm
-// start, the HTTP cache under openapi3): a value by key. Get reports a miss
-// for anything it cannot vouch for (torn, corrupt, foreign), and its value
-// is not modified by the caller; Put stores the whole value or returns why
-// it could not; Delete removes a key, present or not. A Store is safe for
-// concurrent use. *Cache is one; diskcachetest.Run checks any other.
+// start, the HTTP cache under openapi3): one value per Key's Name, in one
+// Version. Get reports a miss for anything it cannot vouch for (torn,
+// corrupt, foreign) and for a value of another Version, and its value is
+// not modified by the caller; Put stores the whole value, replacing
+// whatever its Name held in any Version, or returns why it could not;
+// Delete removes what a Name holds, in any Version, present or not. A Store
+// is safe for concurrent use. *Cache is one; diskcachetest.Run checks any
+// other.
 type Store interface {
-	Get(key string) ([]byte, bool)
-	Put(key string, value []byte) error
-	Delete(key string)
+	Get(k Key) ([]byte, bool)
+	Put(k Key, value []byte) error
+	Delete(k Key)
+}
+
+// Key names a value in a Store. Name is where the value is filed: a Store
+// holds one value per Name, so a new Version replaces the old one wherever
+// it is stored, with nothing left to compact away. Version tells the values
+// a Name held over time apart: a Get of another Version is a miss.
+//
+// A store knows nothing else of keys; their meaning is the caller's
+// policy. NewTransport names a response by its URL and Accept (URLKey)
+// unless WithKey says otherwise: openapi3 files a document by its path and
+// Accept, with its ?hash= as the Version, so that each group-version keeps
+// one document on disk (or in Redis), the live one.
+type Key struct {
+	Name, Version string
+	// Content says that a value under this key is the content Version
+	// names, verified against it before it was stored, and the same
+	// whichever server served it: a store shared between servers (a
+	// fleet's) may keep one copy of it for all of them. A Store may
+	// ignore it.
+	Content bool
 }
 
 var _ Store = (*Cache)(nil)
@@ -96,10 +119,9 @@ func IsNil(s Store) bool {
 // file is a miss, and is removed. Several processes may share a directory:
 // compaction takes an advisory lock, and readers never see a partial entry.
 //
-// It is a Store, and also a github.com/gregjones/httpcache.Cache (Set is
-// Put without the error), for users who plug it into httpcache's
-// transport, as client-go's disk-cached discovery does; NewTransport puts
-// kubeatlas's own HTTP cache on it.
+// It is a Store; NewTransport puts kubeatlas's HTTP cache on it, and
+// HTTPCache adapts it to github.com/gregjones/httpcache, for users who plug
+// it into httpcache's transport, as client-go's disk-cached discovery does.
 type Cache struct {
 	dir  string
 	opts options
@@ -170,106 +192,106 @@ func ClusterDir(serverURL string) string {
 	return host + "-" + hex.EncodeToString(sum[:6])
 }
 
-// fileName is where a key's entry lives: two levels keep directories small.
-// An OpenAPI document at a ?hash= URL is named by its path and Accept
-// alone, so that its next hash replaces its file, in any process, and a
-// cache holds one file per live document; the key stored in the file tells
-// one hash from another.
-func (c *Cache) fileName(key string) (dir, name string) {
-	id := key
-	if oid, ok := DocumentIdentity(key); ok {
-		id = "openapi-document\n" + oid
-	}
-	sum := sha256.Sum256([]byte(id))
+// fileName is where a Name's entry lives: two levels keep directories
+// small. A Name has one file, so that a new Version replaces the old one in
+// any process; the key stored in the file tells Versions apart.
+func (c *Cache) fileName(name string) (dir, file string) {
+	sum := sha256.Sum256([]byte(name))
 	h := hex.EncodeToString(sum[:16])
 	return filepath.Join(c.dir, h[:2]), h
 }
 
-// On-disk format: magic, CRC-32C of key and value, key length, value
-// length, key, value. CRC-32C (hardware-accelerated, a tenth of SHA-256's
-// cost on a 1 MB discovery document) is for torn and damaged files, not
-// for an adversary who can write the cache directory, who could as well
-// write anything else the user runs. The key is stored so that compaction
-// can tell superseded OpenAPI documents apart, and so that a file of
-// another key or another program is detected.
-var magic = [8]byte{'k', 'a', 't', 'l', 'a', 's', 0, 2}
+// On-disk format: magic, CRC-32C of name, version and value, the lengths
+// of name, version and value, then name, version, value. CRC-32C
+// (hardware-accelerated, a tenth of SHA-256's cost on a 1 MB discovery
+// document) is for torn and damaged files, not for an adversary who can
+// write the cache directory, who could as well write anything else the user
+// runs. The key is stored so that a file of another Name (another program's,
+// or a hash collision) is detected, and so that a Get of another Version
+// is told from the header alone, without reading the value.
+var magic = [8]byte{'k', 'a', 't', 'l', 'a', 's', 0, 3}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 const (
-	sumSize    = 4
-	headerSize = 8 + sumSize + 4 + 8
+	sumAt      = 8
+	lengthsAt  = sumAt + 4
+	headerSize = lengthsAt + 4 + 4 + 8
+	// maxKeyBytes bounds the name and version a header may declare, so
+	// that a damaged header cannot make a read allocate gigabytes.
+	maxKeyBytes = 1 << 20
 )
 
-func encode(key string, value []byte) []byte {
-	head := entryHeader(key, value)
-	return append(append(head, key...), value...)
+// header is an entry's fixed header.
+type header struct {
+	sum                 uint32
+	nameLen, versionLen uint32
+	valueLen            uint64
 }
 
-// entryHeader is an entry's fixed header for key and a value in parts,
-// with room to append the rest.
-func entryHeader(key string, value ...[]byte) []byte {
+func (h header) keyLen() int64 { return int64(h.nameLen) + int64(h.versionLen) }
+
+// entryHeader is the encoded header of k and a value in parts, followed by
+// k's name and version, with room for the value.
+func entryHeader(k Key, value ...[]byte) []byte {
 	var n int
-	sum := crc32.Update(0, castagnoli, []byte(key))
+	sum := crc32.Update(0, castagnoli, []byte(k.Name))
+	sum = crc32.Update(sum, castagnoli, []byte(k.Version))
 	for _, v := range value {
 		n += len(v)
 		sum = crc32.Update(sum, castagnoli, v)
 	}
-	buf := make([]byte, headerSize, headerSize+len(key)+n)
+	buf := make([]byte, headerSize, headerSize+len(k.Name)+len(k.Version)+n)
 	copy(buf, magic[:])
-	binary.LittleEndian.PutUint32(buf[8:], sum)
-	binary.LittleEndian.PutUint32(buf[8+sumSize:], uint32(len(key)))
-	binary.LittleEndian.PutUint64(buf[8+sumSize+4:], uint64(n))
-	return buf
+	binary.LittleEndian.PutUint32(buf[sumAt:], sum)
+	binary.LittleEndian.PutUint32(buf[lengthsAt:], uint32(len(k.Name)))
+	binary.LittleEndian.PutUint32(buf[lengthsAt+4:], uint32(len(k.Version)))
+	binary.LittleEndian.PutUint64(buf[lengthsAt+8:], uint64(n))
+	return append(append(buf, k.Name...), k.Version...)
 }
+
+func encode(k Key, value []byte) []byte { return append(entryHeader(k, value), value...) }
 
 var errCorrupt = errors.New("corrupt cache entry")
 
-// decode verifies an entry and returns its key and value.
-func decode(buf []byte) (key string, value []byte, err error) {
-	if len(buf) < headerSize || [8]byte(buf[:8]) != magic {
-		return "", nil, errCorrupt
+// parseHeader reads an entry's fixed header.
+func parseHeader(b []byte) (header, error) {
+	if len(b) < headerSize || [8]byte(b[:8]) != magic {
+		return header{}, fmt.Errorf("%w: not an entry of this cache", errCorrupt)
 	}
-	kl := int64(binary.LittleEndian.Uint32(buf[8+sumSize:]))
-	vl := binary.LittleEndian.Uint64(buf[8+sumSize+4:])
-	if vl > uint64(len(buf)) || int64(len(buf)) != headerSize+kl+int64(vl) {
-		return "", nil, errCorrupt
+	h := header{
+		sum:        binary.LittleEndian.Uint32(b[sumAt:]),
+		nameLen:    binary.LittleEndian.Uint32(b[lengthsAt:]),
+		versionLen: binary.LittleEndian.Uint32(b[lengthsAt+4:]),
+		valueLen:   binary.LittleEndian.Uint64(b[lengthsAt+8:]),
 	}
-	if crc32.Checksum(buf[headerSize:], castagnoli) != binary.LittleEndian.Uint32(buf[8:]) {
-		return "", nil, errCorrupt
+	if h.keyLen() > maxKeyBytes {
+		return header{}, fmt.Errorf("%w: a %d-byte key", errCorrupt, h.keyLen())
 	}
-	return string(buf[headerSize : headerSize+kl]), buf[headerSize+kl:], nil
+	return h, nil
 }
 
-// Get returns the value stored for key. Only a regular file is read,
-// never a symbolic link, FIFO or device put in an entry's place, and no more
-// than its header declares and its size confirms.
-func (c *Cache) Get(key string) ([]byte, bool) {
-	dir, name := c.fileName(key)
+// Get returns the value stored for k. Only a regular file is read, never a
+// symbolic link, FIFO or device put in an entry's place, and no more than
+// its header declares and its size confirms; a value of another Version is
+// a miss told from the header, and its value is not read.
+func (c *Cache) Get(k Key) ([]byte, bool) {
+	dir, name := c.fileName(k.Name)
 	path := filepath.Join(dir, name)
-	buf, err := readEntry(path)
-	var k string
-	var value []byte
-	if err == nil {
-		if k, value, err = decode(buf); err == nil && k != key {
-			err = errOtherKey
-			if id, ok := DocumentIdentity(key); ok {
-				if other, _ := DocumentIdentity(k); other == id {
-					// The document at another ?hash=: a plain miss, and
-					// the next Put replaces it.
-					c.count(func(s *Stats) { s.Misses++ })
-					return nil, false
-				}
-			}
-		}
+	value, size, err := readEntry(path, k)
+	if errors.Is(err, errOtherVersion) {
+		// The Name in another Version: a plain miss, and the next Put
+		// replaces it.
+		c.count(func(s *Stats) { s.Misses++ })
+		return nil, false
 	}
 	if err != nil {
 		c.count(func(s *Stats) { s.Misses++ })
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case errors.Is(err, errCorrupt), errors.Is(err, errOtherKey):
-			// Torn, foreign, or (astronomically unlikely) another key:
-			// the file goes so the next Set starts clean.
+			// Torn, foreign, or (astronomically unlikely) another Name:
+			// the file goes so the next Put starts clean.
 			c.count(func(s *Stats) { s.Corrupt++ })
 			c.opts.logger.Warn("diskcache: dropping unreadable entry", "path", path, "err", err)
 			_ = os.Remove(path)
@@ -280,22 +302,23 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 		}
 		return nil, false
 	}
-	c.touch(name, int64(len(buf)))
+	c.touch(name, size)
 	c.count(func(s *Stats) { s.Hits++ })
 	return value, true
 }
 
 var (
-	errOtherKey   = errors.New("the entry holds another key")
-	errNotRegular = errors.New("not a regular file")
+	errOtherKey     = errors.New("the entry holds another key")
+	errOtherVersion = errors.New("the entry holds another version")
+	errNotRegular   = errors.New("not a regular file")
 )
 
-// openEntry opens an entry's file and reads its fixed header, refusing
+// openEntry opens an entry's file and reads its header and key, refusing
 // anything but a regular file whose size is the one the header declares.
-// The file is left positioned after the header.
-func openEntry(path string) (f *os.File, head [headerSize]byte, keyLen uint64, err error) {
+// The file is left positioned at the value.
+func openEntry(path string) (f *os.File, h header, k Key, err error) {
 	if f, err = openNoFollow(path); err != nil {
-		return nil, head, 0, err
+		return nil, h, k, err
 	}
 	info, err := f.Stat()
 	switch {
@@ -303,45 +326,58 @@ func openEntry(path string) (f *os.File, head [headerSize]byte, keyLen uint64, e
 	case !info.Mode().IsRegular():
 		err = &os.PathError{Op: "read", Path: path, Err: errNotRegular}
 	default:
+		var head [headerSize]byte
 		if _, rerr := io.ReadFull(f, head[:]); rerr != nil {
 			err = fmt.Errorf("%w: %v", errCorrupt, rerr)
 			break
 		}
-		if [8]byte(head[:8]) != magic {
-			err = fmt.Errorf("%w: not an entry of this cache", errCorrupt)
+		if h, err = parseHeader(head[:]); err != nil {
 			break
 		}
-		keyLen = uint64(binary.LittleEndian.Uint32(head[8+sumSize:]))
-		vl := binary.LittleEndian.Uint64(head[8+sumSize+4:])
-		if size := uint64(info.Size()); vl > size || headerSize+keyLen+vl != size {
-			err = fmt.Errorf("%w: header declares %d bytes, the file has %d", errCorrupt, headerSize+keyLen+vl, size)
+		if size := uint64(info.Size()); h.valueLen > size || headerSize+uint64(h.keyLen())+h.valueLen != size {
+			err = fmt.Errorf("%w: header declares %d bytes, the file has %d", errCorrupt, headerSize+uint64(h.keyLen())+h.valueLen, size)
+			break
 		}
+		key := make([]byte, h.keyLen())
+		if _, rerr := io.ReadFull(f, key); rerr != nil {
+			err = fmt.Errorf("%w: %v", errCorrupt, rerr)
+			break
+		}
+		k = Key{Name: string(key[:h.nameLen]), Version: string(key[h.nameLen:])}
 	}
 	if err != nil {
 		f.Close()
-		return nil, head, 0, err
+		return nil, h, k, err
 	}
-	return f, head, keyLen, nil
+	return f, h, k, nil
 }
 
-// readEntry reads an entry's file whole (see openEntry for what it
-// refuses), reading no more than its header declares.
-func readEntry(path string) ([]byte, error) {
-	f, head, _, err := openEntry(path)
+// readEntry reads the value of want's entry at path (see openEntry for what
+// it refuses), reading no more than its header declares, and verifies it;
+// size is the file's. Another Name is errOtherKey; another Version,
+// errOtherVersion, told before the value is read.
+func readEntry(path string, want Key) (value []byte, size int64, err error) {
+	f, h, k, err := openEntry(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
+	switch {
+	case k.Name != want.Name:
+		return nil, 0, errOtherKey
+	case k.Version != want.Version:
+		return nil, 0, errOtherVersion
 	}
-	buf := make([]byte, info.Size())
-	copy(buf, head[:])
-	if _, err := io.ReadFull(f, buf[headerSize:]); err != nil {
-		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+	value = make([]byte, h.valueLen)
+	if _, err := io.ReadFull(f, value); err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
-	return buf, nil
+	sum := crc32.Update(0, castagnoli, []byte(k.Name))
+	sum = crc32.Update(sum, castagnoli, []byte(k.Version))
+	if crc32.Update(sum, castagnoli, value) != h.sum {
+		return nil, 0, fmt.Errorf("%w: checksum mismatch", errCorrupt)
+	}
+	return value, headerSize + h.keyLen() + int64(h.valueLen), nil
 }
 
 // removeSpecial removes what stands at path if it is not a regular file
@@ -365,20 +401,24 @@ func (c *Cache) warnOnce(kind, msg string, args ...any) {
 	}
 }
 
-// Put stores value for key, atomically, and compacts when over a bound.
-func (c *Cache) Put(key string, value []byte) error { return c.put(key, value) }
+// Put stores value for k, atomically, replacing what k's Name held in any
+// Version, and compacts when over a bound.
+func (c *Cache) Put(k Key, value []byte) error { return c.put(k, value) }
 
 // put stores the value made of parts, written one after another rather
 // than copied together first (documents run to megabytes).
-func (c *Cache) put(key string, parts ...[]byte) error {
-	dir, name := c.fileName(key)
+func (c *Cache) put(k Key, parts ...[]byte) error {
+	if n := len(k.Name) + len(k.Version); n > maxKeyBytes {
+		return c.writeFailed(fmt.Errorf("a %d-byte key, over the %d bytes an entry may hold", n, maxKeyBytes))
+	}
+	dir, name := c.fileName(k.Name)
 	if _, made := c.dirs.Load(dir); !made {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return c.writeFailed(err)
 		}
 		c.dirs.Store(dir, true)
 	}
-	head := append(entryHeader(key, parts...), key...)
+	head := entryHeader(k, parts...)
 	size := int64(len(head))
 	for _, p := range parts {
 		size += int64(len(p))
@@ -436,17 +476,46 @@ func (c *Cache) writeFailed(err error) error {
 	return err
 }
 
-// Set is httpcache's Put; an error is logged (the first of them), as the
-// interface cannot return it, and counted in Stats.WriteErrors.
-func (c *Cache) Set(key string, value []byte) { _ = c.Put(key, value) }
-
-// Delete removes key's entry.
-func (c *Cache) Delete(key string) {
-	dir, name := c.fileName(key)
+// Delete removes what k's Name holds, in any Version.
+func (c *Cache) Delete(k Key) {
+	dir, name := c.fileName(k.Name)
 	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		c.opts.logger.Warn("diskcache: could not delete entry", "key", key, "err", err)
+		c.opts.logger.Warn("diskcache: could not delete entry", "name", k.Name, "err", err)
 	}
 	c.forget(name)
+}
+
+// HTTPCache is the cache as a github.com/gregjones/httpcache.Cache, for
+// users who plug it into httpcache's transport, as client-go's
+// disk-cached discovery does: httpcache's key is the Name. Set logs its
+// error (the first of them), as httpcache's interface cannot return it,
+// and counts it in Stats.WriteErrors.
+func (c *Cache) HTTPCache() HTTPCache { return HTTPCache{c} }
+
+// HTTPCache is a Cache as a github.com/gregjones/httpcache.Cache (see
+// Cache.HTTPCache); the zero value is an empty cache that keeps nothing.
+type HTTPCache struct{ c *Cache }
+
+// Get returns what key holds.
+func (h HTTPCache) Get(key string) ([]byte, bool) {
+	if h.c == nil {
+		return nil, false
+	}
+	return h.c.Get(Key{Name: key})
+}
+
+// Set stores value for key.
+func (h HTTPCache) Set(key string, value []byte) {
+	if h.c != nil {
+		_ = h.c.Put(Key{Name: key}, value)
+	}
+}
+
+// Delete removes key.
+func (h HTTPCache) Delete(key string) {
+	if h.c != nil {
+		h.c.Delete(Key{Name: key})
+	}
 }
 
 // Stats returns the counters.

@@ -38,10 +38,10 @@ func TestAcceptanceSuite(t *testing.T) {
 	diskcachetest.Run(t, func(t *testing.T) diskcachetest.Store {
 		return open(t, t.TempDir(), diskcache.WithMaxBytes(bound))
 	}, diskcachetest.Hooks{
-		Corrupt: func(t *testing.T, s diskcachetest.Store, key string) {
+		Corrupt: func(t *testing.T, s diskcachetest.Store, key diskcache.Key) {
 			for _, f := range entryFiles(t, s.(*diskcache.Cache).Dir()) {
 				b, err := os.ReadFile(f)
-				if err != nil || !bytes.Contains(b, []byte(key)) {
+				if err != nil || !bytes.Contains(b, []byte(key.Name)) {
 					continue
 				}
 				b[len(b)-3] ^= 0x20
@@ -50,7 +50,7 @@ func TestAcceptanceSuite(t *testing.T) {
 				}
 				return
 			}
-			t.Fatalf("no entry file holds %q", key)
+			t.Fatalf("no entry file holds %+v", key)
 		},
 		// A file where the cache's directory was: every write fails, also
 		// for root (CI runs as root, whom permissions do not stop).
@@ -96,7 +96,7 @@ func TestCorruptionIsAMiss(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := open(t, t.TempDir())
-			c.Set("k", []byte("a value worth keeping"))
+			c.Put(diskcache.Key{Name: "k"}, []byte("a value worth keeping"))
 			files := entryFiles(t, c.Dir())
 			if len(files) != 1 {
 				t.Fatalf("%d files", len(files))
@@ -105,7 +105,7 @@ func TestCorruptionIsAMiss(t *testing.T) {
 			if err := os.WriteFile(files[0], damage(b), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if v, ok := c.Get("k"); ok {
+			if v, ok := c.Get(diskcache.Key{Name: "k"}); ok {
 				t.Fatalf("damaged entry read as %q", v)
 			}
 			if _, err := os.Stat(files[0]); !os.IsNotExist(err) {
@@ -114,8 +114,8 @@ func TestCorruptionIsAMiss(t *testing.T) {
 			if c.Stats().Corrupt != 1 {
 				t.Errorf("stats %+v", c.Stats())
 			}
-			c.Set("k", []byte("again"))
-			if v, ok := c.Get("k"); !ok || string(v) != "again" {
+			c.Put(diskcache.Key{Name: "k"}, []byte("again"))
+			if v, ok := c.Get(diskcache.Key{Name: "k"}); !ok || string(v) != "again" {
 				t.Errorf("after rewrite: %q %v", v, ok)
 			}
 		})
@@ -146,7 +146,7 @@ func TestCompactionBounds(t *testing.T) {
 	set := func(key string) {
 		t.Helper()
 		clk.Step(time.Millisecond)
-		if err := c.Put(key, []byte("v")); err != nil {
+		if err := c.Put(diskcache.Key{Name: key}, []byte("v")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,23 +154,23 @@ func TestCompactionBounds(t *testing.T) {
 		set(fmt.Sprint("k", i))
 	}
 	clk.Step(time.Second) // k0 read well after every write
-	if _, ok := c.Get("k0"); !ok {
+	if _, ok := c.Get(diskcache.Key{Name: "k0"}); !ok {
 		t.Fatal("k0 missing")
 	}
 	for i := 20; i < 60; i++ {
 		set(fmt.Sprint("k", i))
 		clk.Step(time.Millisecond)
-		if _, ok := c.Get("k0"); !ok { // in use all along
+		if _, ok := c.Get(diskcache.Key{Name: "k0"}); !ok { // in use all along
 			t.Fatalf("k0 evicted at k%d", i)
 		}
 		if _, n := c.Usage(); n > 20 {
 			t.Fatalf("%d entries over a bound of 20", n)
 		}
 	}
-	if _, ok := c.Get("k0"); !ok {
+	if _, ok := c.Get(diskcache.Key{Name: "k0"}); !ok {
 		t.Errorf("the recently read entry was evicted")
 	}
-	if _, ok := c.Get("k1"); ok {
+	if _, ok := c.Get(diskcache.Key{Name: "k1"}); ok {
 		t.Errorf("an old unread entry survived")
 	}
 	if c.Stats().Evictions == 0 {
@@ -178,62 +178,48 @@ func TestCompactionBounds(t *testing.T) {
 	}
 	sized := open(t, t.TempDir(), diskcache.WithMaxBytes(64<<10))
 	for i := range 100 {
-		sized.Set(fmt.Sprint("k", i), bytes.Repeat([]byte("x"), 4000))
+		sized.Put(diskcache.Key{Name: fmt.Sprint("k", i)}, bytes.Repeat([]byte("x"), 4000))
 	}
 	if b, _ := sized.Usage(); b > 64<<10 {
 		t.Errorf("%d bytes over a bound of 64 KiB", b)
 	}
 }
 
-// TestOneFilePerLiveDocument: after schema churn, one file per
-// group-version path and Accept is left, whether one process wrote every
-// hash or each round was a new process (as kubectl explain runs are).
-func TestOneFilePerLiveDocument(t *testing.T) {
-	// A server of its own, and one behind a fleet proxy's path prefix.
-	for _, server := range []string{"https://h", "https://proxy/k8s/clusters/c1"} {
-		c := open(t, t.TempDir())
-		for round := range 5 {
-			for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
-				for _, accept := range []string{"application/json", "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"} {
-					c.Set(diskcache.Key(fmt.Sprintf("%s/openapi/v3/%s?hash=%04d", server, gv, round), accept), []byte("doc"))
-				}
-			}
+// TestOneFilePerName: after churn, one file per Name is left, whether one
+// process wrote every Version or each round was a new process (as kubectl
+// explain runs are), and asking for an old Version is a plain miss.
+func TestOneFilePerName(t *testing.T) {
+	c := open(t, t.TempDir())
+	for round := range 5 {
+		for _, name := range []string{"apis/apps/v1\njson", "apis/apps/v1\nprotobuf", "apis/batch/v1\njson"} {
+			c.Put(diskcache.Key{Name: name, Version: fmt.Sprintf("%04d", round)}, []byte("doc"))
 		}
-		c.Set(diskcache.Key(server+"/apis", "application/json"), []byte("discovery"))
-		if _, n := c.Usage(); n != 5 {
-			t.Errorf("%s: %d entries, want 4 live documents and discovery", server, n)
-		}
-		if n := len(entryFiles(t, c.Dir())); n != 5 {
-			t.Errorf("%s: %d files, want 5", server, n)
-		}
-		for _, gv := range []string{"apis/apps/v1", "apis/batch/v1"} {
-			if _, ok := c.Get(diskcache.Key(server+"/openapi/v3/"+gv+"?hash=0004", "application/json")); !ok {
-				t.Errorf("%s: newest %s lost", server, gv)
-			}
-			if _, ok := c.Get(diskcache.Key(server+"/openapi/v3/"+gv+"?hash=0003", "application/json")); ok {
-				t.Errorf("%s: superseded %s still served", server, gv)
-			}
-		}
+	}
+	c.Put(diskcache.Key{Name: "/apis"}, []byte("discovery"))
+	if _, n := c.Usage(); n != 4 {
+		t.Errorf("%d entries, want 3 live Versions and one without", n)
+	}
+	if n := len(entryFiles(t, c.Dir())); n != 4 {
+		t.Errorf("%d files, want 4", n)
 	}
 
 	root := t.TempDir()
 	var last *diskcache.Cache
 	for round := range 10 {
 		last = open(t, root) // a new process's view each round
-		last.Set(diskcache.Key(fmt.Sprintf("https://h/openapi/v3/apis/apps/v1?hash=%04d", round), "application/json"), []byte(fmt.Sprint("doc", round)))
+		last.Put(diskcache.Key{Name: "apis/apps/v1", Version: fmt.Sprintf("%04d", round)}, []byte(fmt.Sprint("doc", round)))
 	}
 	if n := len(entryFiles(t, last.Dir())); n != 1 {
-		t.Fatalf("%d files after 10 processes each wrote a new hash, want 1", n)
+		t.Fatalf("%d files after 10 processes each wrote a new Version, want 1", n)
 	}
-	// Asking for an old hash is a plain miss that leaves the live document.
-	if _, ok := last.Get(diskcache.Key("https://h/openapi/v3/apis/apps/v1?hash=0003", "application/json")); ok {
-		t.Errorf("an old hash was served")
+	if _, ok := last.Get(diskcache.Key{Name: "apis/apps/v1", Version: "0003"}); ok {
+		t.Errorf("an old Version was served")
 	}
-	if v, ok := open(t, root).Get(diskcache.Key("https://h/openapi/v3/apis/apps/v1?hash=0009", "application/json")); !ok || string(v) != "doc9" {
-		t.Errorf("the live document: %q %v", v, ok)
+	if v, ok := open(t, root).Get(diskcache.Key{Name: "apis/apps/v1", Version: "0009"}); !ok || string(v) != "doc9" {
+		t.Errorf("the live Version: %q %v", v, ok)
 	}
-	if st := last.Stats(); st.Corrupt != 0 {
-		t.Errorf("an old hash counted as corrupt: %+v", st)
+	if st := last.Stats(); st.Corrupt != 0 || st.Misses != 1 {
+		t.Errorf("an old Version is not one plain miss: %+v", st)
 	}
 }
 
@@ -257,8 +243,8 @@ func TestCompactionUnderLoad(t *testing.T) {
 				default:
 				}
 				k := fmt.Sprint("k", (i*7+w)%80)
-				a.Set(k, []byte(k+"-value"))
-				if v, ok := a.Get(fmt.Sprint("k", i%80)); ok && !strings.HasSuffix(string(v), "-value") {
+				a.Put(diskcache.Key{Name: k}, []byte(k+"-value"))
+				if v, ok := a.Get(diskcache.Key{Name: fmt.Sprint("k", i%80)}); ok && !strings.HasSuffix(string(v), "-value") {
 					t.Errorf("torn read %q", v)
 					return
 				}
@@ -286,8 +272,8 @@ func TestHelperWriter(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("DISKCACHE_HELPER_N"))
 	for i := 0; n == 0 || i < n; i++ {
 		k := fmt.Sprint("shared-", i%50)
-		c.Set(k, bytes.Repeat([]byte(k+"/"+id+";"), 500))
-		if v, ok := c.Get(fmt.Sprint("shared-", (i+25)%50)); ok && !validValue(v) {
+		c.Put(diskcache.Key{Name: k}, bytes.Repeat([]byte(k+"/"+id+";"), 500))
+		if v, ok := c.Get(diskcache.Key{Name: fmt.Sprint("shared-", (i+25)%50)}); ok && !validValue(v) {
 			t.Fatalf("torn read in writer %s", id)
 		}
 	}
@@ -328,7 +314,7 @@ func TestManyProcesses(t *testing.T) {
 	}
 	c := open(t, root)
 	for i := range 50 {
-		if v, ok := c.Get(fmt.Sprint("shared-", i)); ok && !validValue(v) {
+		if v, ok := c.Get(diskcache.Key{Name: fmt.Sprint("shared-", i)}); ok && !validValue(v) {
 			t.Errorf("entry %d torn", i)
 		}
 	}
@@ -358,7 +344,7 @@ func TestKilledWriter(t *testing.T) {
 	c := open(t, root)
 	read := 0
 	for i := range 50 {
-		if v, ok := c.Get(fmt.Sprint("shared-", i)); ok {
+		if v, ok := c.Get(diskcache.Key{Name: fmt.Sprint("shared-", i)}); ok {
 			read++
 			if !validValue(v) {
 				t.Errorf("entry %d torn", i)
@@ -371,8 +357,8 @@ func TestKilledWriter(t *testing.T) {
 	if c.Stats().Corrupt != 0 {
 		t.Errorf("a killed writer left a corrupt entry in place: %+v", c.Stats())
 	}
-	c.Set("after", []byte("works"))
-	if v, ok := c.Get("after"); !ok || string(v) != "works" {
+	c.Put(diskcache.Key{Name: "after"}, []byte("works"))
+	if v, ok := c.Get(diskcache.Key{Name: "after"}); !ok || string(v) != "works" {
 		t.Errorf("cache unusable after killed writers")
 	}
 }

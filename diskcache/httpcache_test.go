@@ -10,23 +10,32 @@ import (
 	"github.com/gregjones/httpcache"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
-	"github.com/kubeatlas/kubeatlas/diskcache/diskcachetest"
 )
 
-var _ httpcache.Cache = (*diskcache.Cache)(nil)
-
-// setOnly is the Cache as httpcache uses it: through Set, which has no
-// error to return.
-type setOnly struct{ *diskcache.Cache }
-
-func (s setOnly) Put(key string, value []byte) error { s.Set(key, value); return nil }
+var _ httpcache.Cache = diskcache.HTTPCache{}
 
 // TestHTTPCacheCompatible: users who plug the Cache into gregjones/
-// httpcache (client-go's disk-cached discovery does) get what the suite
-// checks through Set, and httpcache's transport on it revalidates an ETag'd
-// response with a 304 and serves the body from the disk.
+// httpcache (client-go's disk-cached discovery does) store through Set what
+// the Cache serves under the key as a Name, and httpcache's transport on it
+// revalidates an ETag'd response with a 304 and serves the body from the
+// disk.
 func TestHTTPCacheCompatible(t *testing.T) {
-	diskcachetest.Run(t, func(t *testing.T) diskcachetest.Store { return setOnly{open(t, t.TempDir())} }, diskcachetest.Hooks{})
+	c := open(t, t.TempDir())
+	h := c.HTTPCache()
+	h.Set("https://h/apis", []byte("value"))
+	if v, ok := c.Get(diskcache.Key{Name: "https://h/apis"}); !ok || string(v) != "value" {
+		t.Errorf("the Cache's Get of what Set stored: %q %v", v, ok)
+	}
+	if v, ok := h.Get("https://h/apis"); !ok || string(v) != "value" {
+		t.Errorf("Get of what Set stored: %q %v", v, ok)
+	}
+	h.Delete("https://h/apis")
+	if _, ok := h.Get("https://h/apis"); ok {
+		t.Errorf("a deleted key is served")
+	}
+	if _, ok := (diskcache.HTTPCache{}).Get("k"); ok {
+		t.Errorf("the zero HTTPCache served a value")
+	}
 
 	var notModified atomic.Int32
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -40,7 +49,7 @@ func TestHTTPCacheCompatible(t *testing.T) {
 		io.WriteString(w, `{"kind":"APIGroupList"}`)
 	}))
 	defer ts.Close()
-	hc := &http.Client{Transport: httpcache.NewTransport(open(t, t.TempDir()))}
+	hc := &http.Client{Transport: httpcache.NewTransport(open(t, t.TempDir()).HTTPCache())}
 	for i := range 2 {
 		resp, err := hc.Get(ts.URL + "/apis")
 		if err != nil {

@@ -2,43 +2,57 @@ package diskcache
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
-// TestCompactionDropsOldLayoutDocuments: caches written before documents
-// were named by their path hold one file per ?hash=; compaction keeps the
-// newest of each path.
-func TestCompactionDropsOldLayoutDocuments(t *testing.T) {
+// TestCompactionDropsOlderFormats: caches written before keys had Versions
+// hold entries of format 2, one file per OpenAPI ?hash=, which no Get finds
+// any more; compaction removes them and keeps the entries of this format.
+func TestCompactionDropsOlderFormats(t *testing.T) {
 	c, err := Open(t.TempDir(), "https://h")
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldName := func(key string) string {
+	// Format 2: magic, CRC-32C, key length, value length, key, value.
+	formatTwo := func(key string, value []byte) []byte {
+		buf := make([]byte, 24)
+		copy(buf, []byte{'k', 'a', 't', 'l', 'a', 's', 0, 2})
+		binary.LittleEndian.PutUint32(buf[12:], uint32(len(key)))
+		binary.LittleEndian.PutUint64(buf[16:], uint64(len(value)))
+		return append(append(buf, key...), value...)
+	}
+	var old []string
+	for _, hash := range []string{"A1", "B2", "C3"} {
+		key := "https://h/openapi/v3/apis/apps/v1?hash=" + hash + "\napplication/json"
 		sum := sha256.Sum256([]byte(key))
 		h := hex.EncodeToString(sum[:16])
-		return filepath.Join(c.dir, h[:2], h)
-	}
-	base := time.Now().Add(-time.Hour)
-	for i, hash := range []string{"A1", "B2", "C3"} {
-		key := Key("https://h/openapi/v3/apis/apps/v1?hash="+hash, "application/json")
-		path := oldName(key)
+		path := filepath.Join(c.dir, h[:2], h)
 		os.MkdirAll(filepath.Dir(path), 0o700)
-		if err := os.WriteFile(path, encode(key, []byte("doc")), 0o600); err != nil {
+		if err := os.WriteFile(path, formatTwo(key, []byte("doc")), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		os.Chtimes(path, base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute))
+		old = append(old, path)
+	}
+	live := Key{Name: "apis/apps/v1", Version: "D4"}
+	if err := c.Put(live, []byte("doc")); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	if _, n := c.Usage(); n != 1 {
-		t.Fatalf("%d entries after compaction, want the newest document's", n)
+	for _, p := range old {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("an entry of format 2 is left: %s", p)
+		}
 	}
-	if _, err := os.Stat(oldName(Key("https://h/openapi/v3/apis/apps/v1?hash=C3", "application/json"))); err != nil {
-		t.Errorf("the newest document went: %v", err)
+	if _, n := c.Usage(); n != 1 {
+		t.Errorf("%d entries after compaction, want the live one", n)
+	}
+	if v, ok := c.Get(live); !ok || string(v) != "doc" {
+		t.Errorf("the entry of this format: %q %v", v, ok)
 	}
 }

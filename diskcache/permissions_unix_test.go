@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/kubeatlas/kubeatlas/diskcache"
 )
 
 // TestPermissions: entries 0600, directories 0700, whatever the umask.
@@ -15,7 +17,7 @@ func TestPermissions(t *testing.T) {
 	defer syscall.Umask(old)
 	root := t.TempDir()
 	c := open(t, root)
-	if err := c.Put("k", []byte("v")); err != nil {
+	if err := c.Put(diskcache.Key{Name: "k"}, []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	var files, dirs int

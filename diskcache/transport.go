@@ -26,10 +26,10 @@ const FromCache = "X-From-Cache"
 // would make every request a new cache key (client-go adds timeout=32s).
 var volatileParams = []string{"timeout"}
 
-// Key is the cache key of a request: its URL without volatile parameters,
-// then its Accept header, so that JSON and protobuf answers of one URL are
-// stored apart.
-func Key(rawURL, accept string) string {
+// URLKey is the default key of a request (see WithKey): its URL without
+// volatile parameters, then its Accept header, so that JSON and protobuf
+// answers of one URL are stored apart, as the Name; no Version.
+func URLKey(rawURL, accept string) Key {
 	if u, err := url.Parse(rawURL); err == nil && u.RawQuery != "" {
 		q := u.Query()
 		for _, p := range volatileParams {
@@ -38,11 +38,12 @@ func Key(rawURL, accept string) string {
 		u.RawQuery = q.Encode()
 		rawURL = u.String()
 	}
-	return rawURL + "\n" + accept
+	return Key{Name: rawURL + "\n" + accept}
 }
 
-// NewTransport returns an HTTP cache over s, keyed by Key (URL without
-// volatile parameters, and Accept). Every cached GET takes one path: a
+// NewTransport returns an HTTP cache over s, keyed by URLKey (URL without
+// volatile parameters, and Accept) unless WithKey says otherwise. Every
+// cached GET takes one path: a
 // fresh entry (max-age after Date, or Expires: immutable OpenAPI documents
 // a year out) is the answer, with no request; an entry with an ETag is
 // revalidated with If-None-Match, and a 304 is answered from it (renewing
@@ -53,10 +54,10 @@ func Key(rawURL, accept string) string {
 // root after a change within that second. Responses served from the cache
 // carry FromCache: 1. A nil next means http.DefaultTransport.
 //
-// Nothing is stored that does not pass its checks: an empty 200, a JSON
-// OpenAPI document at a ?hash= URL whose SHA-512 is not that hash
-// (VerifyHash), other JSON that does not parse, a body over the limit
-// (WithMaxBodyBytes), and whatever WithCheck refuses; such a response is
+// Nothing is stored that does not pass its checks: an empty 200, a body
+// over the limit (WithMaxBodyBytes), and JSON that does not parse, or
+// instead whatever WithCheck refuses (openapi3's check verifies a
+// document's ?hash=); such a response is
 // passed on to the caller as it came, and an older entry for its key is
 // removed, so that a broken answer cannot leave a stale one to be
 // revalidated. Requests other than GET, with a Range, or whose
@@ -89,11 +90,23 @@ const DefaultMaxBodyBytes = 128 << 20
 // TransportOption configures NewTransport.
 type TransportOption func(*transport)
 
-// WithCheck sets a check that a response body must pass, besides the
-// transport's own, before it is stored; resp's Request may be nil. Default:
-// none.
+// WithCheck sets the check a response body must pass before it is stored,
+// in place of the default's (a JSON body must parse); an empty body is
+// never stored either way. resp's Request may be nil. The check runs once
+// the caller has read the body to its end, on the caller's goroutine,
+// before that last Read returns, so a check may leave what it learnt (a
+// verified digest, a decoded document) where the caller finds it, through
+// the request's context. Default: JSON must parse.
 func WithCheck(check func(resp *http.Response, body []byte) error) TransportOption {
 	return func(t *transport) { t.check = check }
+}
+
+// WithKey sets how a request is named in the store: the caller's policy
+// (openapi3 names a document at a ?hash= URL by its path and Accept, with
+// the hash as the Version). The request is the caller's, before the
+// transport adds a condition. Default: URLKey of its URL and Accept.
+func WithKey(key func(req *http.Request) Key) TransportOption {
+	return func(t *transport) { t.key = key }
 }
 
 // WithMaxBodyBytes sets the largest body the transport buffers to store: a
@@ -112,28 +125,22 @@ type transport struct {
 	store   Store
 	cache   *Cache // store, when it is one: its two-part put saves a copy
 	check   func(*http.Response, []byte) error
+	key     func(*http.Request) Key
 	maxBody int64
 	clock   clock.PassiveClock
 	logger  *slog.Logger
 }
 
-// storable says whether a 200 response's body, requested at u, may be
-// stored.
-func (t *transport) storable(u *url.URL, resp *http.Response, body []byte) error {
+// storable says whether a 200 response's body may be stored.
+func (t *transport) storable(resp *http.Response, body []byte) error {
 	if len(body) == 0 {
 		return errors.New("an empty body")
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
-		verified, err := VerifyHash(u, body)
-		if err != nil {
-			return err
-		}
-		if !verified && !json.Valid(body) {
-			return errors.New("a JSON body that does not parse")
-		}
-	}
 	if t.check != nil {
 		return t.check(resp, body)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" && !json.Valid(body) {
+		return errors.New("a JSON body that does not parse")
 	}
 	return nil
 }
@@ -148,7 +155,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet || req.Header.Get("Range") != "" || strings.Contains(cc, "no-store") {
 		return t.next.RoundTrip(req)
 	}
-	key := Key(req.URL.String(), req.Header.Get("Accept"))
+	var key Key
+	if t.key != nil {
+		key = t.key(req)
+	} else {
+		key = URLKey(req.URL.String(), req.Header.Get("Accept"))
+	}
 	now := t.clock.Now()
 	var cached *http.Response
 	if b, ok := t.store.Get(key); ok {
@@ -238,9 +250,9 @@ func (s *StoredBody) Close() error { return nil }
 // storing wraps resp's body to store resp under key once it is read to
 // its end, if it passes the checks (storable); a body over the limit
 // removes the older entry instead.
-func (t *transport) storing(u *url.URL, resp *http.Response, key string) io.ReadCloser {
+func (t *transport) storing(u *url.URL, resp *http.Response, key Key) io.ReadCloser {
 	sb := &storingBody{ReadCloser: resp.Body, resp: resp, limit: t.maxBody, store: func(head, body []byte) {
-		if err := t.storable(u, resp, body); err != nil {
+		if err := t.storable(resp, body); err != nil {
 			t.refused(u, err)
 			t.store.Delete(key)
 			return

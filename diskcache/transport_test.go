@@ -118,25 +118,33 @@ func TestImmutableDocuments(t *testing.T) {
 	}
 }
 
-// memStore is a Store that is not a Cache.
+// memStore is a Store that is not a Cache: one value per Name.
 type memStore struct {
 	mu sync.Mutex
-	m  map[string][]byte
+	m  map[string]memValue
 }
 
-func (s *memStore) Get(k string) ([]byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[k]
-	return v, ok
+type memValue struct {
+	version string
+	value   []byte
 }
-func (s *memStore) Put(k string, v []byte) error {
+
+func (s *memStore) Get(k diskcache.Key) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m[k] = bytes.Clone(v)
+	v, ok := s.m[k.Name]
+	if !ok || v.version != k.Version {
+		return nil, false
+	}
+	return v.value, true
+}
+func (s *memStore) Put(k diskcache.Key, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[k.Name] = memValue{k.Version, bytes.Clone(v)}
 	return nil
 }
-func (s *memStore) Delete(k string) { s.mu.Lock(); defer s.mu.Unlock(); delete(s.m, k) }
+func (s *memStore) Delete(k diskcache.Key) { s.mu.Lock(); defer s.mu.Unlock(); delete(s.m, k.Name) }
 
 // TestOnePathForEveryGET: on any Store, a response with an ETag (the
 // OpenAPI root) is stored as read and revalidated, its 304 answered from
@@ -164,7 +172,7 @@ func TestOnePathForEveryGET(t *testing.T) {
 		io.WriteString(w, `{"paths":{}}`)
 	}))
 	defer ts.Close()
-	store := &memStore{m: map[string][]byte{}}
+	store := &memStore{m: map[string]memValue{}}
 	hc := &http.Client{Transport: diskcache.NewTransport(nil, store)}
 	get := func(path string) (body string, fromCache bool) {
 		t.Helper()
@@ -212,7 +220,7 @@ func TestTransportPromises(t *testing.T) {
 		io.WriteString(w, `{"small":true}`)
 	}))
 	defer ts.Close()
-	store := &memStore{m: map[string][]byte{}}
+	store := &memStore{m: map[string]memValue{}}
 	hc := &http.Client{Transport: diskcache.NewTransport(nil, store, diskcache.WithMaxBodyBytes(1024))}
 	get := func(cacheControl string) bool {
 		t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -173,8 +172,9 @@ func (c *Cluster) close() {
 // whichever cluster (and path prefix) served it; everything else is the
 // cluster's own. Named by content are the discovery documents a client
 // persists under their ETag (discovery persists only documents it checked
-// against their ETag as such), and JSON OpenAPI documents at ?hash= URLs,
-// whose hash the transport verified before storing them.
+// against their ETag as such), and the keys openapi3 marks Content (a JSON
+// document at a ?hash= URL, which its check verifies against the hash
+// before it is stored), named by their hash alone.
 type contentStore struct {
 	own, content diskcache.Store
 	// stored holds the discovery documents this process has put in
@@ -186,31 +186,24 @@ type contentStore struct {
 // document by its ETag (with WithShared).
 const discoveryContent = "kubeatlas/discovery/content/v1\n"
 
-func (s *contentStore) route(key string) (diskcache.Store, string) {
-	if strings.HasPrefix(key, discoveryContent) {
-		return s.content, key
+func (s *contentStore) route(k diskcache.Key) (diskcache.Store, diskcache.Key) {
+	switch {
+	case strings.HasPrefix(k.Name, discoveryContent):
+		return s.content, k
+	case k.Content:
+		return s.content, diskcache.Key{Name: "kubeatlas/openapi/content/v2\n" + k.Version, Content: true}
 	}
-	rawURL, accept, _ := strings.Cut(key, "\n")
-	u, err := url.Parse(rawURL)
-	if err != nil || accept != "application/json" {
-		return s.own, key
-	}
-	_, path, ok := strings.Cut(u.Path, "/openapi/v3/")
-	hash := u.Query().Get("hash")
-	if !ok || hash == "" {
-		return s.own, key
-	}
-	return s.content, "kubeatlas/openapi/content/v1\n" + path + "\n" + hash
+	return s.own, k
 }
 
-func (s *contentStore) Get(key string) ([]byte, bool) {
+func (s *contentStore) Get(key diskcache.Key) ([]byte, bool) {
 	st, k := s.route(key)
 	return st.Get(k)
 }
 
-func (s *contentStore) Put(key string, value []byte) error {
+func (s *contentStore) Put(key diskcache.Key, value []byte) error {
 	st, k := s.route(key)
-	if st != s.content || !strings.HasPrefix(k, discoveryContent) {
+	if st != s.content || !strings.HasPrefix(k.Name, discoveryContent) {
 		return st.Put(k, value)
 	}
 	if _, done := s.stored.Load(k); done {
@@ -223,9 +216,9 @@ func (s *contentStore) Put(key string, value []byte) error {
 	return nil
 }
 
-func (s *contentStore) Delete(key string) {
+func (s *contentStore) Delete(key diskcache.Key) {
 	st, k := s.route(key)
-	if st == s.content && strings.HasPrefix(k, discoveryContent) {
+	if st == s.content && strings.HasPrefix(k.Name, discoveryContent) {
 		s.stored.Delete(k)
 	}
 	st.Delete(k)

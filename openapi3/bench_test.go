@@ -3,8 +3,12 @@ package openapi3_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,6 +313,150 @@ func BenchmarkRealAppsV1(b *testing.B) {
 			var doc spec3.OpenAPI
 			if err := json.Unmarshal(body, &doc); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkChangedRound: an OpenAPI round (the root, then every document,
+// as FetchAll reads them) at ~400 group-versions, when every document is
+// current (warm) and after five of them changed (changed), by a new
+// process on a warm disk cache and by a long-lived client (RefreshRoot,
+// then FetchAll). The comparisons, in the same run: five plain GETs of
+// changed documents (five-fetches), and the five fetched as documents by a
+// client with a disk cache, one after another (five-documents: GET,
+// SHA-512, stored, indexed). A changed round should cost at most warm plus
+// the five fetches. Each changed round changes five other group-versions;
+// the server builds their documents (its root needs their hashes) before
+// the timer starts, as a real server keeps its documents built, and the
+// server's garbage is collected before it starts too.
+//
+//	go test -run '^$' -bench ChangedRound -benchtime 20x ./openapi3/
+func BenchmarkChangedRound(b *testing.B) {
+	klog.LogToStderr(false)
+	srv, base := discoverytest.Start(b, discoverytest.WithCRDs(3000, 210))
+	dir := b.TempDir()
+	round := func(b *testing.B) int {
+		dc, err := diskcache.Open(dir, base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs, err := newClient(b, base, openapi3.WithDiskCache(dc)).FetchAll(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(docs)
+	}
+	n := round(b)
+	var crds []schema.GroupVersion
+	for _, gv := range srv.Backends()[0].GroupVersions() {
+		if strings.HasSuffix(gv.Group, ".stress.example.com") {
+			crds = append(crds, gv)
+		}
+	}
+	next := 0
+	// change changes five group-versions, lets the server build their
+	// documents, and returns their URLs.
+	change := func(b *testing.B) [][2]string {
+		b.StopTimer()
+		defer b.StartTimer()
+		var changed []schema.GroupVersion
+		for range 5 {
+			gv := crds[next%len(crds)]
+			next++
+			if err := srv.ChangeSchema(gv); err != nil {
+				b.Fatal(err)
+			}
+			changed = append(changed, gv)
+		}
+		paths, err := newClient(b, base).Paths(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		var urls [][2]string // path, URL
+		for _, gv := range changed {
+			urls = append(urls, [2]string{openapi3.PathFor(gv), paths[openapi3.PathFor(gv)]})
+		}
+		// The server's garbage is not the round's to collect.
+		runtime.GC()
+		return urls
+	}
+	// collect collects garbage before a timed round, as change does: a
+	// collection the server's garbage brings on is not the round's.
+	collect := func(b *testing.B) {
+		b.StopTimer()
+		runtime.GC()
+		b.StartTimer()
+	}
+	b.Run("warm", func(b *testing.B) {
+		for b.Loop() {
+			collect(b)
+			round(b)
+		}
+		b.ReportMetric(float64(n), "documents")
+	})
+	b.Run("changed", func(b *testing.B) {
+		for b.Loop() {
+			change(b)
+			round(b)
+		}
+	})
+	dc, err := diskcache.Open(dir, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lived := newClient(b, base, openapi3.WithDiskCache(dc))
+	liveRound := func(b *testing.B) {
+		if _, err := lived.RefreshRoot(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := lived.FetchAll(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	liveRound(b)
+	b.Run("long-lived/warm", func(b *testing.B) {
+		for b.Loop() {
+			collect(b)
+			liveRound(b)
+		}
+	})
+	b.Run("long-lived/changed", func(b *testing.B) {
+		for b.Loop() {
+			change(b)
+			liveRound(b)
+		}
+	})
+	// What a changed document costs on its own: the five fetched by a
+	// client through a disk cache (GET, SHA-512, stored, indexed), one
+	// after another.
+	other, err := diskcache.Open(b.TempDir(), base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fetcher := newClient(b, base, openapi3.WithDiskCache(other))
+	b.Run("five-documents", func(b *testing.B) {
+		for b.Loop() {
+			for _, pu := range change(b) {
+				if _, err := fetcher.DocumentAt(context.Background(), pu[0], pu[1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("five-fetches", func(b *testing.B) {
+		for b.Loop() {
+			for _, pu := range change(b) {
+				u := pu[1]
+				resp, err := http.Get(base + u)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					b.Fatalf("GET %s: %d %v", u, resp.StatusCode, err)
+				}
 			}
 		}
 	})

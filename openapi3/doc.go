@@ -6,9 +6,14 @@
 // # Fetching
 //
 // A stale hash's 301 is followed a few times, to the same host only. A JSON
-// document's SHA-512 must be its ?hash= ([ErrHashMismatch] otherwise; see
-// [diskcache.VerifyHash] for when a hash can be checked), and nothing that
-// fails to parse is stored. A 429 or 5xx with Retry-After is retried
+// document's SHA-512 must be its ?hash= when the hash has kube-openapi's
+// form, the uppercase hex SHA-512 of the JSON ([ErrHashMismatch]
+// otherwise), and nothing that fails to parse is stored. With
+// [WithDiskCache], the client gives the store its policy: a document at a
+// ?hash= URL is named by its path and Accept with the hash as its Version
+// (one document per group-version is kept, the live one), and is checked
+// on its way in, where it is hashed (or, in protobuf, decoded) once for
+// both the store and the caller. A 429 or 5xx with Retry-After is retried
 // ([WithMaxRetries]) within the caller's deadline. An error status is an
 // apimachinery *StatusError (apierrors.IsNotFound, IsTooManyRequests and
 // SuggestsClientDelay work), as discovery's and client-go's are; requests
@@ -39,7 +44,8 @@
 // # Files
 //
 //   - client.go: [Client], its options, the root, fetching documents.
-//   - verify.go: the ?hash= check and what may be stored.
+//   - verify.go: the ?hash= check; how the disk cache names documents and
+//     what it may store.
 //   - document.go: [Document]: schemas by name and by kind, parsed on use.
 //   - index.go: the JSON scanner that indexes a document's schemas without
 //     parsing it (hand-written for speed; fuzzed against encoding/json).

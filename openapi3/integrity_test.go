@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
@@ -166,5 +170,72 @@ func TestBadProtobufIsNotStored(t *testing.T) {
 	}
 	if dc.Stats().Writes == 0 {
 		t.Error("a good protobuf document was not stored")
+	}
+}
+
+// keyRecorder is a Store that records the keys it was given to keep.
+type keyRecorder struct {
+	diskcache.Store
+	mu   sync.Mutex
+	puts []diskcache.Key
+}
+
+func (r *keyRecorder) Put(k diskcache.Key, v []byte) error {
+	r.mu.Lock()
+	r.puts = append(r.puts, k)
+	r.mu.Unlock()
+	return r.Store.Put(k, v)
+}
+
+// TestOneDocumentPerGroupVersionStored: openapi3 names a document in the
+// store by its path and Accept, with its ?hash= as the Version, so that
+// after schema churn, whether one process saw every hash or each round was
+// a new process, the store holds one document per group-version and
+// Accept, the live one; a JSON document, verified against its hash, is
+// Content, a protobuf one is not.
+func TestOneDocumentPerGroupVersionStored(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	ctx := context.Background()
+	dir := t.TempDir()
+	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+	var rec *keyRecorder
+	round := func() (*diskcache.Cache, int) {
+		dc, err := diskcache.Open(dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec = &keyRecorder{Store: dc}
+		c := newClient(t, base, openapi3.WithDiskCache(rec))
+		docs, err := c.FetchAll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Gnostic(ctx, openapi3.PathFor(apps)); err != nil {
+			t.Fatal(err)
+		}
+		return dc, len(docs)
+	}
+	for i := range 4 {
+		dc, n := round()
+		if _, entries := dc.Usage(); entries != n+1 {
+			t.Errorf("round %d: %d entries for %d JSON documents and one protobuf", i, entries, n)
+		}
+		if err := srv.ChangeSchema(apps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, err := newClient(t, base).Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round()
+	live, _ := url.Parse(paths[openapi3.PathFor(apps)])
+	for _, k := range rec.puts {
+		if wantContent := strings.HasSuffix(k.Name, "\napplication/json"); k.Version != live.Query().Get("hash") || !strings.HasPrefix(k.Name, live.Path+"\n") || k.Content != wantContent {
+			t.Errorf("stored under %+v, want the Name %s and its Accept, the Version %s, Content %v", k, live.Path, live.Query().Get("hash"), wantContent)
+		}
+	}
+	if len(rec.puts) != 2 {
+		t.Errorf("after one change, %d documents stored, want apps/v1's JSON and protobuf", len(rec.puts))
 	}
 }

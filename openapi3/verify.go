@@ -1,9 +1,15 @@
 package openapi3
 
 import (
+	"context"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
@@ -13,41 +19,177 @@ import (
 )
 
 // ErrHashMismatch is the cause of the error for a JSON document whose
-// SHA-512 is not the ?hash= of its URL (diskcache.VerifyHash says when a
-// hash can be checked). It is never used nor stored.
-var ErrHashMismatch = diskcache.ErrHashMismatch
+// SHA-512 is not the ?hash= of its URL: damaged on the way, or not what the
+// server meant to send. Such a document is never used nor stored.
+var ErrHashMismatch = errors.New("the document's SHA-512 is not the ?hash= of its URL")
 
-// verify checks a JSON document that did not come from the disk cache
-// against the ?hash= it was served at. What the disk cache serves was
-// checked before it was stored and is checksummed on disk; the transport
-// removes a server's own X-From-Cache, so the header cannot be forged.
-//
-// verified says the body is the one its URL's ?hash= names: checked now,
-// or by the disk cache when it stored it (which stores no JSON document
-// that fails the check).
-func (c *Client) verify(resp *http.Response, body []byte) (verified bool, err error) {
-	if resp.Request == nil {
-		return false, nil
+// namedHash is the SHA-512 a ?hash= URL names, when the hash has the form
+// kube-openapi's handler3 gives it (which every kube-apiserver, and the
+// aggregated API servers built on k8s.io/apiserver, serve /openapi/v3
+// with): the uppercase hexadecimal SHA-512 of the document's JSON bytes
+// (the ETag is the same digest). A hash of another form, from a server that
+// names documents its own way, cannot be checked: ok is false. The
+// protobuf form of a document shares the JSON's URL and hash but not its
+// bytes, so it cannot be checked this way either.
+func namedHash(u *url.URL) (sum [sha512.Size]byte, ok bool) {
+	want := u.Query().Get("hash")
+	if len(want) != 2*sha512.Size {
+		return sum, false
 	}
-	if c.opts.disk != nil && resp.Header.Get(diskcache.FromCache) == "1" {
-		return resp.Request.URL.Query().Get("hash") != "", nil
+	if _, err := hex.Decode(sum[:], []byte(want)); err != nil {
+		return sum, false
 	}
-	return diskcache.VerifyHash(resp.Request.URL, body)
+	return sum, true
 }
 
-// checkBeforeStoring is what the disk cache checks, besides the hash of
-// JSON documents, before it stores a response: the root must parse, and a
-// protobuf document (whose bytes no hash vouches for) must decode.
-func checkBeforeStoring(resp *http.Response, body []byte) error {
-	if resp.Request != nil && strings.HasSuffix(strings.TrimSuffix(resp.Request.URL.Path, "/"), "/openapi/v3") {
+// verifyHash checks a JSON document against the ?hash= of the URL it was
+// served at; verified is false, and err nil, for a hash that cannot be
+// checked (namedHash).
+func (c *Client) verifyHash(u *url.URL, body []byte) (verified bool, err error) {
+	want, ok := namedHash(u)
+	if !ok {
+		return false, nil
+	}
+	c.work.hashes.Add(1)
+	if sha512.Sum512(body) != want {
+		return false, fmt.Errorf("%w (%s)", ErrHashMismatch, u.Path)
+	}
+	return true, nil
+}
+
+// storeKey is how the disk cache names a request (diskcache.WithKey): a
+// document at a ?hash= URL by its path (the server's path prefix, a fleet
+// proxy's /k8s/clusters/<id>, included) and Accept, with the hash as the
+// Version, so that the document's next hash replaces it in any process and
+// a store holds one document per group-version, the live one. A JSON
+// document whose hash can be checked is Content: checkBeforeStoring stores
+// it only once its SHA-512 is the hash. Anything else is the default
+// (diskcache.URLKey).
+func storeKey(req *http.Request) diskcache.Key {
+	accept := req.Header.Get("Accept")
+	hash := req.URL.Query().Get("hash")
+	if hash == "" || !strings.Contains(req.URL.Path, "/openapi/v3/") {
+		return diskcache.URLKey(req.URL.String(), accept)
+	}
+	_, checkable := namedHash(req.URL)
+	return diskcache.Key{Name: req.URL.Path + "\n" + accept, Version: hash, Content: checkable && accept == "application/json"}
+}
+
+// checkBeforeStoring is what the disk cache checks before it stores a
+// response (diskcache.WithCheck): the root must parse; a JSON document's
+// SHA-512 must be its ?hash= when the hash can be checked, and it must
+// parse when it cannot; a document asked for as JSON must be JSON; a
+// protobuf document (whose bytes no hash vouches for) must decode. What it
+// learns (a hash verified, a protobuf document decoded) it leaves in the
+// request's verdict, so that the caller does not hash or decode the same
+// bytes again.
+func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.Request == nil {
+		if mt == "application/json" && !json.Valid(body) {
+			return errors.New("a JSON body that does not parse")
+		}
+		return nil
+	}
+	u := resp.Request.URL
+	if strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/openapi/v3") {
 		_, err := parseRoot(body)
 		return err
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == ProtobufType || mt == ProtobufTypeDeprecated {
-		if err := proto.Unmarshal(body, &openapi_v3.Document{}); err != nil {
+	switch {
+	case mt == "application/json":
+		verified, err := c.verifyHash(u, body)
+		if err != nil {
+			return err
+		}
+		if verified {
+			noteVerdict(resp, func(v *verdict) { v.hashed = true })
+			return nil
+		}
+		if !json.Valid(body) {
+			return errors.New("a JSON body that does not parse")
+		}
+	case storeKey(resp.Request).Content:
+		return fmt.Errorf("%w: Content-Type %q for a JSON document", ErrContentType, resp.Header.Get("Content-Type"))
+	case mt == ProtobufType || mt == ProtobufTypeDeprecated:
+		doc, err := c.decodeGnostic(body)
+		if err != nil {
 			return fmt.Errorf("not an OpenAPI v3 protobuf document: %w", err)
 		}
+		noteVerdict(resp, func(v *verdict) { v.gnostic = doc })
 	}
 	return nil
+}
+
+// decodeGnostic decodes a protobuf document.
+func (c *Client) decodeGnostic(body []byte) (*openapi_v3.Document, error) {
+	c.work.decodes.Add(1)
+	doc := &openapi_v3.Document{}
+	if err := proto.Unmarshal(body, doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// verdict is what checkBeforeStoring learnt of a response on its way to
+// the disk cache. The check runs as the caller reads the body's end, on
+// the caller's goroutine (diskcache.WithCheck), and finds the verdict
+// through the request's context: a value of one request, handed across the
+// RoundTripper, as net/http/httptrace hands its hooks.
+type verdict struct {
+	resp    *http.Response // the response it is about
+	hashed  bool           // its body's SHA-512 is the ?hash= of its URL
+	gnostic *openapi_v3.Document
+}
+
+type verdictKey struct{}
+
+// withVerdict returns ctx carrying an empty verdict for the requests made
+// with it.
+func withVerdict(ctx context.Context) (context.Context, *verdict) {
+	v := &verdict{}
+	return context.WithValue(ctx, verdictKey{}, v), v
+}
+
+// noteVerdict records in resp's request's verdict, if it has one, what the
+// check learnt of resp.
+func noteVerdict(resp *http.Response, note func(*verdict)) {
+	v, ok := resp.Request.Context().Value(verdictKey{}).(*verdict)
+	if !ok {
+		return
+	}
+	if v.resp != resp {
+		*v = verdict{resp: resp}
+	}
+	note(v)
+}
+
+// about returns the verdict if it is about resp (a retried or redirected
+// request leaves one about another response), else an empty one.
+func (v *verdict) about(resp *http.Response) verdict {
+	if v == nil || v.resp != resp {
+		return verdict{}
+	}
+	return *v
+}
+
+// verify checks a JSON document against the ?hash= it was served at,
+// unless that was done already: by checkBeforeStoring on its way to the
+// disk cache (v), or before the disk cache stored it, when it comes from
+// there (the transport removes a server's own X-From-Cache, so the header
+// cannot be forged, and the store verifies its entries' checksums).
+//
+// verified says the body is the one its URL's ?hash= names.
+func (c *Client) verify(resp *http.Response, body []byte, v verdict) (verified bool, err error) {
+	if resp.Request == nil {
+		return false, nil
+	}
+	if v.hashed {
+		return true, nil
+	}
+	if c.opts.disk != nil && resp.Header.Get(diskcache.FromCache) == "1" {
+		_, checkable := namedHash(resp.Request.URL)
+		return checkable, nil
+	}
+	return c.verifyHash(resp.Request.URL, body)
 }

@@ -11,13 +11,15 @@
 //	store, err := redisstore.New(rdb)
 //	oc, err := openapi3.New(restConfig, openapi3.WithDiskCache(store))
 //
-// Keys are hashed (SHA-256) under a prefix (WithPrefix), so any key is
-// fine; as in diskcache, an OpenAPI document at a ?hash= URL is named by
-// its path and Accept, so that a new hash replaces the old value. Values
+// A key's Name is hashed (SHA-256) under a prefix (WithPrefix), so any
+// Name is fine; as in diskcache, a Name holds one value, in one Version, so
+// that a new Version replaces the old value (openapi3 names an OpenAPI
+// document by its path and Accept, with its ?hash= as the Version). Values
 // are verified on every read: a header with a magic number and version,
-// the full key, the lengths, and a SHA-256 of it all; a damaged, truncated
-// or foreign value (another key's, another program's, not a string) is a
-// miss, and is removed, unless another process has written a good value
+// the full key, the lengths, and a SHA-256 of it all; a value of another
+// Version is a plain miss; a damaged, truncated or foreign value (another
+// Name's, another program's, not a string) is a miss, and is removed,
+// unless another process has written a good value
 // meanwhile. Like diskcache, the store does not deduplicate identical
 // values under different keys.
 //

@@ -249,7 +249,7 @@ func (f *fleet) redisKeyOf(t *testing.T, docPath string) string {
 		if err != nil {
 			t.Fatalf("%s: %v", rk, err)
 		}
-		if strings.Contains(key, "/openapi/v3/"+docPath+"?") {
+		if strings.HasSuffix(key.Name, "/openapi/v3/"+docPath+"\napplication/json") {
 			return rk
 		}
 	}

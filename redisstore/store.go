@@ -161,41 +161,41 @@ func (s *Store) Stats() Stats {
 	return Stats{Hits: s.hits.Load(), Misses: s.misses.Load(), Corrupt: s.corrupt.Load(), Errors: s.errs.Load()}
 }
 
-// RedisKey is the Redis key that holds key's value: the prefix, then a
-// hash, so that any key (long, binary, with the prefix's separators) is
-// fine. As in diskcache, an OpenAPI document at a ?hash= URL is named by
-// its path and Accept alone, so that its next hash replaces its value and
-// Redis holds one value per live document.
-func (s *Store) RedisKey(key string) string {
-	id := key
-	if oid, ok := diskcache.DocumentIdentity(key); ok {
-		id = "openapi-document\n" + oid
-	}
-	sum := sha256.Sum256([]byte(id))
+// RedisKey is the Redis key that holds what k's Name holds: the prefix,
+// then a hash of the Name, so that any Name (long, binary, with the
+// prefix's separators) is fine. One value per Name: a new Version replaces
+// the old one, so that Redis holds one value per live OpenAPI document
+// (openapi3 names a document by its path and Accept, with its ?hash= as the
+// Version).
+func (s *Store) RedisKey(k diskcache.Key) string {
+	sum := sha256.Sum256([]byte(k.Name))
 	return s.opts.prefix + hex.EncodeToString(sum[:16])
 }
 
 // The value's format: magic (its last byte the version), SHA-256 of what
-// follows it, key length, value length, key, value. The key is stored so
-// that a value of another key (copied, or a hash collision) is told apart;
-// the lengths, so that a truncated value is; the magic, so that another
-// program's data is. SHA-256 rather than diskcache's CRC-32C: its cost
-// (about 1.5 ms a megabyte without SHA extensions) is small next to the
-// network round trip, and many writers of many versions share one store.
-var magic = [8]byte{'k', 'a', 't', 'l', 'a', 's', 'r', 1}
+// follows it, the lengths of name, version and value, then name, version,
+// value. The key is stored so that a value of another Name (copied, or a
+// hash collision) is told apart, and a value of another Version is a plain
+// miss; the lengths, so that a truncated value is; the magic, so that
+// another program's data is. SHA-256 rather than diskcache's CRC-32C: its
+// cost (about 1.5 ms a megabyte without SHA extensions) is small next to
+// the network round trip, and many writers of many versions share one
+// store.
+var magic = [8]byte{'k', 'a', 't', 'l', 'a', 's', 'r', 2}
 
 const (
 	sumAt      = 8 // len(magic)
 	lengthsAt  = sumAt + sha256.Size
-	headerSize = lengthsAt + 4 + 8
+	headerSize = lengthsAt + 4 + 4 + 8
 )
 
-func encode(key string, value []byte) []byte {
-	buf := make([]byte, headerSize, headerSize+len(key)+len(value))
+func encode(k diskcache.Key, value []byte) []byte {
+	buf := make([]byte, headerSize, headerSize+len(k.Name)+len(k.Version)+len(value))
 	copy(buf, magic[:])
-	binary.LittleEndian.PutUint32(buf[lengthsAt:], uint32(len(key)))
-	binary.LittleEndian.PutUint64(buf[lengthsAt+4:], uint64(len(value)))
-	buf = append(append(buf, key...), value...)
+	binary.LittleEndian.PutUint32(buf[lengthsAt:], uint32(len(k.Name)))
+	binary.LittleEndian.PutUint32(buf[lengthsAt+4:], uint32(len(k.Version)))
+	binary.LittleEndian.PutUint64(buf[lengthsAt+8:], uint64(len(value)))
+	buf = append(append(append(buf, k.Name...), k.Version...), value...)
 	sum := sha256.Sum256(buf[lengthsAt:])
 	copy(buf[sumAt:], sum[:])
 	return buf
@@ -204,19 +204,21 @@ func encode(key string, value []byte) []byte {
 var errCorrupt = errors.New("not a verified value of this store")
 
 // decode verifies a value and returns its key and value.
-func decode(buf []byte) (key string, value []byte, err error) {
+func decode(buf []byte) (k diskcache.Key, value []byte, err error) {
 	if len(buf) < headerSize || [8]byte(buf[:8]) != magic {
-		return "", nil, fmt.Errorf("%w: no header of this format", errCorrupt)
+		return k, nil, fmt.Errorf("%w: no header of this format", errCorrupt)
 	}
-	kl := uint64(binary.LittleEndian.Uint32(buf[lengthsAt:]))
-	vl := binary.LittleEndian.Uint64(buf[lengthsAt+4:])
-	if n := uint64(len(buf)); vl > n || kl+vl != n-headerSize {
-		return "", nil, fmt.Errorf("%w: the header declares %d bytes, there are %d", errCorrupt, headerSize+kl+vl, n)
+	nl := uint64(binary.LittleEndian.Uint32(buf[lengthsAt:]))
+	vl := uint64(binary.LittleEndian.Uint32(buf[lengthsAt+4:]))
+	dl := binary.LittleEndian.Uint64(buf[lengthsAt+8:])
+	if n := uint64(len(buf)); dl > n || nl+vl+dl != n-headerSize {
+		return k, nil, fmt.Errorf("%w: the header declares %d bytes, there are %d", errCorrupt, headerSize+nl+vl+dl, n)
 	}
 	if sum := sha256.Sum256(buf[lengthsAt:]); [sha256.Size]byte(buf[sumAt:lengthsAt]) != sum {
-		return "", nil, fmt.Errorf("%w: checksum mismatch", errCorrupt)
+		return k, nil, fmt.Errorf("%w: checksum mismatch", errCorrupt)
 	}
-	return string(buf[headerSize : headerSize+kl]), buf[headerSize+kl:], nil
+	k = diskcache.Key{Name: string(buf[headerSize : headerSize+nl]), Version: string(buf[headerSize+nl : headerSize+nl+vl])}
+	return k, buf[headerSize+nl+vl:], nil
 }
 
 func (s *Store) context() (context.Context, context.CancelFunc) {
@@ -224,11 +226,11 @@ func (s *Store) context() (context.Context, context.CancelFunc) {
 }
 
 // Get returns the value stored for key, and renews its TTL. A value that
-// fails verification (damaged, truncated, another key's, another
+// fails verification (damaged, truncated, another Name's, another
 // program's) is a miss, and is removed; so is a Redis error, which is
-// logged. The value of the same OpenAPI document at another ?hash= is a
-// plain miss: the next Put replaces it.
-func (s *Store) Get(key string) ([]byte, bool) {
+// logged. A value of another Version is a plain miss: the next Put
+// replaces it.
+func (s *Store) Get(key diskcache.Key) ([]byte, bool) {
 	ctx, cancel := s.context()
 	defer cancel()
 	rk := s.RedisKey(key)
@@ -250,14 +252,13 @@ func (s *Store) Get(key string) ([]byte, bool) {
 	}
 	s.answered(opRead)
 	k, value, err := decode(buf)
-	if err == nil && k != key {
-		if id, ok := diskcache.DocumentIdentity(key); ok {
-			if other, _ := diskcache.DocumentIdentity(k); other == id {
-				s.misses.Add(1)
-				return nil, false
-			}
-		}
+	switch {
+	case err != nil:
+	case k.Name != key.Name:
 		err = fmt.Errorf("%w: it holds another key", errCorrupt)
+	case k.Version != key.Version:
+		s.misses.Add(1)
+		return nil, false
 	}
 	if err != nil {
 		s.drop(ctx, rk, buf, err)
@@ -311,10 +312,11 @@ func isWrongType(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE")
 }
 
-// Put stores value for key, with the TTL. A value over the size limit is
-// refused with ErrTooLarge, and key's older value, if any, is removed, so
-// that it is not served in place of the one refused.
-func (s *Store) Put(key string, value []byte) error {
+// Put stores value for key, with the TTL, replacing what its Name held in
+// any Version. A value over the size limit is refused with ErrTooLarge, and
+// key's older value, if any, is removed, so that it is not served in place
+// of the one refused.
+func (s *Store) Put(key diskcache.Key, value []byte) error {
 	ctx, cancel := s.context()
 	defer cancel()
 	rk := s.RedisKey(key)
@@ -337,18 +339,19 @@ func (s *Store) Put(key string, value []byte) error {
 
 // PutError is Put's error: the key, and why Redis did not store its value.
 type PutError struct {
-	Key string
+	Key diskcache.Key
 	Err error
 }
 
 func (e *PutError) Error() string {
-	return fmt.Sprintf("redisstore: storing %.80q: %v", e.Key, e.Err)
+	return fmt.Sprintf("redisstore: storing %.80q: %v", e.Key.Name, e.Err)
 }
 
 func (e *PutError) Unwrap() error { return e.Err }
 
-// Delete removes key's value; a Redis error is logged.
-func (s *Store) Delete(key string) {
+// Delete removes what key's Name holds, in any Version; a Redis error is
+// logged.
+func (s *Store) Delete(key diskcache.Key) {
 	ctx, cancel := s.context()
 	defer cancel()
 	if err := s.client.Del(ctx, s.RedisKey(key)).Err(); err != nil {

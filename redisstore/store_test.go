@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/diskcache/diskcachetest"
 )
 
@@ -34,7 +35,7 @@ func newStore(t *testing.T, r *redisServer, opts ...Option) *Store {
 }
 
 // rewrite replaces the raw Redis value of key, keeping its TTL.
-func rewrite(t *testing.T, admin *redis.Client, s *Store, key string, change func([]byte) []byte) {
+func rewrite(t *testing.T, admin *redis.Client, s *Store, key diskcache.Key, change func([]byte) []byte) {
 	t.Helper()
 	rk := s.RedisKey(key)
 	raw, err := admin.Get(t.Context(), rk).Bytes()
@@ -50,7 +51,7 @@ func TestAcceptance(t *testing.T) {
 	r := startRedis(t)
 	admin := r.client(t)
 	diskcachetest.Run(t, func(t *testing.T) diskcachetest.Store { return newStore(t, r) }, diskcachetest.Hooks{
-		Corrupt: func(t *testing.T, s diskcachetest.Store, key string) {
+		Corrupt: func(t *testing.T, s diskcachetest.Store, key diskcache.Key) {
 			rewrite(t, admin, s.(*Store), key, func(b []byte) []byte { b[len(b)-1] ^= 1; return b })
 		},
 		// A full Redis that evicts nothing refuses every write.
@@ -84,12 +85,12 @@ func TestCorruptValuesAreMissesAndRemoved(t *testing.T) {
 	r := startRedis(t)
 	admin := r.client(t)
 	s := newStore(t, r)
-	const key = "https://h/apis\napplication/json"
+	key := diskcache.Key{Name: "https://h/apis\napplication/json"}
 	value := bytes.Repeat([]byte("value "), 100)
-	if err := s.Put("another key", []byte("its value")); err != nil {
+	if err := s.Put(diskcache.Key{Name: "another key"}, []byte("its value")); err != nil {
 		t.Fatal(err)
 	}
-	otherRaw, err := admin.Get(t.Context(), s.RedisKey("another key")).Bytes()
+	otherRaw, err := admin.Get(t.Context(), s.RedisKey(diskcache.Key{Name: "another key"})).Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestCorruptValuesAreMissesAndRemoved(t *testing.T) {
 		{"header only", func(b []byte) []byte { return b[:headerSize] }},
 		{"empty", func([]byte) []byte { return []byte{} }},
 		{"another program's data", func([]byte) []byte { return []byte("hello from another program") }},
-		{"another version of the format", func(b []byte) []byte { b[7] = 2; return b }},
+		{"another version of the format", func(b []byte) []byte { b[7] = 1; return b }},
 		{"value length past the end", func(b []byte) []byte { b[lengthsAt+4+7] = 0x7f; return b }},
 		{"key length past the end", func(b []byte) []byte { b[lengthsAt+3] = 0x7f; return b }},
 		{"another key's value copied in", func([]byte) []byte { return bytes.Clone(otherRaw) }},
@@ -148,7 +149,7 @@ func TestCorruptValuesAreMissesAndRemoved(t *testing.T) {
 			t.Errorf("after a Put, Get = %d bytes, %v", len(v), ok)
 		}
 	})
-	if v, ok := s.Get("another key"); !ok || string(v) != "its value" {
+	if v, ok := s.Get(diskcache.Key{Name: "another key"}); !ok || string(v) != "its value" {
 		t.Errorf("the other key's value = %q, %v", v, ok)
 	}
 }
@@ -159,33 +160,33 @@ func TestDropKeepsANewerValue(t *testing.T) {
 	r := startRedis(t)
 	s := newStore(t, r)
 	admin := r.client(t)
-	rk := s.RedisKey("k")
+	rk := s.RedisKey(diskcache.Key{Name: "k"})
 	damaged := []byte("damaged")
 	if err := admin.Set(t.Context(), rk, damaged, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put("k", []byte("good")); err != nil { // written after Get read the damaged value
+	if err := s.Put(diskcache.Key{Name: "k"}, []byte("good")); err != nil { // written after Get read the damaged value
 		t.Fatal(err)
 	}
 	s.drop(t.Context(), rk, damaged, errCorrupt)
-	if v, ok := s.Get("k"); !ok || string(v) != "good" {
+	if v, ok := s.Get(diskcache.Key{Name: "k"}); !ok || string(v) != "good" {
 		t.Errorf("Get = %q, %v; the good value was dropped", v, ok)
 	}
 	s.drop(t.Context(), rk, nil, errCorrupt) // "not a string" does not remove a string
-	if _, ok := s.Get("k"); !ok {
+	if _, ok := s.Get(diskcache.Key{Name: "k"}); !ok {
 		t.Errorf("the good value was dropped as not a string")
 	}
 }
 
-// TestAnotherHashOfADocument: the same OpenAPI document at another ?hash=
-// is a plain miss that leaves the value; the new hash's Put replaces it,
-// so Redis holds one value per document.
-func TestAnotherHashOfADocument(t *testing.T) {
+// TestAnotherVersion: a Name (an OpenAPI document, as openapi3 names it) in
+// another Version (its ?hash=) is a plain miss that leaves the value; the
+// new Version's Put replaces it, so Redis holds one value per document.
+func TestAnotherVersion(t *testing.T) {
 	r := startRedis(t)
 	admin := r.client(t)
 	s := newStore(t, r)
-	keyA := "https://h/openapi/v3/apis/apps/v1?hash=AAAA\napplication/json"
-	keyB := "https://h/openapi/v3/apis/apps/v1?hash=BBBB\napplication/json"
+	keyA := diskcache.Key{Name: "/openapi/v3/apis/apps/v1\napplication/json", Version: "AAAA"}
+	keyB := diskcache.Key{Name: "/openapi/v3/apis/apps/v1\napplication/json", Version: "BBBB"}
 	if err := s.Put(keyA, []byte("document A")); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestAnotherHashOfADocument(t *testing.T) {
 		t.Errorf("Redis holds %v (%v), want one value for the document", keys, err)
 	}
 	// Another Accept is another value.
-	if err := s.Put(strings.Replace(keyB, "application/json", "application/com.github.proto-openapi.spec.v3@v1.0+protobuf", 1), []byte("pb")); err != nil {
+	if err := s.Put(diskcache.Key{Name: "/openapi/v3/apis/apps/v1\napplication/com.github.proto-openapi.spec.v3@v1.0+protobuf", Version: "BBBB"}, []byte("pb")); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := s.Get(keyB); !ok || string(v) != "document B" {
@@ -230,10 +231,10 @@ func TestTTL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t, r, tc.opts...)
-			if err := s.Put("k", []byte("v")); err != nil {
+			if err := s.Put(diskcache.Key{Name: "k"}, []byte("v")); err != nil {
 				t.Fatal(err)
 			}
-			rk := s.RedisKey("k")
+			rk := s.RedisKey(diskcache.Key{Name: "k"})
 			ttl := admin.PTTL(t.Context(), rk).Val()
 			if ttl <= tc.want-time.Minute/2 || ttl > tc.want {
 				t.Errorf("after Put, the TTL is %v, want %v", ttl, tc.want)
@@ -242,7 +243,7 @@ func TestTTL(t *testing.T) {
 			if err := admin.PExpire(t.Context(), rk, time.Second).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := s.Get("k"); !ok {
+			if _, ok := s.Get(diskcache.Key{Name: "k"}); !ok {
 				t.Fatal("miss")
 			}
 			if ttl := admin.PTTL(t.Context(), rk).Val(); ttl <= tc.want-time.Minute/2 {
@@ -252,17 +253,17 @@ func TestTTL(t *testing.T) {
 	}
 	t.Run("expired", func(t *testing.T) {
 		s := newStore(t, r, WithTTL(time.Millisecond))
-		if err := s.Put("k", []byte("v")); err != nil {
+		if err := s.Put(diskcache.Key{Name: "k"}, []byte("v")); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for admin.Exists(t.Context(), s.RedisKey("k")).Val() != 0 {
+		for admin.Exists(t.Context(), s.RedisKey(diskcache.Key{Name: "k"})).Val() != 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("a value with a 1ms TTL is still there after 5s")
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if _, ok := s.Get("k"); ok {
+		if _, ok := s.Get(diskcache.Key{Name: "k"}); ok {
 			t.Error("an expired value was returned")
 		}
 	})
@@ -271,18 +272,18 @@ func TestTTL(t *testing.T) {
 func TestMaxValueBytes(t *testing.T) {
 	r := startRedis(t)
 	s := newStore(t, r, WithMaxValueBytes(1000))
-	if err := s.Put("k", make([]byte, 1000)); err != nil {
+	if err := s.Put(diskcache.Key{Name: "k"}, make([]byte, 1000)); err != nil {
 		t.Fatalf("a value at the limit: %v", err)
 	}
-	err := s.Put("k", make([]byte, 1001))
+	err := s.Put(diskcache.Key{Name: "k"}, make([]byte, 1001))
 	var pe *PutError
-	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &pe) || pe.Key != "k" {
+	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &pe) || pe.Key != (diskcache.Key{Name: "k"}) {
 		t.Fatalf("Put over the limit = %v, want a *PutError for k with ErrTooLarge", err)
 	}
 	if !strings.Contains(err.Error(), "1001 bytes, the limit is 1000") {
 		t.Errorf("the error does not say the sizes: %v", err)
 	}
-	if _, ok := s.Get("k"); ok {
+	if _, ok := s.Get(diskcache.Key{Name: "k"}); ok {
 		t.Error("the older value is still served after a newer one was refused")
 	}
 }
@@ -318,7 +319,7 @@ func TestOptions(t *testing.T) {
 	if s.opts.prefix != DefaultPrefix || s.opts.ttl != DefaultTTL || s.opts.maxValueBytes != DefaultMaxValueBytes || s.opts.timeout != DefaultTimeout || s.opts.logger == nil {
 		t.Errorf("defaults: %+v", s.opts)
 	}
-	if rk := s.RedisKey("x"); !strings.HasPrefix(rk, DefaultPrefix) || len(rk) != len(DefaultPrefix)+32 {
+	if rk := s.RedisKey(diskcache.Key{Name: "x"}); !strings.HasPrefix(rk, DefaultPrefix) || len(rk) != len(DefaultPrefix)+32 {
 		t.Errorf("RedisKey = %q", rk)
 	}
 }
@@ -358,19 +359,19 @@ func TestRedisDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put("k", []byte("v")); err != nil {
+	if err := s.Put(diskcache.Key{Name: "k"}, []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	r.stop()
 	for range 5 {
-		if v, ok := s.Get("k"); ok {
+		if v, ok := s.Get(diskcache.Key{Name: "k"}); ok {
 			t.Fatalf("Get without Redis = %q", v)
 		}
 		var pe *PutError
-		if err := s.Put("k", []byte("w")); !errors.As(err, &pe) {
+		if err := s.Put(diskcache.Key{Name: "k"}, []byte("w")); !errors.As(err, &pe) {
 			t.Fatalf("Put without Redis = %v, want a *PutError", err)
 		}
-		s.Delete("k")
+		s.Delete(diskcache.Key{Name: "k"})
 	}
 	if st := s.Stats(); st.Errors != 15 || st.Misses != 5 {
 		t.Errorf("Stats = %+v, want 15 errors and 5 misses", st)
@@ -387,21 +388,21 @@ func TestRedisDown(t *testing.T) {
 	// go-redis's pool waits a while after failed dials before it dials
 	// again.
 	deadline := time.Now().Add(10 * time.Second)
-	for s.Put("k", []byte("x")) != nil {
+	for s.Put(diskcache.Key{Name: "k"}, []byte("x")) != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("Put still fails 10s after Redis restarted")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.Delete("k")
+	s.Delete(diskcache.Key{Name: "k"})
 	for range 2 {
-		if _, ok := s.Get("k"); ok { // an empty server now
+		if _, ok := s.Get(diskcache.Key{Name: "k"}); ok { // an empty server now
 			t.Error("a value survived a restart without persistence")
 		}
-		if err := s.Put("k", []byte("x")); err != nil {
+		if err := s.Put(diskcache.Key{Name: "k"}, []byte("x")); err != nil {
 			t.Errorf("Put after the restart: %v", err)
 		}
-		s.Delete("k")
+		s.Delete(diskcache.Key{Name: "k"})
 	}
 	want = append(want, "INFO redisstore: Redis answers again", "INFO redisstore: Redis answers again", "INFO redisstore: Redis answers again")
 	if got := logs.messages(); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -419,7 +420,7 @@ func TestTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put("k", []byte("v")); err != nil {
+	if err := s.Put(diskcache.Key{Name: "k"}, []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -427,9 +428,9 @@ func TestTimeout(t *testing.T) {
 	}
 	defer func() { _ = r.cmd.Process.Signal(syscall.SIGCONT) }()
 	start := time.Now()
-	_, ok := s.Get("k")
-	perr := s.Put("k", []byte("w"))
-	s.Delete("k")
+	_, ok := s.Get(diskcache.Key{Name: "k"})
+	perr := s.Put(diskcache.Key{Name: "k"}, []byte("w"))
+	s.Delete(diskcache.Key{Name: "k"})
 	took := time.Since(start)
 	if ok || perr == nil {
 		t.Errorf("with Redis stopped: Get ok=%v, Put err=%v", ok, perr)
