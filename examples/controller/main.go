@@ -118,6 +118,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.gvk)
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if ctx.Err() != nil {
+			// The manager is stopping (SIGTERM) while this reconcile ran:
+			// not an error, and the next process reconciles the object.
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err) // deleted: nothing to do
 	}
 	generation := strconv.FormatInt(obj.GetGeneration(), 10)
@@ -134,6 +139,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	annotations[annotation] = generation
 	obj.SetAnnotations(annotations)
 	if err := r.client.Patch(ctx, obj, patch); err != nil {
+		if ctx.Err() != nil {
+			return ctrl.Result{}, nil // stopping, as above
+		}
 		return ctrl.Result{}, err // logged by controller-runtime, and retried
 	}
 	log.Info("reconciled", "changed", true)
