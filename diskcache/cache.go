@@ -250,8 +250,6 @@ func entryHeader(k Key, value ...[]byte) []byte {
 	return append(append(buf, k.Name...), k.Version...)
 }
 
-func encode(k Key, value []byte) []byte { return append(entryHeader(k, value), value...) }
-
 var errCorrupt = errors.New("corrupt cache entry")
 
 // parseHeader reads an entry's fixed header.
