@@ -104,12 +104,7 @@ func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
 type refresher struct {
 	current *atomic.Pointer[Snapshot] // the client's, which publish alone writes
 	timeout time.Duration             // of one run (WithRefreshTimeout)
-	// work is one run, as run seq: it publishes, and says whether it
-	// published new documents, for after.
-	work func(ctx context.Context, seq uint64) (*Snapshot, bool, error)
-	// after runs once the next run may start and before the run's callers
-	// hear its result (the disk write).
-	after func(s *Snapshot, seq uint64)
+	work    work                      // the client (an interface, not two funcs: no closures per client)
 
 	mu        sync.Mutex
 	began     uint64        // runs started
@@ -117,6 +112,16 @@ type refresher struct {
 	running   *run          // the run under way, if any
 	next      *run          // the run that starts when running ends, if any
 	subs      []*subscriber // told of each publication
+}
+
+// work is what the machine runs: the client's.
+type work interface {
+	// refresh is one run, as run seq: it publishes, and says whether it
+	// published new documents, for persist.
+	refresh(ctx context.Context, seq uint64) (*Snapshot, bool, error)
+	// persist runs once the next run may start and before the run's
+	// callers hear its result (the disk write).
+	persist(s *Snapshot, seq uint64)
 }
 
 // run is one refresh and the callers that wait for it.
@@ -201,7 +206,7 @@ func (r *refresher) startLocked(x *run) {
 
 func (r *refresher) run(ctx context.Context, x *run) {
 	defer x.cancel()
-	snap, published, err := r.work(ctx, x.seq)
+	snap, published, err := r.work.refresh(ctx, x.seq)
 	r.mu.Lock()
 	if r.running == x {
 		r.running = nil
@@ -212,8 +217,8 @@ func (r *refresher) run(ctx context.Context, x *run) {
 		r.startLocked(n)
 	}
 	r.mu.Unlock()
-	if published && r.after != nil {
-		r.after(snap, x.seq)
+	if published {
+		r.work.persist(snap, x.seq)
 	}
 	x.snap, x.err = snap, err
 	close(x.done)
