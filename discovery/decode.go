@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -278,4 +279,19 @@ func fromLegacyResources(gv schema.GroupVersion, in []metav1.APIResource) []Reso
 		})
 	}
 	return out
+}
+
+// generations numbers contents across the process, so that a content
+// shared by the clients of a Shared hook has one generation in all of them.
+var generations atomic.Uint64
+
+func newContent(core, named part) *content {
+	c := &content{core: core, named: named, generation: generations.Add(1)}
+	c.groups = make([]Group, 0, len(core.groups)+len(named.groups))
+	c.groups = append(c.groups, core.groups...)
+	c.groups = append(c.groups, named.groups...)
+	if failed := append(append([]*GroupVersionError(nil), core.failed...), named.failed...); len(failed) > 0 {
+		c.err = &PartialError{Errors: failed}
+	}
+	return c
 }

@@ -81,7 +81,8 @@
 //     internal/httpx), content negotiation, the legacy fallback.
 //   - decode.go, protobuf.go: decoding JSON and protobuf (the protobuf
 //     decoder, wire format included, is hand-written for speed and size,
-//     and fuzzed against the generated one and protowire).
+//     and fuzzed against the generated one and protowire), and joining
+//     /api's and /apis's parts into a snapshot's content (newContent).
 //   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
 //   - change.go: [Change], [Diff]; Poll.
 //   - mixed.go: views of servers that disagree behind one URL, joined (the

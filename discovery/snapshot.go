@@ -188,21 +188,6 @@ type part struct {
 	verified bool
 }
 
-// generations numbers contents across the process, so that a content
-// shared by the clients of a Shared hook has one generation in all of them.
-var generations atomic.Uint64
-
-func newContent(core, named part) *content {
-	c := &content{core: core, named: named, generation: generations.Add(1)}
-	c.groups = make([]Group, 0, len(core.groups)+len(named.groups))
-	c.groups = append(c.groups, core.groups...)
-	c.groups = append(c.groups, named.groups...)
-	if failed := append(append([]*GroupVersionError(nil), core.failed...), named.failed...); len(failed) > 0 {
-		c.err = &PartialError{Errors: failed}
-	}
-	return c
-}
-
 // renumbered is c under a new generation: the same documents and
 // resources (shared, not copied), indexed anew.
 func (c *content) renumbered() *content {
