@@ -8,8 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -41,12 +39,15 @@ import (
 
 // union is what a client keeps for servers that disagree behind its URL:
 // the views it saw (none while they agree) and the client its resamples
-// send through on new connections, built on first use.
+// send through on new connections, built on first use. Only observe
+// touches it, and the refresh machine runs one observe at a time (each
+// run starts after the one before has returned), so it needs no lock.
 type union struct {
-	read    *reader
-	config  *rest.Config // the client's, for a transport of the resamples' own
-	history atomic.Pointer[viewHistory]
-	fresh   atomic.Pointer[httpx.Client]
+	read     *reader
+	config   *rest.Config // the client's, for a transport of the resamples' own
+	history  *viewHistory // nil while the servers agree
+	fresh    *httpx.Client
+	freshOwn bool // fresh has a transport of its own (whose idle connections it may close)
 }
 
 // mixedWindow is how many refreshes a view of a disagreeing server stays
@@ -57,7 +58,6 @@ const mixedWindow = 8
 // saw lately and their union. A client whose servers agree has none (it
 // costs a pointer), which is every client most of the time.
 type viewHistory struct {
-	mu    sync.Mutex
 	seq   uint64 // refreshes observed since the servers were seen to disagree
 	views []seenView
 	union *content // the union served, reused while its views are the same
@@ -92,10 +92,10 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 	// Two 304s on a union answer for the view whose ETags it carries.
 	view := s.etagView()
 	k := viewKey(view)
-	h := u.history.Load()
+	h := u.history
 	if k[0] == "" || k[1] == "" {
 		// Legacy discovery has no ETags to tell views apart.
-		u.history.Store(nil)
+		u.history = nil
 		return s
 	}
 	if h == nil {
@@ -119,30 +119,24 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		h.see(prev.etagView())
 		h.see(other)
 		view = h.see(view)
-		u.history.Store(h)
+		u.history = h
 	}
-	h.mu.Lock()
 	h.seq++
 	view = h.see(view)
 	expiring := slices.ContainsFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
-	h.mu.Unlock()
 	if expiring {
 		// A view about to leave the union is looked for once more: a
 		// balancer's turns can keep a client's requests off one server for
 		// a while (each refresh sends two requests at once), and a server
 		// that still disagrees must not flap out and in.
 		if other := u.resample(ctx, view); other != nil {
-			h.mu.Lock()
 			h.see(other)
-			h.mu.Unlock()
 		}
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	// Views not seen for mixedWindow refreshes leave; the latest stays.
 	h.views = slices.DeleteFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
 	if len(h.views) < 2 {
-		u.history.Store(nil)
+		u.history = nil
 		if s.content != view {
 			return &Snapshot{content: view, validated: s.validated, fetched: s.fetched}
 		}
@@ -314,37 +308,35 @@ func (s *Snapshot) Partial() (versions []schema.GroupVersion, resources []schema
 // (req.Close). With a rest.Config (New), its transport is also its own (a
 // config with a Dial is never shared by client-go's transport cache), and
 // its idle connections are closed first, so that the first request does
-// not reuse one, and nobody else's are closed. Built on first use: a
-// client whose servers agree never needs it.
+// not reuse one. Without one (NewForHTTPClient), the transport is the
+// caller's, whose idle connections are not the client's to close. Built on
+// first use: a client whose servers agree never needs it.
 func (u *union) newConnections() *httpx.Client {
-	if fresh := u.fresh.Load(); fresh != nil {
-		utilnet.CloseIdleConnectionsFor(fresh.HC.Transport)
-		return fresh
+	if u.fresh == nil {
+		u.fresh, u.freshOwn = u.newConnectionsClient()
 	}
+	if u.freshOwn {
+		utilnet.CloseIdleConnectionsFor(u.fresh.HC.Transport)
+	}
+	return u.fresh
+}
+
+func (u *union) newConnectionsClient() (fresh *httpx.Client, own bool) {
 	f := *u.read.http
-	own := false
 	if u.config != nil {
 		cfg := rest.CopyConfig(u.config)
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {
 			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: closingTransport{countingTransport{next: hc.Transport, n: &u.read.stats.requests}}, Timeout: hc.Timeout}, DefaultMaxRedirects)
-			own = true
-		} else {
-			u.read.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
+			return &f, true
 		}
+		u.read.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
 	}
-	if !own {
-		hc := *u.read.http.HC
-		hc.Transport = closingTransport{next: hc.Transport}
-		f.HC = &hc
-	}
-	if !u.fresh.CompareAndSwap(nil, &f) {
-		utilnet.CloseIdleConnectionsFor(f.HC.Transport)
-	}
-	fresh := u.fresh.Load()
-	utilnet.CloseIdleConnectionsFor(fresh.HC.Transport)
-	return fresh
+	hc := *u.read.http.HC
+	hc.Transport = closingTransport{next: hc.Transport}
+	f.HC = &hc
+	return &f, false
 }
 
 // closingTransport closes each request's connection after it.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -195,5 +196,42 @@ func TestOneServerMovingOnIsNotDisagreement(t *testing.T) {
 	}
 	if _, ok := s.Group("b0.burst.example.com"); ok || s.Mixed() {
 		t.Errorf("a deleted group is still served after a refresh (mixed %v)", s.Mixed())
+	}
+}
+
+// idleCloses is a transport that counts the calls to close its idle
+// connections.
+type idleCloses struct {
+	next   http.RoundTripper
+	closes atomic.Int32
+}
+
+func (t *idleCloses) RoundTrip(r *http.Request) (*http.Response, error) { return t.next.RoundTrip(r) }
+func (t *idleCloses) CloseIdleConnections()                             { t.closes.Add(1) }
+
+// TestResampleLeavesCallersConnections: a client on the caller's HTTP
+// client (NewForHTTPClient) resamples disagreeing servers on new
+// connections without closing the idle connections of the caller's
+// transport, which others may be using.
+func TestResampleLeavesCallersConnections(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin))
+	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "upgraded.example.com", Versions: []string{"v1"}, Kind: "New"}); err != nil {
+		t.Fatal(err)
+	}
+	tr := &idleCloses{next: http.DefaultTransport}
+	c, err := discovery.NewForHTTPClient(&http.Client{Transport: tr}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := c.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Stats().Resamples == 0 || !c.Current().Mixed() {
+		t.Fatalf("no resample through disagreeing servers (resamples %d, mixed %v)", c.Stats().Resamples, c.Current().Mixed())
+	}
+	if n := tr.closes.Load(); n != 0 {
+		t.Errorf("the caller's transport had its idle connections closed %d times", n)
 	}
 }
