@@ -29,7 +29,7 @@ import (
 //     once), and the run queued behind it starts as soon as it returns.
 //   - No lock is held across I/O or a callback: r.mu guards a few fields,
 //     and subscribers are called on goroutines of their own after
-//     publication (change.go).
+//     publication (subscriber, below).
 //   - Writing the disk cache comes after publication and does not hold up
 //     the next run; the callers of a run wait for its write, so that a
 //     program that refreshes and exits leaves its snapshot on disk.
@@ -295,7 +295,7 @@ type subscriber struct {
 	fn func(Change)
 
 	mu      sync.Mutex
-	seen    *Snapshot // the New of the last change delivered (or skipped as empty)
+	seen    *Snapshot // the New of the last change delivered (an empty change leaves it)
 	latest  *Snapshot // the newest snapshot offered, not yet delivered
 	running bool      // a delivery goroutine is under way
 	stopped bool      // unsubscribed: no call begins after this is set
