@@ -28,11 +28,16 @@ type memStore struct {
 	mu      sync.Mutex
 	m       map[diskcache.Key][]byte
 	putWait time.Duration // each Put sleeps this long first
+	getWait time.Duration // each Get sleeps this long first
 }
 
 func newMemStore() *memStore { return &memStore{m: map[diskcache.Key][]byte{}} }
 
 func (s *memStore) Get(key diskcache.Key) ([]byte, bool) {
+	s.mu.Lock()
+	wait := s.getWait
+	s.mu.Unlock()
+	time.Sleep(wait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.m[key]
@@ -405,5 +410,40 @@ func TestSubscribePromises(t *testing.T) {
 			t.Errorf("an unsubscribed function was called: %d changes, want 4", n)
 		}
 		fast.mu.Unlock()
+	})
+}
+
+// TestWarmStartWaitsWithinContext pins warmStart's promise: callers wait
+// for the disk cache's one read until their context ends, and the read,
+// once done, is published and served. In a bubble, with a store whose
+// reads take 10 s.
+func TestWarmStartWaitsWithinContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, hc, base := discoverytest.StartInProcess(t)
+		store := newMemStore()
+		first, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := first.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		store.mu.Lock()
+		store.getWait = 10 * time.Second
+		store.mu.Unlock()
+		c, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store), discovery.WithMaxAge(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		if s, err := c.Snapshot(ctx); s != nil || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != time.Second {
+			t.Errorf("Snapshot during a slow warm start: %v after %v; want ctx's deadline after 1s", err, time.Since(start))
+		}
+		s, err := c.Snapshot(t.Context())
+		if err != nil || !s.FromDisk() || time.Since(start) != 10*time.Second {
+			t.Errorf("Snapshot after the warm start: %v, from disk %v, after %v; want the disk's snapshot when its read ends (10s)", err, s != nil && s.FromDisk(), time.Since(start))
+		}
 	})
 }
