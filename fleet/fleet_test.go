@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -362,7 +361,7 @@ func TestFleetThroughAProxy(t *testing.T) {
 	// which a real server keeps built: so that no size probe times out on
 	// that.
 	for _, id := range ids[:2] {
-		warmOpenAPIRoot(t, base+discoverytest.ClusterPath(id))
+		fleet.WarmOpenAPIRoot(t, base+discoverytest.ClusterPath(id))
 	}
 	f := newFleet(t, fleet.WithCacheDir(t.TempDir()))
 	for _, id := range ids {
@@ -411,17 +410,6 @@ func TestFleetThroughAProxy(t *testing.T) {
 	if fetched != 1 {
 		t.Errorf("apps/v1's document (the same in both surfaces) fetched %d times for 6 clusters, want once", fetched)
 	}
-}
-
-// warmOpenAPIRoot reads a fake cluster's OpenAPI root once.
-func warmOpenAPIRoot(t *testing.T, base string) {
-	t.Helper()
-	resp, err := http.Get(base + "/openapi/v3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 }
 
 // TestOptionsCannotLie: an option that cannot mean anything is an error

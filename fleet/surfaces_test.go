@@ -453,7 +453,11 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	runtime.KeepAlive(clients)
 }
 
-// warmOpenAPIRoot reads a fake server's OpenAPI root once.
+// WarmOpenAPIRoot is warmOpenAPIRoot for the package's external tests.
+var WarmOpenAPIRoot = warmOpenAPIRoot
+
+// warmOpenAPIRoot reads a fake server's OpenAPI root once (the fake builds
+// it on the first request; a real server keeps it built).
 func warmOpenAPIRoot(t *testing.T, base string) {
 	t.Helper()
 	resp, err := http.Get(base + "/openapi/v3")
