@@ -26,16 +26,19 @@
 // # Freshness
 //
 // A lookup that finds nothing refreshes discovery conditionally (two 304s
-// when nothing changed), at most once per [WithMissRefreshInterval] (a
-// second) for the whole mapper, so a kind that was just installed is found
-// within a second and a kind that never existed costs almost nothing to ask
-// for again. Installed, deleted, re-scoped and re-versioned CRDs show after
-// the next refresh, without a new mapper; discovery/watch makes
-// that refresh happen as soon as the server serves the change.
+// when nothing changed): at once the first time a question misses, so a kind
+// whose CRD was just served is found at its first lookup whatever missed
+// before, and then after a backoff that grows from 50 ms to
+// [WithMissRefreshInterval] (a second), within budgets that keep a loop over
+// kinds that never exist to about one refresh a second. Installed, deleted,
+// re-scoped and re-versioned CRDs show after the next refresh, without a
+// new mapper; discovery/watch makes that refresh happen as soon as the
+// server serves the change.
 //
 // # Files
 //
-//   - mapper.go: [Mapper], its options and methods, the miss limiter.
+//   - mapper.go: [Mapper], its options and methods.
+//   - misses.go: which lookups that find nothing refresh discovery.
 //   - state.go: what one snapshot generation derives (indexes built on first
 //     use, client-go's mapper for the rest) and how a question is answered.
 //   - native.go: the name and kind indexes that answer common questions.

@@ -16,7 +16,8 @@ import (
 )
 
 // DefaultMissRefreshInterval is how often, at most, lookups that find
-// nothing may refresh discovery.
+// nothing may refresh discovery once their bursts are spent (see
+// WithMissRefreshInterval).
 const DefaultMissRefreshInterval = time.Second
 
 type options struct {
@@ -29,12 +30,15 @@ type options struct {
 // Option configures a Mapper.
 type Option func(*options) error
 
-// WithMissRefreshInterval sets how often, at most, a lookup that finds
-// nothing refreshes discovery: once per interval for the whole mapper,
-// whatever was asked for. A kind that keeps being asked for
-// is therefore found within about one interval of being served, and a loop
-// over a kind that never exists costs one refresh (two 304s) an interval.
-// Default: DefaultMissRefreshInterval (1s).
+// WithMissRefreshInterval sets the pace of refreshes made by lookups that
+// find nothing. The first miss of a question refreshes at once, so a kind
+// whose CRD was just served is found at its first lookup; the same
+// question missing again refreshes after 50 ms, then after twice as long
+// each time, up to the interval. Across all questions, first misses
+// refresh at most 8 times in a row and then once per interval, and so do
+// repeated misses: a loop over a kind that never exists costs a handful of
+// refreshes (two 304s each) in its first second and then one an interval,
+// whatever else is asked for. Default: DefaultMissRefreshInterval (1s).
 func WithMissRefreshInterval(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -71,10 +75,11 @@ func WithWarningHandler(f func(string)) Option {
 // slice or *meta.RESTMapping.
 //
 // A lookup that finds nothing refreshes discovery conditionally (two 304s
-// when nothing changed) and tries again, at most once a second for the
-// whole mapper (WithMissRefreshInterval), so a kind asked for before its CRD
-// is served is found within a second of it, and a loop over a kind that
-// does not exist costs almost nothing. Any newer snapshot of the client
+// when nothing changed) and tries again: at once the first time a question
+// misses, then after a backoff (WithMissRefreshInterval), so a kind whose
+// CRD was just served is found at its first lookup and a loop over a kind
+// that does not exist costs about one refresh a second. Any newer snapshot
+// of the client
 // (revalidated in the background, by discovery/watch or Poll, or by
 // another caller) answers the next lookup; readers never wait for it.
 type Mapper struct {
@@ -88,8 +93,7 @@ type Mapper struct {
 	// reads the clock to see whether discovery should be revalidated.
 	lookups atomic.Uint32
 
-	// lastMissRefresh is when a miss last refreshed discovery (unix nanos).
-	lastMissRefresh atomic.Int64
+	misses misses
 }
 
 var (
@@ -108,7 +112,7 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 			return nil, err
 		}
 	}
-	return &Mapper{client: c, opts: o}, nil
+	return &Mapper{client: c, opts: o, misses: newMisses(o.missInterval)}, nil
 }
 
 // revalidateEvery is how many lookups share one look at the clock: the
@@ -149,7 +153,7 @@ func (m *Mapper) current(ctx context.Context) (*state, error) {
 }
 
 // lookup answers one question (versions: see several), refreshing
-// discovery on a miss when the miss limiter (mayRefresh) allows.
+// discovery on a miss when the miss policy (misses.mayRefresh) allows.
 func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	ctx := context.Background()
 	st, err := m.current(ctx)
@@ -157,30 +161,18 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 		return answer{err: err}
 	}
 	a := st.answer(k, versions)
-	if a.err == nil || !meta.IsNoMatchError(a.err) || !m.mayRefresh() {
+	if a.err == nil || !meta.IsNoMatchError(a.err) || !m.misses.mayRefresh(k, m.opts.clock.Now()) {
 		return a
 	}
 	if _, err := m.client.Refresh(ctx); err != nil && m.client.Current() == nil {
 		return a
 	}
 	if st2, _ := m.current(ctx); st2 != nil && st2 != st {
-		return st2.answer(k, versions)
+		if a = st2.answer(k, versions); a.err == nil {
+			m.misses.found(k)
+		}
 	}
 	return a
-}
-
-// mayRefresh says whether a miss may refresh discovery now: at most once
-// per interval for the whole mapper, so that neither one kind asked for in
-// a loop nor many different missing kinds can send more. (A per-input
-// backoff let a kind asked for long before its CRD appeared wait up to its
-// grown backoff, and many inputs multiplied the requests.)
-func (m *Mapper) mayRefresh() bool {
-	now := m.opts.clock.Now().UnixNano()
-	last := m.lastMissRefresh.Load()
-	if last != 0 && now-last < int64(m.opts.missInterval) {
-		return false
-	}
-	return m.lastMissRefresh.CompareAndSwap(last, now)
 }
 
 func (m *Mapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {

@@ -59,7 +59,8 @@ func WithWatchOptions(o ...watch.Option) Option {
 // and, as a manager.Runnable, keeps their discovery current with
 // discovery/watch while the manager runs. Without being added to the
 // manager, a mapper still finds a new kind on its own: a lookup that finds
-// nothing refreshes discovery, at most once a second.
+// nothing refreshes discovery (restmapper's miss policy: at once for a
+// question's first miss, then backing off to once a second).
 type Provider struct {
 	discoveryOpts []discovery.Option
 	mapperOpts    []restmapper.Option

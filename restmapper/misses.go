@@ -1,0 +1,84 @@
+package restmapper
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Miss policy. A lookup that finds nothing may be asking for a kind whose
+// CRD was served a moment ago (a controller creating a CRD and then its
+// objects), or for one that never exists (optional integrations probed in
+// a loop). The first must be found at its first lookup, whatever else
+// missed before; the second must cost the API server almost nothing. So a
+// question's first miss refreshes at once and its repeats back off, and two
+// budgets, one for first misses and one for repeats, bound what all
+// questions together can send: a loop over never-existing kinds cannot
+// spend the budget that finds a new one.
+//
+// (Before: one limiter for the whole mapper, a refresh a second. A second
+// CRD looked up right after the first was not found, and a kind polled for
+// while its CRD became established was found a second late.)
+const (
+	missFirstBackoff = 50 * time.Millisecond // a question's wait before its second miss refreshes
+	missBurst        = 8                     // refreshes in a row each budget allows
+	missKeys         = 4096                  // questions remembered; past it, all are new again
+)
+
+// misses decides which misses refresh discovery. Misses are the rare path:
+// one mutex is enough.
+type misses struct {
+	mu       sync.Mutex
+	max      time.Duration // the longest a question's backoff grows (the interval)
+	firsts   *rate.Limiter // first misses of a question
+	repeats  *rate.Limiter // later misses, once their backoff has passed
+	backoffs map[memoKey]backoff
+}
+
+type backoff struct {
+	next time.Time     // when the question's next miss may refresh
+	wait time.Duration // how long after that the one after may
+}
+
+func newMisses(interval time.Duration) misses {
+	return misses{
+		max:      interval,
+		firsts:   rate.NewLimiter(rate.Every(interval), missBurst),
+		repeats:  rate.NewLimiter(rate.Every(interval), missBurst),
+		backoffs: map[memoKey]backoff{},
+	}
+}
+
+// mayRefresh says whether a miss of k at now may refresh discovery, and
+// if so counts it.
+func (p *misses) mayRefresh(k memoKey, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, seen := p.backoffs[k]
+	if seen && now.Before(b.next) {
+		return false
+	}
+	budget := p.repeats
+	if !seen {
+		budget = p.firsts
+		b.wait = missFirstBackoff
+	}
+	if !budget.AllowN(now, 1) {
+		return false
+	}
+	if !seen && len(p.backoffs) >= missKeys {
+		clear(p.backoffs) // bounded memory; the first-miss budget bounds what this costs
+	}
+	b.next = now.Add(min(b.wait, p.max))
+	b.wait = min(2*b.wait, p.max)
+	p.backoffs[k] = b
+	return true
+}
+
+// found forgets k's backoff: it is served now.
+func (p *misses) found(k memoKey) {
+	p.mu.Lock()
+	delete(p.backoffs, k)
+	p.mu.Unlock()
+}

@@ -1,0 +1,72 @@
+package restmapper
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestMissPolicy pins misses.go's promises on the policy alone: a first
+// miss refreshes, repeats back off from 50 ms doubling to the interval,
+// each budget allows 8 in a row and then one an interval, a question found
+// starts afresh, and what it remembers is bounded.
+func TestMissPolicy(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := newMisses(time.Second)
+	k := memoKey{op: opRESTMapping, group: "g", name: "K"}
+	var at []time.Duration
+	for d := time.Duration(0); d < 3*time.Second; d += time.Millisecond {
+		if p.mayRefresh(k, now.Add(d)) {
+			at = append(at, d)
+		}
+	}
+	want := []time.Duration{0, 50 * time.Millisecond, 150 * time.Millisecond, 350 * time.Millisecond, 750 * time.Millisecond, 1550 * time.Millisecond, 2550 * time.Millisecond}
+	if fmt.Sprint(at) != fmt.Sprint(want) {
+		t.Errorf("one question missing every ms refreshed at %v, want %v", at, want)
+	}
+
+	p.found(k)
+	if !p.mayRefresh(k, now.Add(3*time.Second)) {
+		t.Error("a question found and then missing again is not a first miss")
+	}
+
+	p = newMisses(time.Second)
+	n := 0
+	for i := range 100 {
+		if p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now) {
+			n++
+		}
+	}
+	if n != missBurst {
+		t.Errorf("100 first misses at once refreshed %d times, want the burst of %d", n, missBurst)
+	}
+	if p.mayRefresh(memoKey{name: "new"}, now.Add(500*time.Millisecond)) {
+		t.Error("a first miss refreshed half an interval after the burst was spent")
+	}
+	if !p.mayRefresh(memoKey{name: "new"}, now.Add(time.Second)) {
+		t.Error("a first miss did not refresh an interval after the burst was spent")
+	}
+
+	// Repeats spend their own budget, not the first misses'.
+	p = newMisses(time.Second)
+	for i := range missBurst {
+		p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now)
+	}
+	for d := 50 * time.Millisecond; d < time.Second; d += time.Millisecond {
+		for i := range missBurst {
+			p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now.Add(d))
+		}
+	}
+	if p.repeats.TokensAt(now.Add(time.Second)) >= 1 || p.firsts.TokensAt(now.Add(time.Second)) < 1 {
+		t.Errorf("after repeats spent their budget: repeats %.1f, firsts %.1f tokens; want repeats spent and firsts refilled",
+			p.repeats.TokensAt(now.Add(time.Second)), p.firsts.TokensAt(now.Add(time.Second)))
+	}
+
+	p = newMisses(time.Second)
+	for i := range 5 * missKeys {
+		p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now.Add(time.Duration(i)*time.Second))
+	}
+	if len(p.backoffs) > missKeys {
+		t.Errorf("remembers %d questions, want at most %d", len(p.backoffs), missKeys)
+	}
+}
