@@ -156,12 +156,15 @@ func (m *Mapper) current(ctx context.Context) (*state, error) {
 // discovery on a miss when the miss policy (misses.mayRefresh) allows.
 func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	ctx := context.Background()
+	cold := m.client.Current() == nil
 	st, err := m.current(ctx)
 	if st == nil {
 		return answer{err: err}
 	}
 	a := st.answer(k, versions)
-	if a.err == nil || !meta.IsNoMatchError(a.err) || !m.misses.mayRefresh(k, m.opts.clock.Now()) {
+	// A cold lookup's snapshot was read after it began: a refresh would
+	// read the same.
+	if a.err == nil || !meta.IsNoMatchError(a.err) || cold || !m.misses.mayRefresh(k, m.opts.clock.Now()) {
 		return a
 	}
 	if _, err := m.client.Refresh(ctx); err != nil && m.client.Current() == nil {
