@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // This file is controller-runtime v0.25.2's pkg/client/apiutil/restmapper_test.go
 // (TestLazyRestMapperProvider, its 12 cases under aggregated and legacy
 // discovery), ported to run each case against controller-runtime's own
