@@ -91,7 +91,16 @@ type Resource struct {
 	// explicitKind records whether the server named the kind's group and
 	// version or left them empty, which the client-go adapter reproduces.
 	explicitKind bool
+	// subresourcesOnly: listed without a kind, for its subresources.
+	subresourcesOnly bool
 }
+
+// SubresourcesOnly reports whether the server listed the resource only for
+// its subresources, without a kind, as kube-aggregator lists custom and
+// external metrics ("pods/http_requests" under a kindless "pods"). Its Kind
+// is empty; client-go lists its subresources and not it, and nothing maps
+// it.
+func (r *Resource) SubresourcesOnly() bool { return r.subresourcesOnly }
 
 // ExplicitKind reports whether the server named the kind's group and
 // version (client-go's APIResource.Group and Version are then set) rather
@@ -131,13 +140,22 @@ type Version struct {
 type Group struct {
 	Name     string
 	Versions []Version
+
+	// preferred names the preferred version when legacy discovery listed
+	// another first; client-go keeps the server's order.
+	preferred string
 }
 
 // PreferredVersion is the version the server prefers, or nil for a group
-// with no versions.
+// with no versions: the first, unless legacy discovery named another.
 func (g *Group) PreferredVersion() *Version {
 	if len(g.Versions) == 0 {
 		return nil
+	}
+	for i := range g.Versions {
+		if g.Versions[i].Version == g.preferred {
+			return &g.Versions[i]
+		}
 	}
 	return &g.Versions[0]
 }

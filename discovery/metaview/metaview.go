@@ -45,6 +45,13 @@ func Of(s *discovery.Snapshot) *View {
 			aggregated = core.Format != discovery.FormatLegacy
 		}
 		group := metav1.APIGroup{Name: g.Name}
+		// The version the server names preferred (legacy discovery), or
+		// else client-go's rule for aggregated discovery: the first
+		// that is not Stale.
+		named := g.PreferredVersion()
+		if named != nil && named.Freshness == discovery.FreshnessStale {
+			named = nil
+		}
 		for vi := range g.Versions {
 			ver := &g.Versions[vi]
 			gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
@@ -57,8 +64,7 @@ func Of(s *discovery.Snapshot) *View {
 			}
 			d := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: ver.Version}
 			group.Versions = append(group.Versions, d)
-			// client-go prefers the first version that is not Stale.
-			if group.PreferredVersion.Version == "" && ver.Freshness != discovery.FreshnessStale {
+			if named == ver || named == nil && group.PreferredVersion.Version == "" && ver.Freshness != discovery.FreshnessStale {
 				group.PreferredVersion = d
 			}
 			if ver.Freshness == discovery.FreshnessFailed && len(ver.Resources) == 0 {
@@ -102,7 +108,11 @@ func toAPIResourceList(gv schema.GroupVersion, rs []discovery.Resource, aggregat
 		if r.ExplicitKind() {
 			res.Group, res.Version = r.Kind.Group, r.Kind.Version
 		}
-		list.APIResources = append(list.APIResources, res)
+		if !r.SubresourcesOnly() {
+			// One listed only for its subresources is not listed
+			// itself, as client-go converts it.
+			list.APIResources = append(list.APIResources, res)
+		}
 		for j := range r.Subresources {
 			s := &r.Subresources[j]
 			sub := metav1.APIResource{
