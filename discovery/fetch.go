@@ -260,7 +260,7 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 			for i := range work {
 				g := &groups[jobs[i].g]
 				v := &g.Versions[jobs[i].v]
-				v.Resources, errs[i] = r.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
+				v.Resources, v.legacyType, errs[i] = r.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
 			}
 		}()
 	}
@@ -300,7 +300,7 @@ func legacyVersion(group string, v metav1.GroupVersionForDiscovery) string {
 // group-version is gone, and keepLastKnown keeps nothing of it. A transient
 // failure (a 5xx, a 429 past the retries, a reset connection) is asked once
 // more, as client-go's discovery retries.
-func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) ([]Resource, error) {
+func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) ([]Resource, metav1.TypeMeta, error) {
 	path := "/apis/" + gv.String()
 	if gv.Group == "" {
 		path = "/api/" + gv.Version
@@ -310,10 +310,10 @@ func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion)
 		resp, err = r.get(ctx, r.http, httpx.Request{Ref: path, Accept: r.legacyAccept()})
 	}
 	if err != nil && gv == (schema.GroupVersion{Version: "v1"}) && apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, metav1.TypeMeta{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, metav1.TypeMeta{}, err
 	}
 	body := resp.Body
 	contentType := resp.Header.Get("Content-Type")
@@ -322,16 +322,24 @@ func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion)
 		err = fmt.Errorf("an aggregated type answered a legacy request")
 	}
 	if err != nil {
-		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
+		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
 	var list metav1.APIResourceList
 	if err := decodeLegacy(body, mt, "APIResourceList", &list); err != nil {
-		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
+		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
 	if list.GroupVersion != gv.String() {
-		return nil, &ResponseError{Path: path, ContentType: contentType, Err: fmt.Errorf("document is for %q", list.GroupVersion)}
+		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: fmt.Errorf("document is for %q", list.GroupVersion)}
 	}
-	return fromLegacyResources(gv, list.APIResources), nil
+	typ := list.TypeMeta
+	if mt.Protobuf {
+		// What the JSON document would have said (metaview).
+		typ = metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}
+		if gv.Group == "" || gv.Group == "extensions" {
+			typ.APIVersion = ""
+		}
+	}
+	return fromLegacyResources(gv, list.APIResources), typ, nil
 }
 
 // keepLastKnown gives a group-version that is not current the resources it

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -133,6 +134,16 @@ type Version struct {
 	// resources and the client kept those of an earlier snapshot.
 	LastKnown bool
 	Resources []Resource
+
+	legacyType metav1.TypeMeta // of its legacy document
+}
+
+// LegacyType is the apiVersion and kind the group-version's legacy
+// discovery document carried (kube-apiserver writes the core group's
+// without apiVersion; hand-written servers may write neither), which
+// client-go's APIResourceList keeps. Empty from aggregated discovery.
+func (v *Version) LegacyType() (apiVersion, kind string) {
+	return v.legacyType.APIVersion, v.legacyType.Kind
 }
 
 // Group is an API group; its Versions are in the server's preference order.

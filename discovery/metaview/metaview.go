@@ -70,7 +70,13 @@ func Of(s *discovery.Snapshot) *View {
 			if ver.Freshness == discovery.FreshnessFailed && len(ver.Resources) == 0 {
 				continue
 			}
-			v.Resources[gv] = toAPIResourceList(gv, ver.Resources, aggregated)
+			list := toAPIResourceList(gv, ver.Resources, aggregated)
+			if !aggregated {
+				// client-go keeps the type of the legacy document it
+				// decoded.
+				list.APIVersion, list.Kind = ver.LegacyType()
+			}
+			v.Resources[gv] = list
 		}
 		if group.PreferredVersion.Version == "" && len(group.Versions) > 0 {
 			group.PreferredVersion = group.Versions[0]
@@ -85,14 +91,6 @@ func Of(s *discovery.Snapshot) *View {
 // take their parent's singular name; from legacy, what the server sent.
 func toAPIResourceList(gv schema.GroupVersion, rs []discovery.Resource, aggregated bool) *metav1.APIResourceList {
 	list := &metav1.APIResourceList{GroupVersion: gv.String()}
-	if !aggregated {
-		// client-go keeps the type of the legacy document it decoded; the
-		// server writes the core and extensions groups' without apiVersion.
-		list.Kind, list.APIVersion = "APIResourceList", "v1"
-		if gv.Group == "" || gv.Group == "extensions" {
-			list.APIVersion = ""
-		}
-	}
 	for i := range rs {
 		r := &rs[i]
 		res := metav1.APIResource{

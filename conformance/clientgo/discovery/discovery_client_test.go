@@ -811,6 +811,7 @@ func TestServerPreferredResourcesRetries(t *testing.T) {
 }
 
 func testServerPreferredResourcesRetries(t *testing.T, side sides.Side) {
+	side.SkipKubeatlas(t, "a legacy document that names another group-version (this case serves \"extensions/v1\" at /apis/extensions/v1beta1) is an error, not filed under the name it gives (discovery/clientgo doc); the one retry of a 500 is pinned by discovery's TestLegacyRetriesTransientOnce")
 	stable := metav1.APIResourceList{
 		GroupVersion: "v1",
 		APIResources: []metav1.APIResource{
@@ -1344,6 +1345,9 @@ func testAggregatedServerGroups(t *testing.T, side sides.Side) {
 	}
 
 	for _, test := range tests {
+		if side.SkipStale(t, test.name, test.corev1, test.apis) {
+			continue
+		}
 		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			var output []byte
 			var err error
@@ -1948,6 +1952,9 @@ func testAggregatedServerGroupsAndResources(t *testing.T, side sides.Side) {
 	}
 
 	for _, test := range tests {
+		if side.SkipStale(t, test.name, test.corev1, test.apis) {
+			continue
+		}
 		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			var agg *apidiscovery.APIGroupDiscoveryList
 			switch req.URL.Path {
@@ -2097,6 +2104,9 @@ func testAggregatedServerGroupsAndResourcesWithErrors(t *testing.T, side sides.S
 	}
 
 	for _, test := range tests {
+		if side.SkipStale(t, test.name, test.corev1, test.apis) {
+			continue
+		}
 		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			var output []byte
 			var err error
@@ -2722,6 +2732,9 @@ func testAggregatedServerPreferredResources(t *testing.T, side sides.Side) {
 	}
 
 	for _, test := range tests {
+		if side.SkipStale(t, test.name, test.corev1, test.apis) {
+			continue
+		}
 		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			var output []byte
 			var err error
