@@ -46,6 +46,15 @@ import (
 // v3 unless WithOpenAPIV3 gives another client (kubeatlas's, say:
 // openapi3/clientgo.New).
 //
+// Other differences, each for a reason a user sees: the Accept header asks
+// for protobuf v2 first, then JSON v2, v2beta1 and legacy JSON (smaller,
+// faster reads; client-go asks for JSON v2 then legacy JSON); a legacy
+// document that names another group-version than the one asked for is an
+// error (client-go files its resources under the name it gives, mixing two
+// versions); GroupsAndMaybeResources returns resources and failures from
+// legacy servers too (one snapshot answers everything). client-go v0.37.2's
+// own tests run against this adapter in conformance/clientgo.
+//
 // The conversion of the latest snapshot is kept (one per adapter); a
 // refresh that found nothing changed (two 304s) keeps the same generation
 // and so the same conversion.

@@ -78,6 +78,11 @@ func Of(s *discovery.Snapshot) *View {
 			}
 			v.Resources[gv] = list
 		}
+		if g.Name == "" && len(group.Versions) == 0 {
+			// client-go lists the core group only when /api names a
+			// version (an extension API server serves none).
+			continue
+		}
 		if group.PreferredVersion.Version == "" && len(group.Versions) > 0 {
 			group.PreferredVersion = group.Versions[0]
 		}

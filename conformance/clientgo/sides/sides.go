@@ -14,6 +14,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
@@ -117,7 +120,7 @@ func Serve(t *testing.T, d cgdiscovery.DiscoveryInterface) *httptest.Server {
 		switch p := strings.Trim(r.URL.Path, "/"); {
 		case p == "api" || p == "apis":
 			var groups *metav1.APIGroupList
-			groups, err = d.ServerGroups()
+			groups, err = serverGroups(r, d)
 			if err != nil {
 				break
 			}
@@ -141,9 +144,9 @@ func Serve(t *testing.T, d cgdiscovery.DiscoveryInterface) *httptest.Server {
 			}
 			obj = named
 		case strings.HasPrefix(p, "api/"):
-			obj, err = d.ServerResourcesForGroupVersion(strings.TrimPrefix(p, "api/"))
+			obj, err = serverResources(r, d, strings.TrimPrefix(p, "api/"))
 		case strings.HasPrefix(p, "apis/"):
-			obj, err = d.ServerResourcesForGroupVersion(strings.TrimPrefix(p, "apis/"))
+			obj, err = serverResources(r, d, strings.TrimPrefix(p, "apis/"))
 		default:
 			http.NotFound(w, r)
 			return
@@ -230,4 +233,71 @@ func (s Side) SkipStale(t *testing.T, name string, lists ...*apidiscoveryv2.APIG
 		}
 	}
 	return false
+}
+
+// NewMemCacheClient is client-go's memory.NewMemCacheClientWithContext(d)
+// on client-go's side; on kubeatlas's, the adapter over d's server: the
+// server d is a client of, or, for a fake, a server that serves it
+// (Serve).
+func (s Side) NewMemCacheClient(t *testing.T, d cgdiscovery.DiscoveryInterface) CachedClient {
+	t.Helper()
+	if !s.Kubeatlas {
+		if dc, ok := d.(cgdiscovery.DiscoveryInterfaceWithContext); ok {
+			return memory.NewMemCacheClientWithContext(dc).(CachedClient)
+		}
+		return memory.NewMemCacheClient(d).(CachedClient)
+	}
+	host := ""
+	if dc, ok := d.(*cgdiscovery.DiscoveryClient); ok {
+		u := dc.RESTClient().(*rest.RESTClient).Get().URL()
+		host = u.Scheme + "://" + u.Host
+	} else {
+		host = Serve(t, d).URL
+	}
+	return s.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: host}).(CachedClient)
+}
+
+// CachedClient is what the memory cache's tests call: client-go's memory
+// cache and kubeatlas's adapter are both one.
+type CachedClient interface {
+	cgdiscovery.CachedDiscoveryInterface
+	cgdiscovery.CachedDiscoveryInterfaceWithContext
+	cgdiscovery.AggregatedDiscoveryInterface
+}
+
+// serverGroups asks d as a caller would: through its WithContext methods
+// when it has them (upstream's fakeDiscoveryWithContext has only those).
+func serverGroups(r *http.Request, d cgdiscovery.DiscoveryInterface) (*metav1.APIGroupList, error) {
+	if dc, ok := d.(cgdiscovery.DiscoveryInterfaceWithContext); ok {
+		return dc.ServerGroupsWithContext(r.Context())
+	}
+	return d.ServerGroups()
+}
+
+func serverResources(r *http.Request, d cgdiscovery.DiscoveryInterface, gv string) (*metav1.APIResourceList, error) {
+	if dc, ok := d.(cgdiscovery.DiscoveryInterfaceWithContext); ok {
+		return dc.ServerResourcesForGroupVersionWithContext(r.Context(), gv)
+	}
+	return d.ServerResourcesForGroupVersion(gv)
+}
+
+// ClientGoTestdata is client-go's own testdata directory (in the module
+// cache), which upstream's OpenAPI tests reach as "../../testdata".
+func ClientGoTestdata(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/client-go").Output()
+	if err != nil {
+		t.Fatalf("finding client-go's module: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "testdata")
+}
+
+// OpenDivergence skips the kubeatlas side of a case that still fails for a
+// reason not yet fixed nor documented: it is work left, named so that
+// `go test -v` lists it, not a documented difference.
+func (s Side) OpenDivergence(t *testing.T, reason string) {
+	t.Helper()
+	if s.Kubeatlas {
+		t.Skip("OPEN divergence, not yet fixed (issue 25): " + reason)
+	}
 }
