@@ -811,7 +811,7 @@ func TestServerPreferredResourcesRetries(t *testing.T) {
 }
 
 func testServerPreferredResourcesRetries(t *testing.T, side sides.Side) {
-	side.SkipKubeatlas(t, "a legacy document that names another group-version (this case serves \"extensions/v1\" at /apis/extensions/v1beta1) is an error, not filed under the name it gives (discovery/clientgo doc); the one retry of a 500 is pinned by discovery's TestLegacyRetriesTransientOnce")
+	side.SkipKubeatlas(t, "a legacy document that names another group-version (this case serves \"extensions/v1\" at /apis/extensions/v1beta1) is an error, not filed under the name it gives (discovery/clientgo doc)")
 	stable := metav1.APIResourceList{
 		GroupVersion: "v1",
 		APIResources: []metav1.APIResource{
@@ -2859,7 +2859,7 @@ func TestDiscoveryContentTypeVersion(t *testing.T) {
 func TestUseLegacyDiscovery(t *testing.T) { sides.Run(t, testUseLegacyDiscovery) }
 
 func testUseLegacyDiscovery(t *testing.T, side sides.Side) {
-	side.SkipKubeatlas(t, "the Accept header: kubeatlas asks for protobuf v2 first, then JSON v2, v2beta1 and legacy JSON (discovery/clientgo doc); its legacy-only Accept is pinned by TestLegacyOnlyAccept")
+	side.SkipKubeatlas(t, "the Accept header: kubeatlas asks for protobuf v2 first, then JSON v2, v2beta1 and legacy JSON (discovery/clientgo doc)")
 	// kubeatlas: upstream's unexported acceptDiscoveryFormats.
 	acceptDiscoveryFormats := AcceptV2 + "," + AcceptV1
 	// Default client sends aggregated discovery accept format (first) as well as legacy format.

@@ -208,7 +208,7 @@ func StaleGroupVersionError(gv schema.GroupVersion) error {
 
 // StaleKeepsResources is the documented difference of the adapter
 // (discovery/clientgo's doc) behind the cases SkipStale skips.
-const StaleKeepsResources = "a Stale group-version keeps the resources its document lists (client-go drops them and the version); pinned by discovery/clientgo's TestStaleKeepsListedResources"
+const StaleKeepsResources = "a Stale group-version keeps the resources its document lists (client-go drops them and the version)"
 
 // SkipStale reports, on kubeatlas's side, whether a table case serves a
 // Stale group-version that lists resources, whose only cause of failure is
