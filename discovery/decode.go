@@ -45,7 +45,10 @@ func decodeAggregatedVerified(body []byte, mt mediatype.Discovery, etag string) 
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, nil, false, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
 	}
-	if list.APIVersion != apiVersion || list.Kind != "APIGroupDiscoveryList" {
+	// A body without apiVersion and kind is read as the type negotiated,
+	// as client-go reads it: hand-written servers and test fakes omit
+	// them. One that names another type is an error.
+	if (list.APIVersion != "" || list.Kind != "") && (list.APIVersion != apiVersion || list.Kind != "APIGroupDiscoveryList") {
 		return nil, nil, false, fmt.Errorf("body holds %q %q, want %s APIGroupDiscoveryList", list.APIVersion, list.Kind, apiVersion)
 	}
 	verified := false
@@ -93,7 +96,9 @@ type legacyObject interface {
 
 // decodeLegacy decodes a legacy discovery document as JSON or protobuf and
 // checks its kind. Some endpoints (the core group's) write it without an
-// apiVersion.
+// apiVersion; hand-written servers and test fakes without either, and it
+// is then read as the document asked for, as client-go reads it. A body
+// that names another type (a Status, a list of another kind) is an error.
 func decodeLegacy(body []byte, mt mediatype.Discovery, kind string, into legacyObject) error {
 	gotVersion, gotKind := "", ""
 	if mt.Protobuf {
@@ -117,6 +122,9 @@ func decodeLegacy(body []byte, mt mediatype.Discovery, kind string, into legacyO
 		gvk := into.GetObjectKind().GroupVersionKind()
 		gotVersion, gotKind = gvk.GroupVersion().String(), gvk.Kind
 	}
+	if gotKind == "" && gotVersion == "" {
+		return nil
+	}
 	if gotKind != kind || (gotVersion != "v1" && gotVersion != "") {
 		return fmt.Errorf("body holds %q %q, want v1 %s", gotVersion, gotKind, kind)
 	}
@@ -125,7 +133,8 @@ func decodeLegacy(body []byte, mt mediatype.Discovery, kind string, into legacyO
 
 // fromAggregated converts the server's groups into the snapshot's model,
 // dropping duplicate groups, versions and resources (the first wins) and
-// resources without a kind, and noting every Stale group-version.
+// resources without a kind (fromAggregatedResources), and noting every
+// Stale group-version.
 func fromAggregated(items []apidiscoveryv2.APIGroupDiscovery) ([]Group, []*GroupVersionError) {
 	groups := make([]Group, 0, len(items))
 	var failed []*GroupVersionError
@@ -192,43 +201,61 @@ func (s *seenSet) add(name string) bool {
 	return true
 }
 
+// fromAggregatedResources converts one group-version's resources. As
+// client-go, it drops a resource or subresource only when its kind's group,
+// version and kind are all empty; a resource without a kind that has
+// subresources is kept for them (SubresourcesOnly), which is how
+// kube-aggregator lists custom and external metrics ("pods/http_requests"
+// under a kindless "pods").
 func fromAggregatedResources(gv schema.GroupVersion, in []apidiscoveryv2.APIResourceDiscovery) []Resource {
 	out := make([]Resource, 0, len(in))
 	var seen seenSet
 	for i := range in {
 		r := &in[i]
-		if r.ResponseKind == nil || r.ResponseKind.Kind == "" || r.Resource == "" || !seen.add(r.Resource) {
+		if r.Resource == "" {
+			continue
+		}
+		hasKind := kindGiven(r.ResponseKind)
+		var subs []Subresource
+		for j := range r.Subresources {
+			s := &r.Subresources[j]
+			if s.Subresource == "" || !kindGiven(s.ResponseKind) {
+				continue
+			}
+			subs = append(subs, Subresource{
+				Name:         s.Subresource,
+				Kind:         kindIn(gv, s.ResponseKind),
+				Verbs:        s.Verbs,
+				explicitKind: s.ResponseKind.Group != "" || s.ResponseKind.Version != "",
+			})
+		}
+		if !hasKind && len(subs) == 0 || !seen.add(r.Resource) {
 			continue
 		}
 		res := Resource{
 			Name:         r.Resource,
 			SingularName: r.SingularResource,
 			Namespaced:   r.Scope == apidiscoveryv2.ScopeNamespace,
-			Kind:         kindIn(gv, r.ResponseKind),
 			Verbs:        r.Verbs,
 			ShortNames:   r.ShortNames,
 			Categories:   r.Categories,
-			explicitKind: r.ResponseKind.Group != "" || r.ResponseKind.Version != "",
+			Subresources: subs,
 		}
-		if len(r.Subresources) > 0 {
-			res.Subresources = make([]Subresource, 0, len(r.Subresources))
-			for j := range r.Subresources {
-				s := &r.Subresources[j]
-				// Like client-go, a subresource without a kind is dropped.
-				if s.Subresource == "" || s.ResponseKind == nil || s.ResponseKind.Kind == "" {
-					continue
-				}
-				res.Subresources = append(res.Subresources, Subresource{
-					Name:         s.Subresource,
-					Kind:         kindIn(gv, s.ResponseKind),
-					Verbs:        s.Verbs,
-					explicitKind: s.ResponseKind.Group != "" || s.ResponseKind.Version != "",
-				})
-			}
+		if hasKind {
+			res.Kind = kindIn(gv, r.ResponseKind)
+			res.explicitKind = r.ResponseKind.Group != "" || r.ResponseKind.Version != ""
+		} else {
+			res.subresourcesOnly = true
 		}
 		out = append(out, res)
 	}
 	return out
+}
+
+// kindGiven reports whether the server gave any of a kind's group, version
+// and kind, as client-go requires to list a resource.
+func kindGiven(k *metav1.GroupVersionKind) bool {
+	return k != nil && *k != (metav1.GroupVersionKind{})
 }
 
 // kindIn resolves a response kind whose group and version may be left
@@ -242,28 +269,30 @@ func kindIn(gv schema.GroupVersion, k *metav1.GroupVersionKind) schema.GroupVers
 }
 
 // fromLegacyResources folds "<resource>/<subresource>" entries into their
-// resource, as aggregated discovery lists them.
+// resource, as aggregated discovery lists them. Like client-go, it keeps
+// resources without a kind; a subresource whose resource is not listed
+// (legacy custom and external metrics APIs list only "pods/<metric>") gets a
+// SubresourcesOnly parent, so that it is still listed.
 func fromLegacyResources(gv schema.GroupVersion, in []metav1.APIResource) []Resource {
 	out := make([]Resource, 0, len(in))
 	index := make(map[string]int, len(in))
-	for i := range in {
-		r := &in[i]
+	kindOf := func(r *metav1.APIResource) (schema.GroupVersionKind, bool) {
 		kind := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
 		explicit := kind.Group != "" || kind.Version != ""
 		if !explicit {
 			kind.Group, kind.Version = gv.Group, gv.Version
 		}
-		if parent, sub, ok := strings.Cut(r.Name, "/"); ok {
-			if p, found := index[parent]; found && sub != "" {
-				out[p].Subresources = append(out[p].Subresources, Subresource{
-					Name: sub, Kind: kind, Verbs: r.Verbs, explicitKind: explicit, singularName: r.SingularName,
-				})
-			}
+		return kind, explicit
+	}
+	for i := range in {
+		r := &in[i]
+		if r.Name == "" || strings.Contains(r.Name, "/") {
 			continue
 		}
-		if _, dup := index[r.Name]; dup || r.Name == "" || r.Kind == "" {
+		if _, dup := index[r.Name]; dup {
 			continue
 		}
+		kind, explicit := kindOf(r)
 		index[r.Name] = len(out)
 		out = append(out, Resource{
 			Name:         r.Name,
@@ -276,6 +305,23 @@ func fromLegacyResources(gv schema.GroupVersion, in []metav1.APIResource) []Reso
 
 			StorageVersionHash: r.StorageVersionHash,
 			explicitKind:       explicit,
+		})
+	}
+	for i := range in {
+		r := &in[i]
+		parent, sub, ok := strings.Cut(r.Name, "/")
+		if !ok || parent == "" || sub == "" {
+			continue
+		}
+		p, found := index[parent]
+		if !found {
+			p = len(out)
+			index[parent] = p
+			out = append(out, Resource{Name: parent, Namespaced: r.Namespaced, subresourcesOnly: true})
+		}
+		kind, explicit := kindOf(r)
+		out[p].Subresources = append(out[p].Subresources, Subresource{
+			Name: sub, Kind: kind, Verbs: r.Verbs, explicitKind: explicit, singularName: r.SingularName,
 		})
 	}
 	return out

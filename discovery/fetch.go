@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -93,11 +94,17 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 	}
 	named, namedErr = c.read.fetchPart(ctx, c.http, "/apis", p)
 	wg.Wait()
-	if coreErr != nil {
-		return nil, coreErr
-	}
 	if namedErr != nil {
 		return nil, namedErr
+	}
+	if apierrors.IsNotFound(coreErr) {
+		// An extension API server built on k8s.io/apiserver serves no
+		// /api: its groups come from /apis, as client-go tolerates on
+		// purpose. Nothing is kept of it, so the next refresh asks again.
+		core, coreErr = &part{source: named.source}, nil
+	}
+	if coreErr != nil {
+		return nil, coreErr
 	}
 	now := c.opts.clock.Now()
 	if prev == nil && cond != nil && core == &cond.core && named == &cond.named {
@@ -144,7 +151,7 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 	}
 	body := resp.Body
 	contentType := resp.Header.Get("Content-Type")
-	mt, err := mediatype.ParseDiscovery(contentType)
+	mt, err := parseContentType(contentType)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
@@ -159,6 +166,22 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 		p.raw = &raw{body: body, contentType: contentType}
 	}
 	return p, nil
+}
+
+// parseContentType is mediatype.ParseDiscovery, except that a body served
+// as text/plain, text/html or without a Content-Type is read as legacy JSON,
+// as client-go reads it (hand-written servers and proxies label JSON so);
+// the body must still parse as the document asked for.
+func parseContentType(contentType string) (mediatype.Discovery, error) {
+	mt, err := mediatype.ParseDiscovery(contentType)
+	if err == nil {
+		return mt, nil
+	}
+	base, _, perr := mime.ParseMediaType(contentType)
+	if contentType == "" || perr == nil && (base == "text/plain" || base == "text/html") {
+		return mediatype.Discovery{}, nil
+	}
+	return mt, err
 }
 
 // fetchLegacy reads legacy discovery: the root document says which
@@ -186,18 +209,35 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 		}
 		seen := map[string]bool{}
 		for _, lg := range list.Groups {
-			if lg.Name == "" || seen[lg.Name] {
+			// Like client-go, a version may be given by its groupVersion
+			// alone, and a group named only by its versions'.
+			name := lg.Name
+			for _, v := range lg.Versions {
+				if name != "" {
+					break
+				}
+				if gv, err := schema.ParseGroupVersion(v.GroupVersion); err == nil {
+					name = gv.Group
+				}
+			}
+			if name == "" || seen[name] {
 				continue
 			}
-			seen[lg.Name] = true
-			g := Group{Name: lg.Name}
+			seen[name] = true
+			g := Group{Name: name}
 			var seenVersion seenSet
-			// The preferred version goes first, as aggregated discovery
-			// lists it.
-			for _, v := range append([]metav1.GroupVersionForDiscovery{lg.PreferredVersion}, lg.Versions...) {
-				if v.Version != "" && seenVersion.add(v.Version) {
-					g.Versions = append(g.Versions, Version{Version: v.Version})
+			// Versions in the server's order, as client-go lists them;
+			// the preferred one is named apart (Group.PreferredVersion).
+			for _, v := range lg.Versions {
+				if version := legacyVersion(name, v); version != "" && seenVersion.add(version) {
+					g.Versions = append(g.Versions, Version{Version: version})
 				}
+			}
+			if preferred := legacyVersion(name, lg.PreferredVersion); preferred != "" {
+				if seenVersion.add(preferred) {
+					g.Versions = append(g.Versions, Version{Version: preferred})
+				}
+				g.preferred = preferred
 			}
 			groups = append(groups, g)
 		}
@@ -220,7 +260,7 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 			for i := range work {
 				g := &groups[jobs[i].g]
 				v := &g.Versions[jobs[i].v]
-				v.Resources, errs[i] = r.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
+				v.Resources, v.legacyType, errs[i] = r.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
 			}
 		}()
 	}
@@ -243,32 +283,63 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 	return out, nil
 }
 
-func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) ([]Resource, error) {
+// legacyVersion is the version v names in group: its version field, or
+// else the version of its groupVersion when that is in group.
+func legacyVersion(group string, v metav1.GroupVersionForDiscovery) string {
+	if v.Version != "" {
+		return v.Version
+	}
+	if gv, err := schema.ParseGroupVersion(v.GroupVersion); err == nil && gv.Group == group {
+		return gv.Version
+	}
+	return ""
+}
+
+// fetchLegacyVersion reads one group-version's document. A 404 on the core
+// group's is an empty list, as client-go has it; any other 404 says the
+// group-version is gone, and keepLastKnown keeps nothing of it. A transient
+// failure (a 5xx, a 429 past the retries, a reset connection) is asked once
+// more, as client-go's discovery retries.
+func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) ([]Resource, metav1.TypeMeta, error) {
 	path := "/apis/" + gv.String()
 	if gv.Group == "" {
 		path = "/api/" + gv.Version
 	}
 	resp, err := r.get(ctx, r.http, httpx.Request{Ref: path, Accept: r.legacyAccept()})
+	if err != nil && IsTransient(err) && ctx.Err() == nil {
+		resp, err = r.get(ctx, r.http, httpx.Request{Ref: path, Accept: r.legacyAccept()})
+	}
+	if err != nil && gv == (schema.GroupVersion{Version: "v1"}) && apierrors.IsNotFound(err) {
+		return nil, metav1.TypeMeta{}, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, metav1.TypeMeta{}, err
 	}
 	body := resp.Body
 	contentType := resp.Header.Get("Content-Type")
-	mt, err := mediatype.ParseDiscovery(contentType)
+	mt, err := parseContentType(contentType)
 	if err == nil && mt.Aggregated {
 		err = fmt.Errorf("an aggregated type answered a legacy request")
 	}
 	if err != nil {
-		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
+		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
 	var list metav1.APIResourceList
 	if err := decodeLegacy(body, mt, "APIResourceList", &list); err != nil {
-		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
+		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
 	if list.GroupVersion != gv.String() {
-		return nil, &ResponseError{Path: path, ContentType: contentType, Err: fmt.Errorf("document is for %q", list.GroupVersion)}
+		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: fmt.Errorf("document is for %q", list.GroupVersion)}
 	}
-	return fromLegacyResources(gv, list.APIResources), nil
+	typ := list.TypeMeta
+	if mt.Protobuf {
+		// What the JSON document would have said (metaview).
+		typ = metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}
+		if gv.Group == "" || gv.Group == "extensions" {
+			typ.APIVersion = ""
+		}
+	}
+	return fromLegacyResources(gv, list.APIResources), typ, nil
 }
 
 // keepLastKnown gives a group-version that is not current the resources it
@@ -283,6 +354,10 @@ func keepLastKnown(p *part, prev *Snapshot) {
 			}
 		}
 		if gi < 0 {
+			continue
+		}
+		if apierrors.IsNotFound(gve.Err) {
+			// Gone: a mapper must not map it (client-go: NoMatch).
 			continue
 		}
 		for vi := range p.groups[gi].Versions {

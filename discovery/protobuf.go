@@ -284,7 +284,7 @@ func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, []*Group
 	if env.err != nil {
 		return nil, nil, fmt.Errorf("protobuf envelope: %w", env.err)
 	}
-	if gotVersion != apiVersion || gotKind != "APIGroupDiscoveryList" {
+	if (gotVersion != "" || gotKind != "") && (gotVersion != apiVersion || gotKind != "APIGroupDiscoveryList") {
 		return nil, nil, fmt.Errorf("body holds %s %s, want %s APIGroupDiscoveryList", gotVersion, gotKind, apiVersion)
 	}
 	d := protoDecoder{}
@@ -449,8 +449,9 @@ func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {
 }
 
 // kind reads a GroupVersionKind; explicit says whether group or version
-// were given, and an empty group and version mean gv's.
-func (d *protoDecoder) kind(r protoReader, gv schema.GroupVersion) (k schema.GroupVersionKind, explicit bool) {
+// were given, and an empty group and version mean gv's; given, whether any
+// of the three was (client-go drops a kind only when all are empty).
+func (d *protoDecoder) kind(r protoReader, gv schema.GroupVersion) (k schema.GroupVersionKind, explicit, given bool) {
 	var group, version, kind string
 	for r.next() {
 		switch r.num {
@@ -464,6 +465,7 @@ func (d *protoDecoder) kind(r protoReader, gv schema.GroupVersion) (k schema.Gro
 	}
 	d.fail(&r)
 	explicit = group != "" || version != ""
+	given = explicit || kind != ""
 	if !explicit {
 		group, version = gv.Group, gv.Version
 	}
@@ -475,7 +477,7 @@ func (d *protoDecoder) kind(r protoReader, gv schema.GroupVersion) (k schema.Gro
 	if version != gv.Version {
 		k.Version = d.arena.keep(version)
 	}
-	return k, explicit
+	return k, explicit, given
 }
 
 func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource, bool) {
@@ -488,8 +490,7 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource
 		case 1:
 			res.Name = d.arena.keep(r.str())
 		case 2:
-			res.Kind, res.explicitKind = d.kind(r.sub(), gv)
-			hasKind = res.Kind.Kind != ""
+			res.Kind, res.explicitKind, hasKind = d.kind(r.sub(), gv)
 		case 3:
 			res.Namespaced = r.str() == "Namespaced"
 		case 4:
@@ -508,8 +509,13 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource
 	}
 	d.verbs, d.shortNames, d.categories, d.subs = verbs, shortNames, categories, subs
 	res.Subresources = d.subresourceSlab(subs)
-	if d.fail(&r) || !hasKind || res.Name == "" {
+	if d.fail(&r) || res.Name == "" || !hasKind && len(res.Subresources) == 0 {
 		return res, false
+	}
+	if !hasKind {
+		// Listed only for its subresources, as kube-aggregator lists
+		// custom and external metrics (fromAggregatedResources).
+		res.Kind, res.subresourcesOnly = schema.GroupVersionKind{}, true
 	}
 	res.Verbs = d.lists.intern(verbs, &d.arena)
 	res.ShortNames = d.lists.intern(shortNames, &d.arena)
@@ -534,6 +540,7 @@ func (d *protoDecoder) subresourceSlab(subs []Subresource) []Subresource {
 
 func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subresource, bool) {
 	var s Subresource
+	given := false
 	var buf [8]string // subresources have few verbs; intern copies them out
 	verbs := buf[:0]
 	for r.next() {
@@ -541,12 +548,12 @@ func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subre
 		case 1:
 			s.Name = d.arena.keep(r.str())
 		case 2:
-			s.Kind, s.explicitKind = d.kind(r.sub(), gv)
+			s.Kind, s.explicitKind, given = d.kind(r.sub(), gv)
 		case 4:
 			verbs = append(verbs, r.str())
 		}
 	}
-	if d.fail(&r) || s.Name == "" || s.Kind.Kind == "" {
+	if d.fail(&r) || s.Name == "" || !given {
 		return s, false
 	}
 	s.Verbs = d.lists.intern(verbs, &d.arena)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -91,7 +92,16 @@ type Resource struct {
 	// explicitKind records whether the server named the kind's group and
 	// version or left them empty, which the client-go adapter reproduces.
 	explicitKind bool
+	// subresourcesOnly: listed without a kind, for its subresources.
+	subresourcesOnly bool
 }
+
+// SubresourcesOnly reports whether the server listed the resource only for
+// its subresources, without a kind, as kube-aggregator lists custom and
+// external metrics ("pods/http_requests" under a kindless "pods"). Its Kind
+// is empty; client-go lists its subresources and not it, and nothing maps
+// it.
+func (r *Resource) SubresourcesOnly() bool { return r.subresourcesOnly }
 
 // ExplicitKind reports whether the server named the kind's group and
 // version (client-go's APIResource.Group and Version are then set) rather
@@ -124,6 +134,16 @@ type Version struct {
 	// resources and the client kept those of an earlier snapshot.
 	LastKnown bool
 	Resources []Resource
+
+	legacyType metav1.TypeMeta // of its legacy document
+}
+
+// LegacyType is the apiVersion and kind the group-version's legacy
+// discovery document carried (kube-apiserver writes the core group's
+// without apiVersion; hand-written servers may write neither), which
+// client-go's APIResourceList keeps. Empty from aggregated discovery.
+func (v *Version) LegacyType() (apiVersion, kind string) {
+	return v.legacyType.APIVersion, v.legacyType.Kind
 }
 
 // Group is an API group; its Versions are in the server's preference order.
@@ -131,13 +151,22 @@ type Version struct {
 type Group struct {
 	Name     string
 	Versions []Version
+
+	// preferred names the preferred version when legacy discovery listed
+	// another first; client-go keeps the server's order.
+	preferred string
 }
 
 // PreferredVersion is the version the server prefers, or nil for a group
-// with no versions.
+// with no versions: the first, unless legacy discovery named another.
 func (g *Group) PreferredVersion() *Version {
 	if len(g.Versions) == 0 {
 		return nil
+	}
+	for i := range g.Versions {
+		if g.Versions[i].Version == g.preferred {
+			return &g.Versions[i]
+		}
 	}
 	return &g.Versions[0]
 }

@@ -81,11 +81,20 @@ func (x *nativeIndex) buildEntries() {
 			x.usable = false // a group listed twice: not modelled here
 		}
 		seen[g.Name] = true
+		// The server's preferred version (metaview's rule): the one it
+		// names, or else the first that is not Stale.
 		preferred := 0
 		for vi, v := range g.Versions {
 			if v.Freshness != discovery.FreshnessStale {
 				preferred = vi
 				break
+			}
+		}
+		if p := g.PreferredVersion(); p != nil && p.Freshness != discovery.FreshnessStale {
+			for vi := range g.Versions {
+				if &g.Versions[vi] == p {
+					preferred = vi
+				}
 			}
 		}
 		for vi, v := range g.Versions {
@@ -96,6 +105,12 @@ func (x *nativeIndex) buildEntries() {
 			rank := int64(gi)<<32 | vrank
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
 			for _, r := range v.Resources {
+				if r.SubresourcesOnly() {
+					continue // client-go never sees it
+				}
+				if r.Kind.Kind == "" {
+					x.usable = false // client-go's guesses for an empty kind are not modelled here
+				}
 				singular := r.SingularName
 				if singular == "" {
 					singular = strings.ToLower(r.Kind.Kind)
@@ -109,6 +124,7 @@ func (x *nativeIndex) buildEntries() {
 			}
 		}
 	}
+	n = len(x.entries) // SubresourcesOnly resources have none
 	// Linked backwards, as the names are, to leave chains in order.
 	x.byKind = make(map[schema.GroupKind]int32, n)
 	x.nextKind = make([]int32, n)

@@ -14,9 +14,11 @@ package clientgo
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +46,15 @@ import (
 // v3 unless WithOpenAPIV3 gives another client (kubeatlas's, say:
 // openapi3/clientgo.New).
 //
+// Other differences, each for a reason a user sees: the Accept header asks
+// for protobuf v2 first, then JSON v2, v2beta1 and legacy JSON (smaller,
+// faster reads; client-go asks for JSON v2 then legacy JSON); a legacy
+// document that names another group-version than the one asked for is an
+// error (client-go files its resources under the name it gives, mixing two
+// versions); GroupsAndMaybeResources returns resources and failures from
+// legacy servers too (one snapshot answers everything). client-go v0.37.2's
+// own tests run against this adapter in conformance/clientgo.
+//
 // The conversion of the latest snapshot is kept (one per adapter); a
 // refresh that found nothing changed (two 304s) keeps the same generation
 // and so the same conversion.
@@ -55,6 +66,7 @@ type Discovery struct {
 	delegate    *cgdiscovery.DiscoveryClient
 	openAPIV3   openapi.Client // nil: the delegate's
 	invalidated atomic.Bool
+	retry       atomic.Bool // the last read saw a failure that may pass
 	last        atomic.Pointer[converted]
 }
 
@@ -62,6 +74,7 @@ type Discovery struct {
 type converted struct {
 	generation uint64
 	view       *view
+	transient  bool // a group-version failed for a reason that may pass
 }
 
 // Option configures a Discovery.
@@ -108,20 +121,69 @@ type view = metaview.View
 func (a *Discovery) view(ctx context.Context) (*view, error) {
 	var s *discovery.Snapshot
 	var err error
-	if a.invalidated.Swap(false) {
+	if a.invalidated.Swap(false) || a.retry.Swap(false) {
 		s, err = a.c.Refresh(ctx)
 	} else {
 		s, err = a.c.Snapshot(ctx)
 	}
 	if s == nil {
+		// Nothing to answer with: as client-go's memory cache, the next
+		// read asks the server again.
+		a.retry.Store(true)
 		return nil, err
 	}
-	if last := a.last.Load(); last != nil && last.generation == s.Generation() {
-		return last.view, nil
+	last := a.last.Load()
+	if last == nil || last.generation != s.Generation() {
+		last = &converted{generation: s.Generation(), view: toClientGo(metaview.Of(s))}
+		last.transient = hasTransient(s)
+		a.last.Store(last)
 	}
-	v := metaview.Of(s)
-	a.last.Store(&converted{generation: s.Generation(), view: v})
-	return v, nil
+	if last.transient {
+		// A group-version failed for a reason that may pass (a 5xx, a
+		// reset connection): as client-go's memory cache, the next read
+		// asks again rather than answering the failure until
+		// Invalidate or the max age.
+		a.retry.Store(true)
+	}
+	return last.view, nil
+}
+
+// hasTransient reports whether a group-version of s failed for a reason
+// that may pass.
+func hasTransient(s *discovery.Snapshot) bool {
+	var partial *discovery.PartialError
+	if !errors.As(s.Err(), &partial) {
+		return false
+	}
+	for _, gve := range partial.Errors {
+		if !errors.Is(gve.Err, discovery.ErrStale) && discovery.IsTransient(gve.Err) {
+			return true
+		}
+	}
+	return false
+}
+
+// toClientGo gives v's failures client-go's types: a Stale group-version's
+// is client-go's StaleGroupVersionError, as client-go's aggregated
+// discovery reports it.
+func toClientGo(v *view) *view {
+	for gv, err := range v.Failed {
+		if errors.Is(err, discovery.ErrStale) {
+			v.Failed[gv] = staleGroupVersionError(gv)
+		}
+	}
+	return v
+}
+
+// staleGroupVersionError is client-go's StaleGroupVersionError for gv,
+// which only client-go's package can build (its field is unexported): it
+// is taken from client-go's own conversion of a Stale group-version.
+func staleGroupVersionError(gv schema.GroupVersion) error {
+	_, _, failed := cgdiscovery.SplitGroupsAndResources(apidiscoveryv2.APIGroupDiscoveryList{Items: []apidiscoveryv2.APIGroupDiscovery{{
+		ObjectMeta: metav1.ObjectMeta{Name: gv.Group},
+		Versions:   []apidiscoveryv2.APIVersionDiscovery{{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}},
+	}}})
+	return failed[gv]
 }
 
 // View is the snapshot in client-go's types, exactly as Discovery answers
@@ -182,8 +244,29 @@ func (a *Discovery) ServerResourcesForGroupVersion(groupVersion string) (*metav1
 	return a.ServerResourcesForGroupVersionWithContext(context.Background(), groupVersion)
 }
 
+// ServerGroupsAndResourcesWithContext answers as client-go's function of
+// that name, the resources in the groups' and versions' order (client-go's
+// order for legacy servers, which it does not keep for aggregated ones).
 func (a *Discovery) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
-	return cgdiscovery.ServerGroupsAndResourcesWithContext(ctx, a)
+	v, err := a.view(ctx)
+	if v == nil {
+		return nil, nil, err
+	}
+	groups := make([]*metav1.APIGroup, 0, len(v.Groups.Groups))
+	resources := []*metav1.APIResourceList{}
+	for i := range v.Groups.Groups {
+		g := &v.Groups.Groups[i]
+		groups = append(groups, g)
+		for _, ver := range g.Versions {
+			if l, ok := v.Resources[schema.GroupVersion{Group: g.Name, Version: ver.Version}]; ok {
+				resources = append(resources, l)
+			}
+		}
+	}
+	if len(v.Failed) > 0 {
+		return groups, resources, &cgdiscovery.ErrGroupDiscoveryFailed{Groups: v.Failed}
+	}
+	return groups, resources, nil
 }
 
 func (a *Discovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {

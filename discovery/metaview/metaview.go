@@ -45,6 +45,13 @@ func Of(s *discovery.Snapshot) *View {
 			aggregated = core.Format != discovery.FormatLegacy
 		}
 		group := metav1.APIGroup{Name: g.Name}
+		// The version the server names preferred (legacy discovery), or
+		// else client-go's rule for aggregated discovery: the first
+		// that is not Stale.
+		named := g.PreferredVersion()
+		if named != nil && named.Freshness == discovery.FreshnessStale {
+			named = nil
+		}
 		for vi := range g.Versions {
 			ver := &g.Versions[vi]
 			gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
@@ -57,14 +64,24 @@ func Of(s *discovery.Snapshot) *View {
 			}
 			d := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: ver.Version}
 			group.Versions = append(group.Versions, d)
-			// client-go prefers the first version that is not Stale.
-			if group.PreferredVersion.Version == "" && ver.Freshness != discovery.FreshnessStale {
+			if named == ver || named == nil && group.PreferredVersion.Version == "" && ver.Freshness != discovery.FreshnessStale {
 				group.PreferredVersion = d
 			}
 			if ver.Freshness == discovery.FreshnessFailed && len(ver.Resources) == 0 {
 				continue
 			}
-			v.Resources[gv] = toAPIResourceList(gv, ver.Resources, aggregated)
+			list := toAPIResourceList(gv, ver.Resources, aggregated)
+			if !aggregated {
+				// client-go keeps the type of the legacy document it
+				// decoded.
+				list.APIVersion, list.Kind = ver.LegacyType()
+			}
+			v.Resources[gv] = list
+		}
+		if g.Name == "" && len(group.Versions) == 0 {
+			// client-go lists the core group only when /api names a
+			// version (an extension API server serves none).
+			continue
 		}
 		if group.PreferredVersion.Version == "" && len(group.Versions) > 0 {
 			group.PreferredVersion = group.Versions[0]
@@ -79,14 +96,6 @@ func Of(s *discovery.Snapshot) *View {
 // take their parent's singular name; from legacy, what the server sent.
 func toAPIResourceList(gv schema.GroupVersion, rs []discovery.Resource, aggregated bool) *metav1.APIResourceList {
 	list := &metav1.APIResourceList{GroupVersion: gv.String()}
-	if !aggregated {
-		// client-go keeps the type of the legacy document it decoded; the
-		// server writes the core and extensions groups' without apiVersion.
-		list.Kind, list.APIVersion = "APIResourceList", "v1"
-		if gv.Group == "" || gv.Group == "extensions" {
-			list.APIVersion = ""
-		}
-	}
 	for i := range rs {
 		r := &rs[i]
 		res := metav1.APIResource{
@@ -102,7 +111,11 @@ func toAPIResourceList(gv schema.GroupVersion, rs []discovery.Resource, aggregat
 		if r.ExplicitKind() {
 			res.Group, res.Version = r.Kind.Group, r.Kind.Version
 		}
-		list.APIResources = append(list.APIResources, res)
+		if !r.SubresourcesOnly() {
+			// One listed only for its subresources is not listed
+			// itself, as client-go converts it.
+			list.APIResources = append(list.APIResources, res)
+		}
 		for j := range r.Subresources {
 			s := &r.Subresources[j]
 			sub := metav1.APIResource{

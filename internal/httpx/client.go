@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -193,9 +194,14 @@ func StatusError(resp *http.Response, body []byte) *apierrors.StatusError {
 		}
 		return &apierrors.StatusError{ErrStatus: st}
 	}
-	msg := strings.TrimSpace(string(body))
-	if len(msg) > 512 {
-		msg = msg[:512] + "..."
+	// Worded as client-go words it: a text body is the message, any
+	// other body (JSON of another kind, HTML) is "unknown".
+	msg := "unknown"
+	if base, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); base == "text/plain" {
+		msg = strings.TrimSpace(string(body))
+		if len(msg) > 512 {
+			msg = msg[:512] + "..."
+		}
 	}
 	err := apierrors.NewGenericServerResponse(resp.StatusCode, http.MethodGet, schema.GroupResource{}, "", msg, retryAfter, true)
 	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "json") && !strings.Contains(ct, "protobuf") && resp.Request != nil {

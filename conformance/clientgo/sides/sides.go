@@ -1,0 +1,303 @@
+// Package sides runs a test ported from client-go twice, once against
+// client-go's own client and once against kubeatlas's through its client-go
+// adapters, and serves a client-go discovery fake over HTTP so that tests
+// written against a fake reach kubeatlas, which reads discovery only over
+// HTTP.
+//
+// # Files
+//
+//   - sides.go: [Run], [Side] and its constructors, [Serve].
+package sides
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	cgdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/clientgo"
+)
+
+// Side is one of the two implementations a ported test runs against.
+type Side struct {
+	// Kubeatlas is false for client-go's own client.
+	Kubeatlas bool
+}
+
+// Client is what the ported tests call on a discovery client: client-go's
+// *DiscoveryClient and kubeatlas's *clientgo.Discovery both are one.
+type Client interface {
+	cgdiscovery.DiscoveryInterface
+	cgdiscovery.AggregatedDiscoveryInterface
+}
+
+// Run runs test as two subtests, "client-go" and "kubeatlas".
+func Run(t *testing.T, test func(t *testing.T, side Side)) {
+	t.Helper()
+	t.Run("client-go", func(t *testing.T) { test(t, Side{}) })
+	t.Run("kubeatlas", func(t *testing.T) { test(t, Side{Kubeatlas: true}) })
+}
+
+// SkipKubeatlas skips the kubeatlas side of a case whose only cause of
+// failure is a difference the adapter documents; reason names it.
+func (s Side) SkipKubeatlas(t *testing.T, reason string) {
+	t.Helper()
+	if s.Kubeatlas {
+		t.Skip("documented difference: " + reason)
+	}
+}
+
+// NewDiscoveryClientForConfigOrDie is client-go's constructor of that name
+// on client-go's side, clientgo.New(discovery.New(cfg)) on kubeatlas's.
+func (s Side) NewDiscoveryClientForConfigOrDie(cfg *rest.Config, opts ...discovery.Option) Client {
+	if !s.Kubeatlas {
+		return cgdiscovery.NewDiscoveryClientForConfigOrDie(cfg)
+	}
+	c, err := discovery.New(cfg, opts...)
+	if err != nil {
+		panic(err)
+	}
+	a, err := clientgo.New(c)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// NewDiscoveryClientForHTTPClient is what upstream builds by replacing a
+// client-go client's RESTClient's HTTP client with hc.
+func (s Side) NewDiscoveryClientForHTTPClient(cfg *rest.Config, hc *http.Client) Client {
+	if !s.Kubeatlas {
+		c := cgdiscovery.NewDiscoveryClientForConfigOrDie(cfg)
+		c.RESTClient().(*rest.RESTClient).Client = hc
+		return c
+	}
+	c, err := discovery.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		panic(err)
+	}
+	a, err := clientgo.New(c)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// NewCached is, on client-go's side, d itself (a client-go cached
+// discovery fake or memory cache); on kubeatlas's, the adapter over a
+// server that serves d (Serve).
+func (s Side) NewCached(t *testing.T, d cgdiscovery.DiscoveryInterface, cached func(cgdiscovery.DiscoveryInterface) cgdiscovery.CachedDiscoveryInterface) cgdiscovery.CachedDiscoveryInterface {
+	t.Helper()
+	if !s.Kubeatlas {
+		return cached(d)
+	}
+	srv := Serve(t, d)
+	return s.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL}).(cgdiscovery.CachedDiscoveryInterface)
+}
+
+// Serve serves d as legacy discovery JSON, the format every server
+// speaks: /api and /apis from d.ServerGroups, each group-version's document
+// from d.ServerResourcesForGroupVersion. An error answers with its
+// apimachinery status (500 for any other error). The server closes when
+// the test ends.
+func Serve(t *testing.T, d cgdiscovery.DiscoveryInterface) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var obj any
+		var err error
+		switch p := strings.Trim(r.URL.Path, "/"); {
+		case p == "api" || p == "apis":
+			var groups *metav1.APIGroupList
+			groups, err = serverGroups(r, d)
+			if err != nil {
+				break
+			}
+			if p == "api" {
+				versions := &metav1.APIVersions{}
+				for _, g := range groups.Groups {
+					if g.Name == "" {
+						for _, v := range g.Versions {
+							versions.Versions = append(versions.Versions, v.Version)
+						}
+					}
+				}
+				obj = versions
+				break
+			}
+			named := &metav1.APIGroupList{}
+			for _, g := range groups.Groups {
+				if g.Name != "" {
+					named.Groups = append(named.Groups, g)
+				}
+			}
+			obj = named
+		case strings.HasPrefix(p, "api/"):
+			obj, err = serverResources(r, d, strings.TrimPrefix(p, "api/"))
+		case strings.HasPrefix(p, "apis/"):
+			obj, err = serverResources(r, d, strings.TrimPrefix(p, "apis/"))
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) {
+				status = apierrors.NewInternalError(err)
+			}
+			st := status.Status()
+			w.WriteHeader(int(st.Code))
+			_ = json.NewEncoder(w).Encode(st)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(obj)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// SplitGroupsAndResources is client-go's function of that name on
+// client-go's side; on kubeatlas's, agg served as aggregated discovery (the
+// core group at /api, the others at /apis) and read back through the
+// adapter's GroupsAndMaybeResources.
+func (s Side) SplitGroupsAndResources(t *testing.T, agg apidiscoveryv2.APIGroupDiscoveryList) (*metav1.APIGroupList, map[schema.GroupVersion]*metav1.APIResourceList, map[schema.GroupVersion]error) {
+	t.Helper()
+	if !s.Kubeatlas {
+		return cgdiscovery.SplitGroupsAndResources(agg)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		list := apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{APIVersion: "apidiscovery.k8s.io/v2", Kind: "APIGroupDiscoveryList"}}
+		for _, g := range agg.Items {
+			if (g.Name == "") == (r.URL.Path == "/api") {
+				list.Items = append(list.Items, g)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+		_ = json.NewEncoder(w).Encode(list)
+	}))
+	defer srv.Close()
+	groups, resources, failed, err := s.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL}).GroupsAndMaybeResources()
+	if err != nil {
+		t.Fatalf("kubeatlas: %v", err)
+	}
+	return groups, resources, failed
+}
+
+// StaleGroupVersionError is client-go's error for a Stale gv, which only
+// client-go's package can build (its field is unexported): upstream's tests
+// write it as a literal.
+func StaleGroupVersionError(gv schema.GroupVersion) error {
+	_, _, failed := cgdiscovery.SplitGroupsAndResources(apidiscoveryv2.APIGroupDiscoveryList{Items: []apidiscoveryv2.APIGroupDiscovery{{
+		ObjectMeta: metav1.ObjectMeta{Name: gv.Group},
+		Versions:   []apidiscoveryv2.APIVersionDiscovery{{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}},
+	}}})
+	return failed[gv]
+}
+
+// StaleKeepsResources is the documented difference of the adapter
+// (discovery/clientgo's doc) behind the cases SkipStale skips.
+const StaleKeepsResources = "a Stale group-version keeps the resources its document lists (client-go drops them and the version)"
+
+// SkipStale reports, on kubeatlas's side, whether a table case serves a
+// Stale group-version that lists resources, whose only cause of failure is
+// then StaleKeepsResources; it logs the skip. Upstream's loops continue on
+// true.
+func (s Side) SkipStale(t *testing.T, name string, lists ...*apidiscoveryv2.APIGroupDiscoveryList) bool {
+	t.Helper()
+	if !s.Kubeatlas {
+		return false
+	}
+	for _, l := range lists {
+		if l == nil {
+			continue
+		}
+		for _, g := range l.Items {
+			for _, v := range g.Versions {
+				if v.Freshness == apidiscoveryv2.DiscoveryFreshnessStale && len(v.Resources) > 0 {
+					t.Logf("SKIP case %q: documented difference: %s", name, StaleKeepsResources)
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// NewMemCacheClient is client-go's memory.NewMemCacheClientWithContext(d)
+// on client-go's side; on kubeatlas's, the adapter over d's server: the
+// server d is a client of, or, for a fake, a server that serves it
+// (Serve).
+func (s Side) NewMemCacheClient(t *testing.T, d cgdiscovery.DiscoveryInterface) CachedClient {
+	t.Helper()
+	if !s.Kubeatlas {
+		if dc, ok := d.(cgdiscovery.DiscoveryInterfaceWithContext); ok {
+			return memory.NewMemCacheClientWithContext(dc).(CachedClient)
+		}
+		return memory.NewMemCacheClient(d).(CachedClient)
+	}
+	host := ""
+	if dc, ok := d.(*cgdiscovery.DiscoveryClient); ok {
+		u := dc.RESTClient().(*rest.RESTClient).Get().URL()
+		host = u.Scheme + "://" + u.Host
+	} else {
+		host = Serve(t, d).URL
+	}
+	return s.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: host}).(CachedClient)
+}
+
+// CachedClient is what the memory cache's tests call: client-go's memory
+// cache and kubeatlas's adapter are both one.
+type CachedClient interface {
+	cgdiscovery.CachedDiscoveryInterface
+	cgdiscovery.CachedDiscoveryInterfaceWithContext
+	cgdiscovery.AggregatedDiscoveryInterface
+}
+
+// serverGroups asks d as a caller would: through its WithContext methods
+// when it has them (upstream's fakeDiscoveryWithContext has only those).
+func serverGroups(r *http.Request, d cgdiscovery.DiscoveryInterface) (*metav1.APIGroupList, error) {
+	if dc, ok := d.(cgdiscovery.DiscoveryInterfaceWithContext); ok {
+		return dc.ServerGroupsWithContext(r.Context())
+	}
+	return d.ServerGroups()
+}
+
+func serverResources(r *http.Request, d cgdiscovery.DiscoveryInterface, gv string) (*metav1.APIResourceList, error) {
+	if dc, ok := d.(cgdiscovery.DiscoveryInterfaceWithContext); ok {
+		return dc.ServerResourcesForGroupVersionWithContext(r.Context(), gv)
+	}
+	return d.ServerResourcesForGroupVersion(gv)
+}
+
+// ClientGoTestdata is client-go's own testdata directory (in the module
+// cache), which upstream's OpenAPI tests reach as "../../testdata".
+func ClientGoTestdata(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/client-go").Output()
+	if err != nil {
+		t.Fatalf("finding client-go's module: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "testdata")
+}
+
+// OpenDivergence skips the kubeatlas side of a case that still fails for a
+// reason not yet fixed nor documented: it is work left, named so that
+// `go test -v` lists it, not a documented difference.
+func (s Side) OpenDivergence(t *testing.T, reason string) {
+	t.Helper()
+	if s.Kubeatlas {
+		t.Skip("OPEN divergence, not yet fixed (issue 25): " + reason)
+	}
+}
