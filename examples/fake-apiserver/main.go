@@ -175,11 +175,13 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	parentGone := make(chan struct{})
 	if *stdinEOF {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		go func() {
 			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(parentGone)
 			cancel()
 		}()
 	}
@@ -192,6 +194,16 @@ func run() error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	select {
+	case <-parentGone:
+		// The CLI that started us is done with us: close at once. A
+		// graceful Shutdown waits up to 5 s for a connection the client
+		// opened but sent nothing on (net/http counts a new connection as
+		// idle only after 5 s), which made embedded runs hang after
+		// printing.
+		return hs.Close()
+	default:
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

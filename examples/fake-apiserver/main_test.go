@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -237,9 +239,23 @@ func TestExitsWhenStdinCloses(t *testing.T) {
 		t.Fatalf("not serving while stdin is open: %v", err)
 	}
 	resp.Body.Close()
+	// A connection the client opened and sent nothing on, as an HTTP
+	// client's pool may leave: a graceful shutdown waits 5 s for it
+	// (net/http calls a new connection idle only after 5 s), and the
+	// embedded commands hung that long after printing.
+	idle, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSpace(line), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	time.Sleep(100 * time.Millisecond) // accepted
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	stdin.Close()
+	_ = idle.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("a connection with no request was not closed at once when stdin closed: %v", err)
+	}
 	select {
 	case err := <-done:
 		if err != nil {
