@@ -1,0 +1,48 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEveryExampleHelpExitsZero: every command under examples answers
+// --help with its usage and exit status 0, as kubectl does (fleet exited 1
+// with "pflag: help requested"). Commands in modules of their own are run
+// there.
+func TestEveryExampleHelpExitsZero(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every example")
+	}
+	mains, err := filepath.Glob("../../*/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mains) < 8 {
+		t.Fatalf("found only %v", mains)
+	}
+	bin := t.TempDir()
+	for _, m := range mains {
+		dir := filepath.Dir(m)
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			exe := filepath.Join(bin, name)
+			build := exec.Command("go", "build", "-o", exe, ".")
+			build.Dir = dir
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("go build: %v\n%s", err, out)
+			}
+			cmd := exec.Command(exe, "--help")
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none"))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("%s --help: %v\n%s", name, err, out)
+			}
+			if !strings.Contains(strings.ToLower(string(out)), "usage") {
+				t.Errorf("%s --help printed no usage:\n%s", name, out)
+			}
+		})
+	}
+}
