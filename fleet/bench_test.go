@@ -205,7 +205,7 @@ func benchKubeatlas(b *testing.B, ff fakeFleet, like bool) {
 			b.Fatal(err)
 		}
 		for _, id := range ff.ids {
-			if _, err := f.Cluster(id).Mapper().RESTMapping(deployments.GroupKind(), deployments.Version); err != nil {
+			if _, err := must(f.Cluster(id)).Mapper().RESTMapping(deployments.GroupKind(), deployments.Version); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -50,7 +50,8 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 	// their ETags, which protobuf documents cannot be (discovery.Shared).
 	sh := share{s: f.surfaces}
 	if co.like != "" {
-		if c.like = f.Cluster(co.like); c.like == nil {
+		var ok bool
+		if c.like, ok = f.Cluster(co.like); !ok {
 			return nil, fmt.Errorf("fleet: cluster %s: Like(%q): no such cluster", id, co.like)
 		}
 		sh.like = c.like.disc

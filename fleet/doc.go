@@ -36,7 +36,10 @@
 //	f, _ := fleet.New(fleet.WithCacheDir(dir))
 //	_, _ = f.AddKubeconfig(kubeconfig, "*")
 //	_ = f.Refresh(ctx)
-//	m := f.Cluster("prod-eu").Mapper()
+//	if c, ok := f.Cluster("prod-eu"); ok {
+//		m := c.Mapper()
+//		...
+//	}
 //
 // # Files
 //

@@ -242,11 +242,13 @@ func (f *Fleet) Remove(id string) bool {
 	return ok
 }
 
-// Cluster returns a registered cluster, or nil.
-func (f *Fleet) Cluster(id string) *Cluster {
+// Cluster returns a registered cluster, and whether id is one. (It
+// returned a nil *Cluster for an unknown id, whose Mapper panicked on use.)
+func (f *Fleet) Cluster(id string) (*Cluster, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.clusters[id]
+	c, ok := f.clusters[id]
+	return c, ok
 }
 
 // IDs lists the registered clusters, sorted.

@@ -109,7 +109,7 @@ func TestFleetSharesSurfaces(t *testing.T) {
 	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	onlyB := schema.GroupKind{Group: "g004.stress.example.com"}
 	for _, id := range f.IDs() {
-		m := f.Cluster(id).Mapper()
+		m := must(f.Cluster(id)).Mapper()
 		if _, err := m.RESTMapping(deploy, "v1"); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}
@@ -160,10 +160,10 @@ func TestFleetFailures(t *testing.T) {
 	if ce.Last != nil || ce.Failures != 1 || !ce.RetryAt.After(clk.Now()) {
 		t.Errorf("dead cluster's error: %+v", ce)
 	}
-	if f.Cluster("good").Snapshot() == nil || f.Cluster("flaky").Snapshot() == nil {
+	if must(f.Cluster("good")).Snapshot() == nil || must(f.Cluster("flaky")).Snapshot() == nil {
 		t.Fatalf("the reachable clusters were not read")
 	}
-	if err := f.Cluster("dead").Err(); !errors.As(err, &ce) {
+	if err := must(f.Cluster("dead")).Err(); !errors.As(err, &ce) {
 		t.Errorf("Cluster.Err: %v", err)
 	}
 	// Backing off: the next round leaves it out.
@@ -182,7 +182,7 @@ func TestFleetFailures(t *testing.T) {
 	if ce := round.Failed[1]; ce.Cluster != "flaky" || ce.Last == nil || ce.Failures != 1 {
 		t.Errorf("flaky cluster: %+v, want its last snapshot", ce)
 	}
-	if _, err := f.Cluster("flaky").Mapper().RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1"); err != nil {
+	if _, err := must(f.Cluster("flaky")).Mapper().RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1"); err != nil {
 		t.Errorf("the failing cluster's mapper: %v", err)
 	}
 	if st := f.Stats(); st.Failing != 2 {
@@ -193,8 +193,8 @@ func TestFleetFailures(t *testing.T) {
 	if err := f.Refresh(context.Background()); !errors.As(err, &round) || len(round.Failed) != 1 {
 		t.Errorf("after the flaky cluster recovered: %v", err)
 	}
-	if f.Cluster("flaky").Err() != nil {
-		t.Errorf("a recovered cluster still reports %v", f.Cluster("flaky").Err())
+	if must(f.Cluster("flaky")).Err() != nil {
+		t.Errorf("a recovered cluster still reports %v", must(f.Cluster("flaky")).Err())
 	}
 }
 
@@ -216,7 +216,7 @@ func TestFleetDiskCacheAcrossProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range f.IDs() {
-			oc, err := f.Cluster(id).OpenAPI()
+			oc, err := must(f.Cluster(id)).OpenAPI()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,7 +298,7 @@ func TestFleetSubscribe(t *testing.T) {
 	told := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(changes) > 0 && changes[len(changes)-1].New == f.Cluster("c2").Discovery().Current()
+		return len(changes) > 0 && changes[len(changes)-1].New == must(f.Cluster("c2")).Discovery().Current()
 	}
 	for deadline := time.Now().Add(10 * time.Second); !told() && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
@@ -340,8 +340,11 @@ func TestAddKubeconfig(t *testing.T) {
 	if _, err := f.Add("prod-eu", &rest.Config{Host: c1.base}); !errors.Is(err, fleet.ErrExists) {
 		t.Errorf("adding an existing ID: %v", err)
 	}
-	if !f.Remove("prod-eu") || f.Remove("prod-eu") || f.Cluster("prod-eu") != nil {
+	if !f.Remove("prod-eu") || f.Remove("prod-eu") {
 		t.Errorf("Remove")
+	}
+	if c, ok := f.Cluster("prod-eu"); ok || c != nil {
+		t.Errorf("a removed cluster: %v %v, want nil, false", c, ok)
 	}
 }
 
@@ -380,7 +383,7 @@ func TestFleetThroughAProxy(t *testing.T) {
 	}
 	var docs []*openapi3.Document
 	for _, id := range ids {
-		oc, err := f.Cluster(id).OpenAPI()
+		oc, err := must(f.Cluster(id)).OpenAPI()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,7 +429,7 @@ func TestOptionsCannotLie(t *testing.T) {
 	if _, err := f.Add(c.id, &rest.Config{Host: c.base}, fleet.Like("nowhere")); err == nil {
 		t.Errorf("Like of a cluster the fleet does not have: no error")
 	}
-	if f.Cluster(c.id) != nil {
+	if _, ok := f.Cluster(c.id); ok {
 		t.Errorf("a cluster whose options failed was added")
 	}
 }

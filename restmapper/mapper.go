@@ -2,6 +2,7 @@ package restmapper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -106,6 +107,9 @@ var (
 // New builds a mapper over c. It reads discovery lazily, on the first
 // lookup.
 func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
+	if c == nil {
+		return nil, errors.New("restmapper: New: nil discovery client")
+	}
 	o := options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {

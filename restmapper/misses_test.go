@@ -70,3 +70,11 @@ func TestMissPolicy(t *testing.T) {
 		t.Errorf("remembers %d questions, want at most %d", len(p.backoffs), missKeys)
 	}
 }
+
+// TestNewNilClient: a mapper over no client is an error, not a panic at
+// its first lookup.
+func TestNewNilClient(t *testing.T) {
+	if m, err := New(nil); err == nil || m != nil {
+		t.Errorf("New(nil) = %v, %v; want an error", m, err)
+	}
+}

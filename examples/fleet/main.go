@@ -150,8 +150,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	var read []clusterSnapshot
 	for _, id := range f.IDs() {
-		if snap := f.Cluster(id).Snapshot(); snap != nil {
-			read = append(read, clusterSnapshot{id, snap})
+		if c, ok := f.Cluster(id); ok && c.Snapshot() != nil {
+			read = append(read, clusterSnapshot{id, c.Snapshot()})
 		}
 	}
 	for _, c := range read {

@@ -1,0 +1,11 @@
+package fleet_test
+
+import "github.com/kubeatlas/kubeatlas/fleet"
+
+// must is the cluster a test registered.
+func must(c *fleet.Cluster, ok bool) *fleet.Cluster {
+	if !ok {
+		panic("fleet test: no such cluster")
+	}
+	return c
+}
