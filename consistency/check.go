@@ -68,7 +68,8 @@ func WithClock(c clock.PassiveClock) Option {
 //     view (/api and /apis with profile=nopeer, KEP-4020) and its merged
 //     /apis, which, where it differs, names what only a peer serves;
 //   - servers that cannot be reached directly (no address, an address not
-//     routable from here, a client without a rest.Config
+//     routable from here or named by two leases, a certificate not valid
+//     for the client's host, a client without a rest.Config
 //     (discovery.Client.Config), or ThroughURLOnly) are sampled through
 //     the client's URL on new connections, /version and discovery on one
 //     connection, and told apart by version and views, up to WithSamples
@@ -76,10 +77,14 @@ func WithClock(c clock.PassiveClock) Option {
 //   - where the StorageVersion API is served, whether the servers encode
 //     each resource in one version.
 //
-// Direct requests carry the client's credentials to the leases' addresses
-// (the cluster's own API servers), verifying their certificates for the
-// client's host name. It needs aggregated discovery (1.26+); a server
-// without it is an error.
+// Direct requests are the client's requests to its URL, dialed to the
+// servers' addresses: their certificates are verified for the client's
+// host name (an IP address or not) before any credential is sent, and a
+// client with credentials that cannot verify them (plain http, TLS
+// verification off) asks nobody directly (see the package documentation,
+// and Report.NotAskedDirectly). Every server is asked at once, under one
+// 10 s deadline. It needs aggregated discovery (1.26+); a server without
+// it is an error.
 //
 // Check uses none of c's snapshots, and its requests are not c's: only
 // those through c's URL are counted in c.Stats().Requests. Responses are
