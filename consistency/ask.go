@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -200,6 +201,9 @@ func (k *checker) directClient(cfg *rest.Config, address string) (*httpx.Client,
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext // client-go's
 	}
 	cfg.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) { return dial(ctx, network, address) }
+	// No proxy (directConfig refused one for the URL), said so that the
+	// dial above is the only one.
+	cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	_, hc, base, err := httpx.FromConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("consistency: a client for %s: %w", address, err)
