@@ -97,12 +97,15 @@ func carriesCredentials(cfg *rest.Config) bool {
 		cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.WrapTransport != nil || cfg.Transport != nil
 }
 
-// askAllDirectly asks every live server with an address at it, all at once
-// under one deadline, and returns how many answered. A server not asked, or
+// askAllDirectly asks every live server with an address at it with cfg (nil:
+// none is asked), all at once under one deadline, and returns how many
+// answered. A server not asked, or
 // that did not answer, loses its address (Server.Address is where a
 // server was asked).
 func (k *checker) askAllDirectly(ctx context.Context, servers []Server, cfg *rest.Config) int {
-	markShared(servers)
+	if cfg != nil {
+		markShared(servers)
+	}
 	ctx, cancel := context.WithTimeout(ctx, directTimeout)
 	defer cancel()
 	var g errgroup.Group
