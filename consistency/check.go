@@ -68,7 +68,8 @@ func WithClock(c clock.PassiveClock) Option {
 //     view (/api and /apis with profile=nopeer, KEP-4020) and its merged
 //     /apis, which, where it differs, names what only a peer serves;
 //   - servers that cannot be reached directly (no address, an address not
-//     routable from here, a client without a rest.Config
+//     routable from here or named by two leases, a certificate not valid
+//     for the client's host, a client without a rest.Config
 //     (discovery.Client.Config), or ThroughURLOnly) are sampled through
 //     the client's URL on new connections, /version and discovery on one
 //     connection, and told apart by version and views, up to WithSamples
@@ -76,10 +77,14 @@ func WithClock(c clock.PassiveClock) Option {
 //   - where the StorageVersion API is served, whether the servers encode
 //     each resource in one version.
 //
-// Direct requests carry the client's credentials to the leases' addresses
-// (the cluster's own API servers), verifying their certificates for the
-// client's host name. It needs aggregated discovery (1.26+); a server
-// without it is an error.
+// Direct requests are the client's requests to its URL, dialed to the
+// servers' addresses: their certificates are verified for the client's
+// host name (an IP address or not) before any credential is sent, and a
+// client with credentials that cannot verify them (plain http, TLS
+// verification off) asks nobody directly (see the package documentation,
+// and Report.NotAskedDirectly). Every server is asked at once, under one
+// 10 s deadline. It needs aggregated discovery (1.26+); a server without
+// it is an error.
 //
 // Check uses none of c's snapshots, and its requests are not c's: only
 // those through c's URL are counted in c.Stats().Requests. Responses are
@@ -135,9 +140,13 @@ func (k *checker) check(ctx context.Context) (*Report, error) {
 	}
 	out := &Report{Servers: servers}
 	// Servers are asked at their own addresses only with the client's
-	// rest.Config and no path prefix (a fleet proxy's URL).
-	direct := !k.o.throughURL && k.cfg != nil && k.url.Base.Path == ""
-	if leasesErr == nil && direct {
+	// rest.Config and no path prefix (a fleet proxy's URL), and only where
+	// directConfig finds the client's credentials safe there.
+	var direct *rest.Config
+	if !k.o.throughURL && k.cfg != nil && k.url.Base.Path == "" {
+		direct, out.NotAskedDirectly = k.directConfig()
+	}
+	if leasesErr == nil && direct != nil {
 		k.addEndpointSliceAddresses(ctx, out)
 	}
 
@@ -149,31 +158,22 @@ func (k *checker) check(ctx context.Context) (*Report, error) {
 	}
 	out.MergedETag = merged.ETag
 
-	// Each server with an address, directly.
-	reached := 0
+	// Each server with an address, directly, all at once.
 	live := 0
-	for i := range out.Servers {
-		s := &out.Servers[i]
+	for _, s := range out.Servers {
 		if s.Alive {
 			live++
 		}
-		if !s.Alive || !direct || s.Address == "" {
-			s.Address = ""
-			continue
-		}
-		if err := k.askDirectly(ctx, s); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			s.Err, s.Address = err, ""
-			continue
-		}
-		reached++
+	}
+	reached := k.askAllDirectly(ctx, out.Servers, direct)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 
 	// The rest through the URL.
+	matchedDirect := -1
 	if reached < live || leasesErr != nil {
-		k.sampleThroughURL(ctx, out, k.o.samples, live-reached)
+		matchedDirect = k.sampleThroughURL(ctx, out, k.o.samples, live-reached)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -202,8 +202,33 @@ func (k *checker) check(ctx context.Context) (*Report, error) {
 		out.Certainty = EveryServerAsked
 	case leasesErr == nil && told >= live && live > 0:
 		out.Certainty = EveryServerSampled
+	case leasesErr == nil && reached > 0 && matchedDirect == out.Samples && out.Samples == k.o.samples && everyDirectViewSampled(out.Servers):
+		out.Certainty = EveryAnsweringServerSeen
 	default:
 		out.Certainty = NotEveryServerSeen
 	}
 	return out, nil
+}
+
+// everyDirectViewSampled tells whether the samples through the URL reached
+// each version and view of the servers asked directly: the balancer gives
+// new connections to each kind of server the check knows, not to one.
+func everyDirectViewSampled(servers []Server) bool {
+	type kind struct {
+		version string
+		view    [2]string
+	}
+	sampled := map[kind]bool{}
+	for _, s := range servers {
+		if s.View != nil && s.Address != "" {
+			k := kind{s.Version, viewKey(s.View)}
+			sampled[k] = sampled[k] || s.Samples > 0
+		}
+	}
+	for _, ok := range sampled {
+		if !ok {
+			return false
+		}
+	}
+	return len(sampled) > 0
 }

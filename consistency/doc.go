@@ -16,13 +16,43 @@
 // the resources whose storage versions differ, and how sure it is
 // ([Certainty]).
 //
-// Check sends the client's credentials to the addresses the cluster names
-// for its API servers (their identity leases), verifying each server's
-// certificate for the name the client knows the cluster by. When that
-// name is an IP address, a certificate is accepted for the address the
-// cluster named; over plain HTTP, or with TLS verification off, nothing
-// is verified. [ThroughURLOnly] sends nothing anywhere but the client's
-// URL.
+// # Where credentials go
+//
+// Check asks each API server at the address the cluster names for it (its
+// identity lease's peer-advertise-address, or an address of the kubernetes
+// EndpointSlice), which anyone who may write Leases in kube-system or
+// EndpointSlices in default can choose. So a direct request is the
+// client's own request to its own URL (Host header, TLS server name,
+// credentials, an exec plugin's cluster info alike); only its TCP
+// connection is dialed to the named address, through the rest.Config's
+// Dial if it has one. What is verified: the server's certificate, against
+// the kubeconfig's CA, for the kubeconfig's name (its tls-server-name, or
+// its server's host, an IP address or not) during the TLS handshake,
+// before a token or a client certificate is sent. A certificate the
+// cluster's CA signed for the named address (a kubelet's serving
+// certificate) does not pass; a server of the cluster whose certificate
+// does not name the kubeconfig's host is not asked directly. What is
+// trusted: the kubeconfig's CA and name, as for every request through
+// the URL; a WrapTransport to send through the transport it wraps.
+//
+// Nothing is sent with credentials where nothing is verified: over plain
+// http, or with TLS verification off, a client that carries credentials
+// (a token or token file, basic auth, a client certificate, an exec or
+// auth-provider plugin, a WrapTransport or Transport) asks nobody
+// directly, and neither does one with a Transport of its own or a proxy
+// for its URL; [Report].NotAskedDirectly says why ([ErrNotAskedDirectly]),
+// and the servers are sampled through the URL. A client without
+// credentials over plain http still asks directly: nothing can be stolen,
+// and its URL is no better verified. [ThroughURLOnly] sends nothing
+// anywhere but the client's URL.
+//
+// Two live leases naming one address are not two servers: neither is
+// asked there ([ErrAddressShared]). The servers are asked at once (8 at a
+// time) under one 10 s deadline, so leases naming hosts that never answer
+// cost 10 s, however many. Servers that could not be asked and were not
+// told apart through the URL leave the check at
+// [EveryAnsweringServerSeen] when every sample through the URL reached the
+// kinds of server that were asked, and [NotEveryServerSeen] otherwise.
 //
 // # Files
 //
@@ -30,8 +60,9 @@
 //     how sure it is.
 //   - cluster.go: what the cluster tells about its API servers: identity
 //     leases, the EndpointSlice, StorageVersions.
-//   - ask.go: asking one server, directly (where credentials go is decided
-//     in directClient) or through the URL on a new connection (sampling).
+//   - ask.go: asking the servers directly (where credentials go is decided
+//     in directConfig and directClient), all at once, or through the URL
+//     on new connections (sampling).
 //   - report.go: the [Report] and what it derives from the servers' views
 //     (Consistent, the differences, what a server gets from its peers).
 package consistency

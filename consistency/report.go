@@ -22,6 +22,21 @@ const (
 	// distinct servers (by version and discovery) were told apart as the
 	// cluster names live ones.
 	EveryServerSampled
+	// EveryAnsweringServerSeen: some servers the cluster names (live
+	// identity leases) could not be asked at their addresses nor told
+	// apart through the URL (Server.Err says why: no answer, a
+	// certificate not valid for the client's host, an address another
+	// lease names too), but at least one server was asked directly, and
+	// every sample through the URL (all WithSamples of them) was answered
+	// by a server of the version and views of one asked directly, each of
+	// those reached at least once. So the servers that serve this URL's
+	// clients were seen, as surely as the samples can tell; the others
+	// serve nobody through it now: a server that is down with its lease
+	// still current (a lease lasts an hour), unreachable from here, or a
+	// lease that names no server at all, as anyone who may write Leases in
+	// kube-system can make. What it cannot rule out: a balancer that gives
+	// every new connection from here to the same few servers.
+	EveryAnsweringServerSeen
 	// NotEveryServerSeen: fewer servers were told apart than the cluster
 	// names (servers alike in version and discovery cannot be told apart
 	// through a balancer), or the cluster names none (its identity leases
@@ -35,6 +50,8 @@ func (c Certainty) String() string {
 		return "every server asked directly"
 	case EveryServerSampled:
 		return "every server reached through the URL"
+	case EveryAnsweringServerSeen:
+		return "every server that answers seen"
 	case NotEveryServerSeen:
 		return "not every server seen"
 	}
@@ -54,8 +71,9 @@ type Server struct {
 	Alive bool
 	// Address is where it was asked directly (the lease's
 	// kubernetes.io/peer-advertise-address, or an address of the
-	// kubernetes EndpointSlice); "" when it was reached only through the
-	// client's URL, or not at all.
+	// kubernetes EndpointSlice), its certificate valid for the client's
+	// host; "" when it was reached only through the client's URL, or not
+	// at all (Err then says at which address it was not, and why).
 	Address string
 	// Version is its /version gitVersion, when it was reached.
 	Version string
@@ -123,6 +141,15 @@ type Report struct {
 	// Samples counts the requests through the client's URL the check
 	// needed to reach the servers it could not ask directly.
 	Samples int
+	// NotAskedDirectly says why no server was asked at the address the
+	// cluster names for it when the check would otherwise have (not
+	// ThroughURLOnly, a client with a rest.Config): it wraps
+	// ErrNotAskedDirectly. Nothing verifies who answers there over plain
+	// http or with TLS verification off, and the client carries
+	// credentials; or its rest.Config's own Transport, or a proxy, would
+	// not take requests to those addresses. The servers were sampled
+	// through the URL instead.
+	NotAskedDirectly error
 }
 
 // Consistent is true when every reached server serves the same discovery

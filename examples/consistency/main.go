@@ -9,7 +9,13 @@
 //
 // Exit status: 0 when every server agrees, 1 when they do not, 2 when it
 // cannot tell (a server could not be reached or told apart, or the check
-// failed).
+// failed or ran out of time). When some servers the cluster names did not
+// answer but every sample through the cluster's URL reached a server that
+// did (consistency.EveryAnsweringServerSeen), it exits 0 or 1 by those that
+// answered, and names the others.
+//
+// The whole check has --timeout (default 1m) to finish: servers asked at
+// their own addresses have 10 s of it, all together.
 //
 //	go run ./examples/consistency            # the embedded fake cluster: two servers, one upgraded
 //	go run ./examples/consistency --kubeconfig ~/.kube/config --through-url
@@ -25,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -52,7 +59,12 @@ type options struct {
 	conn       cli.Connection
 	samples    int
 	throughURL bool
+	timeout    time.Duration
 }
+
+// defaultTimeout is --timeout's default: time for the servers asked
+// directly (10 s) and for every sample through the URL.
+const defaultTimeout = time.Minute
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := &options{}
@@ -60,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o.conn.Register(fs)
 	fs.IntVar(&o.samples, "samples", consistency.DefaultSamples, "requests through the cluster's URL, each on a new connection, to reach servers that cannot be asked directly")
 	fs.BoolVar(&o.throughURL, "through-url", false, "ask only through the cluster's URL, as from outside the cluster's network")
+	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long the whole check may take (0: no limit)")
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return agree
@@ -89,12 +102,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.throughURL {
 		opts = append(opts, consistency.ThroughURLOnly())
 	}
+	if o.timeout < 0 {
+		fmt.Fprintf(stderr, "error: --timeout %v is negative\n", o.timeout)
+		return cannotTell
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
 	r, err := consistency.Check(ctx, c, opts...)
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintf(stderr, "error: the check did not finish within --timeout %v: %v\n", o.timeout, err)
+		} else {
+			fmt.Fprintln(stderr, "error:", err)
+		}
 		return cannotTell
 	}
 	report(stdout, r)
+	if r.NotAskedDirectly != nil {
+		fmt.Fprintf(stdout, "\nNo server was asked at its own address: %v; the servers were sampled through the URL instead.\n", r.NotAskedDirectly)
+	}
+	if r.Certainty == consistency.EveryAnsweringServerSeen {
+		var silent []string
+		for _, s := range r.Servers {
+			if s.Alive && s.View == nil {
+				silent = append(silent, s.Name())
+			}
+		}
+		fmt.Fprintf(stdout, "\nNot seen, and reached by no sample through the URL (%d samples): %s.\n", r.Samples, strings.Join(silent, ", "))
+	}
 	switch {
 	case !r.Consistent():
 		fmt.Fprintf(stdout, "\nThe API servers disagree (%s, %d samples through the URL).\n", r.Certainty, r.Samples)
@@ -102,6 +140,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case r.Certainty == consistency.NotEveryServerSeen:
 		fmt.Fprintf(stdout, "\nThe servers seen agree, but not every server was seen (%d samples through the URL): cannot tell.\n", r.Samples)
 		return cannotTell
+	case r.Certainty == consistency.EveryAnsweringServerSeen:
+		fmt.Fprintf(stdout, "\nEvery API server that answers serves the same discovery (%d samples through the URL).\n", r.Samples)
+		return agree
 	}
 	fmt.Fprintf(stdout, "\nEvery API server serves the same discovery (%s, %d samples through the URL).\n", r.Certainty, r.Samples)
 	return agree

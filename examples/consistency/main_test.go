@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
@@ -78,6 +83,82 @@ func TestEmbedded(t *testing.T) {
 	t.Setenv(cli.FakeAPIServerEnv, "")
 	code, out, errOut := runCheck(t)
 	if code != disagree || !strings.Contains(out, "upgraded.example.com/v1") || !strings.Contains(errOut, "embedded fake cluster") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestTimeout: the whole check has --timeout to finish (default 1m): a
+// cluster whose URL accepts connections and never answers gets exit
+// status 2 and says why, after about that long.
+func TestTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for c := range accepted {
+			c.Close()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"--kubeconfig", writeKubeconfig(t, "http://"+ln.Addr().String()), "--timeout", "500ms"}, &out, &errOut)
+	if code != cannotTell || !strings.Contains(errOut.String(), "did not finish within --timeout 500ms") || ctx.Err() != nil {
+		t.Errorf("a cluster that never answers: exit %d, %s (the test's own deadline: %v)", code, errOut.String(), ctx.Err())
+	}
+	if code, _, errOut := runCheck(t, "--help"); code != agree || !strings.Contains(errOut, "--timeout duration") || !strings.Contains(errOut, "(default 1m0s)") {
+		t.Errorf("--help: exit %d, %s", code, errOut)
+	}
+}
+
+// TestServerThatDoesNotAnswer: a lease names a server that refuses
+// connections (down, its lease still current); the two servers that
+// answer agree and every sample through the URL reaches them: it exits 0,
+// naming the one not seen.
+func TestServerThatDoesNotAnswer(t *testing.T) {
+	srv, _ := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	mux := http.NewServeMux()
+	mux.Handle("/", srv)
+	mux.HandleFunc("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, r)
+		var list map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		list["items"] = append(list["items"].([]any), map[string]any{
+			"metadata": map[string]any{"name": "apiserver-down", "labels": map[string]string{"kubernetes.io/hostname": "kas-down"},
+				"annotations": map[string]string{"kubernetes.io/peer-advertise-address": down}},
+			"spec": map[string]any{"leaseDurationSeconds": 3600, "renewTime": time.Now().UTC().Format(time.RFC3339)},
+		})
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(list)
+	})
+	front := httptest.NewServer(mux)
+	t.Cleanup(front.Close)
+	code, out, errOut := runCheck(t, "--kubeconfig", writeKubeconfig(t, front.URL))
+	if code != agree || !strings.Contains(out, "Not seen, and reached by no sample through the URL (16 samples): kas-down.") ||
+		!strings.Contains(out, "Every API server that answers serves the same discovery") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }

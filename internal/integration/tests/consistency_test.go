@@ -164,7 +164,11 @@ current-context: ha
 	}
 
 	// One server gone: its lease is still current, it cannot be asked,
-	// and the report says it cannot tell.
+	// and every sample through the balancer reaches the other: the report
+	// says every server that answers was seen, and names the one that did
+	// not answer (its lease alone cannot hold the verdict). Discovery no
+	// longer differs; the StorageVersion API still records the gone
+	// server's encodings, so the servers are still not consistent.
 	next.stop()
 	p.lb.takeOut(1)
 	gone, err := consistency.Check(ctx, c, consistency.WithSamples(4))
@@ -172,8 +176,31 @@ current-context: ha
 		t.Fatal(err)
 	}
 	logReport(t, gone)
-	if gone.Certainty != consistency.NotEveryServerSeen {
-		t.Errorf("with %s down: certainty %v", next.name, gone.Certainty)
+	if gone.Certainty != consistency.EveryAnsweringServerSeen || len(gone.Differences) != 0 || len(gone.StorageVersions) == 0 {
+		t.Errorf("with %s down: certainty %v, differences %v, storage versions %v; want every answering server seen, no difference in discovery, the storage versions as before",
+			next.name, gone.Certainty, gone.Differences, gone.StorageVersions)
+	}
+	for _, s := range gone.Servers {
+		if (s.Hostname == next.name) != (s.View == nil && s.Err != nil) {
+			t.Errorf("with %s down: %s seen %v, error %v", next.name, s.Name(), s.View != nil, s.Err)
+		}
+	}
+
+	// A kubeconfig without a CA, TLS verification off, and a token: nobody
+	// is asked at an address the cluster names, and the report says why.
+	insecure := rest.CopyConfig(p.config)
+	insecure.CAData, insecure.Insecure = nil, true
+	ic, err := discovery.New(insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unverified, err := consistency.Check(ctx, ic, consistency.WithSamples(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logReport(t, unverified)
+	if !errors.Is(unverified.NotAskedDirectly, consistency.ErrNotAskedDirectly) || slices.ContainsFunc(unverified.Servers, func(s consistency.Server) bool { return s.Address != "" }) {
+		t.Errorf("TLS verification off: not asked directly %v, servers %+v; want none asked at its address", unverified.NotAskedDirectly, unverified.Servers)
 	}
 }
 
