@@ -158,6 +158,11 @@ func (c *Client) persist(s *Snapshot, seq uint64) {
 	w.at.Store(s.validated.UnixNano())
 }
 
+// errNotTheETags is why a document filed under an ETag is not loaded: it
+// is not the document the ETag names (or, in protobuf, cannot be shown to
+// be, and so was never filed by a client that checks).
+var errNotTheETags = errors.New("not the document its ETag names")
+
 // load reads the persisted snapshot, or returns an error saying why not.
 func (c *Client) load() (*Snapshot, error) {
 	buf, ok := c.opts.disk.Get(c.persistKey())
@@ -199,9 +204,18 @@ func (c *Client) load() (*Snapshot, error) {
 			body = rest[:sp.Length]
 			rest = rest[sp.Length:]
 		}
-		p, err := aggregatedPart(body, mt, sp.ETag, c.opts.shared != nil)
+		// A document filed under its ETag is in a store that other
+		// clients write, in this process or another (a fleet's, for every
+		// cluster; perhaps an older build's, which filed documents
+		// unchecked): it is used only once its ETag is recomputed from it.
+		p, err := aggregatedPart(body, mt, sp.ETag, c.opts.shared != nil || h.Shared)
 		if err != nil {
 			return nil, err
+		}
+		if h.Shared && !p.verified {
+			// Dropped, so that the next persist files the real one.
+			c.opts.disk.Delete(contentKey(sp.ETag, sp.ContentType))
+			return nil, fmt.Errorf("persisted document %s: %w", sp.ETag, errNotTheETags)
 		}
 		p.raw = &raw{body: body, contentType: sp.ContentType}
 		parts[i] = *p

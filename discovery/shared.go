@@ -19,8 +19,12 @@ import (
 // snapshot with a Stale or failed group-version may carry resources its
 // own cluster last knew, which are not the documents' to give another; a
 // cluster must not hand the others documents of its own making under
-// another surface's ETag; a protobuf document cannot be checked, so
-// clients that share should read JSON (WithJSONOnly).
+// another surface's ETag. A protobuf document is not checked: its ETag is
+// the SHA-512 of the list's JSON too (kube-apiserver computes it once, of
+// json.Marshal of the list, whatever the Accept), so a check would hash
+// what the generated decoder reads while the snapshot holds what
+// protobuf.go reads, and any difference between the two would be trusted.
+// Clients that share should read JSON (WithJSONOnly).
 //
 // The methods are called on refresh goroutines, concurrently, and must
 // not call back into the client that calls them (its Snapshot or Refresh
@@ -49,7 +53,10 @@ type Shared interface {
 // and a cold start may offer the server one it holds. With a disk cache,
 // each checked document is persisted as an entry of its own, named by
 // its ETag, which a store may keep once for many clusters (as fleet's
-// does). Default: none; every client holds its own.
+// does); such an entry is loaded only once the ETag is recomputed from
+// its body (another process, or an older build, may have written it),
+// and one that is not the ETag's is dropped. Default: none; every client
+// holds its own.
 func WithShared(s Shared) Option {
 	return func(o *options) error { o.shared = s; return nil }
 }

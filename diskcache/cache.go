@@ -232,7 +232,8 @@ type header struct {
 func (h header) keyLen() int64 { return int64(h.nameLen) + int64(h.versionLen) }
 
 // entryHeader is the encoded header of k and a value in parts, followed by
-// k's name and version, with room for the value.
+// k's name and version (put writes the parts after it: no room is made
+// for them, which cost a copy of every stored document).
 func entryHeader(k Key, value ...[]byte) []byte {
 	var n int
 	sum := crc32.Update(0, castagnoli, []byte(k.Name))
@@ -241,7 +242,7 @@ func entryHeader(k Key, value ...[]byte) []byte {
 		n += len(v)
 		sum = crc32.Update(sum, castagnoli, v)
 	}
-	buf := make([]byte, headerSize, headerSize+len(k.Name)+len(k.Version)+n)
+	buf := make([]byte, headerSize, headerSize+len(k.Name)+len(k.Version))
 	copy(buf, magic[:])
 	binary.LittleEndian.PutUint32(buf[sumAt:], sum)
 	binary.LittleEndian.PutUint32(buf[lengthsAt:], uint32(len(k.Name)))

@@ -368,29 +368,43 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 		}
 	}
 	d, err := c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
-		ctx, v := withVerdict(ctx)
-		body, resp, err := c.get(ctx, u, "application/json")
-		if err != nil {
-			return nil, err
-		}
-		if err := wantType(resp, "application/json"); err != nil {
-			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
-		}
-		verified, err := c.verify(resp, body, v.about(resp))
-		if err != nil {
-			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
-		}
-		d, err := NewDocument(path, u, body)
-		if err != nil || !verified || c.opts.documents == nil {
+		for first := true; ; first = false {
+			d, resp, err := c.fetchDocument(ctx, path, u)
+			if err != nil && first && c.dropCached(resp) {
+				continue // an entry another writer left: the server's, once
+			}
 			return d, err
 		}
-		return c.opts.documents.put(d), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.keepIfCurrent(path, u, d)
 	return d, nil
+}
+
+// fetchDocument reads path's document at u, checks it and hands it to the
+// shared table; resp is the response it came in, if any.
+func (c *Client) fetchDocument(ctx context.Context, path, u string) (*Document, *http.Response, error) {
+	ctx, v := withVerdict(ctx)
+	body, resp, err := c.get(ctx, u, "application/json")
+	if err != nil {
+		return nil, resp, err
+	}
+	if err := wantType(resp, "application/json"); err != nil {
+		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", u, err)
+	}
+	verified, err := c.verify(resp, body, v.about(resp))
+	if err != nil {
+		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", u, err)
+	}
+	d, err := NewDocument(path, u, body)
+	if err != nil || !verified || c.opts.documents == nil {
+		return d, resp, err
+	}
+	// The hash verified is the final URL's (resp.Request's, after any
+	// redirect), which names the bytes; u's may name others.
+	return c.opts.documents.put(d, resp.Request.URL.Query().Get("hash")), resp, nil
 }
 
 // keepIfCurrent keeps d for path while u is the root's current URL for it:
@@ -480,23 +494,35 @@ func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document
 		return nil, err
 	}
 	return c.pbFetch.Do(ctx, u, func(ctx context.Context) (*openapi_v3.Document, error) {
-		ctx, v := withVerdict(ctx)
-		body, resp, err := c.get(ctx, u, ProtobufType+", "+ProtobufTypeDeprecated)
-		if err != nil {
-			return nil, err
+		for first := true; ; first = false {
+			doc, resp, err := c.fetchGnostic(ctx, path, u)
+			if err != nil && first && c.dropCached(resp) {
+				continue // an entry another writer left: the server's, once
+			}
+			return doc, err
 		}
-		if err := wantType(resp, ProtobufType, ProtobufTypeDeprecated); err != nil {
-			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
-		}
-		// Decoded once: by the disk cache's check on its way to the
-		// store, else here.
-		if doc := v.about(resp).gnostic; doc != nil {
-			return doc, nil
-		}
-		doc, err := c.decodeGnostic(body)
-		if err != nil {
-			return nil, fmt.Errorf("openapi3: %s is not an OpenAPI v3 protobuf document: %w", path, err)
-		}
-		return doc, nil
 	})
+}
+
+// fetchGnostic reads and decodes path's protobuf document at u; resp is
+// the response it came in, if any.
+func (c *Client) fetchGnostic(ctx context.Context, path, u string) (*openapi_v3.Document, *http.Response, error) {
+	ctx, v := withVerdict(ctx)
+	body, resp, err := c.get(ctx, u, ProtobufType+", "+ProtobufTypeDeprecated)
+	if err != nil {
+		return nil, resp, err
+	}
+	if err := wantType(resp, ProtobufType, ProtobufTypeDeprecated); err != nil {
+		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", u, err)
+	}
+	// Decoded once: by the disk cache's check on its way to the store,
+	// else here.
+	if doc := v.about(resp).gnostic; doc != nil {
+		return doc, resp, nil
+	}
+	doc, err := c.decodeGnostic(body)
+	if err != nil {
+		return nil, resp, fmt.Errorf("openapi3: %s is not an OpenAPI v3 protobuf document: %w", path, err)
+	}
+	return doc, resp, nil
 }

@@ -9,8 +9,9 @@ import (
 // Documents is a table of OpenAPI v3 documents that the clients given it
 // (WithDocuments) share by content: a document is named by its
 // group-version path and the ?hash= of its URL, which is the SHA-512 of
-// its JSON (the client checks it, or the disk cache did when it stored
-// the document). Clusters of a fleet that serve the same schemas then
+// its JSON, checked by the client (on every read, from the server or a
+// disk cache). A document that a 301 led to is named by the hash it was
+// verified against, the final URL's, never by the one asked for. Clusters of a fleet that serve the same schemas then
 // hold each document, and what was parsed of it, once; and a client asks
 // its server for none that another client has read. Documents at URLs
 // without a verified hash are not shared. A document no client holds any
@@ -57,12 +58,14 @@ func (t *Documents) get(path, u string) *Document {
 	return d.at(u)
 }
 
-// put holds d (read from its URL, its hash verified) unless the table
-// holds its content already, and returns the document to use.
-func (t *Documents) put(d *Document) *Document {
-	k, ok := keyFor(d.Path, d.URL)
-	if !ok {
+// put holds d unless the table holds its content already, and returns the
+// document to use. hash is the one d's bytes were verified against: that
+// of the URL they came from, which after a 301 (a stale ?hash=, during a
+// rolling upgrade) is not d.URL's; d is held under it alone, so that a
+// cluster asking for d.URL's hash asks its own server.
+func (t *Documents) put(d *Document, hash string) *Document {
+	if hash == "" {
 		return d
 	}
-	return t.docs.Put(k, d).at(d.URL)
+	return t.docs.Put(docKey{path: d.Path, hash: hash}, d).at(d.URL)
 }

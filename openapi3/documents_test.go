@@ -2,6 +2,7 @@ package openapi3_test
 
 import (
 	"context"
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -75,4 +76,52 @@ func TestDocumentsShared(t *testing.T) {
 		t.Errorf("table holds %d documents, want 2", docs.Len())
 	}
 	runtime.KeepAlive([]*openapi3.Document{da, db, dc}) // the table holds them weakly
+}
+
+// TestDocumentsRedirectKeyedByFinalHash: a document that a 301 led to (a
+// stale ?hash=, as kube-openapi answers during a rolling CRD upgrade) is
+// held under the hash its bytes have, the final URL's, never under the
+// one asked for: a cluster still serving the document of the old hash
+// asks its own server for it, and gets its own.
+func TestDocumentsRedirectKeyedByFinalHash(t *testing.T) {
+	docs := openapi3.NewDocuments()
+	upgraded, baseUpgraded := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
+	old, baseOld := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
+	ctx := context.Background()
+	const path = "apis/apps/v1"
+	gv := schema.GroupVersion{Group: "apps", Version: "v1"}
+
+	// The upgraded cluster's client read its root before the upgrade, so
+	// it asks for the old hash and is redirected to the new document.
+	c := newClient(t, baseUpgraded, openapi3.WithDocuments(docs))
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := upgraded.ChangeSchema(gv); err != nil {
+		t.Fatal(err)
+	}
+	upgraded.ResetRequests()
+	d, err := c.Document(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs := upgraded.Requests(); len(reqs) != 2 || reqs[0].Status != http.StatusMovedPermanently {
+		t.Fatalf("requests %+v, want a 301 then the document", reqs)
+	}
+	if !strings.Contains(string(d.JSON), "schema revision 1") {
+		t.Fatalf("the redirect did not lead to the upgraded document")
+	}
+
+	// A cluster not yet upgraded lists the old hash.
+	do, err := newClient(t, baseOld, openapi3.WithDocuments(docs)).Document(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := documentFetches(old, path); n != 1 {
+		t.Errorf("a cluster asking the old hash made %d requests for it, want its own 1", n)
+	}
+	if strings.Contains(string(do.JSON), "schema revision 1") {
+		t.Errorf("a cluster asking the old hash got the document it redirected to")
+	}
+	runtime.KeepAlive([]*openapi3.Document{d, do})
 }

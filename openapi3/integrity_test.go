@@ -239,3 +239,64 @@ func TestOneDocumentPerGroupVersionStored(t *testing.T) {
 		t.Errorf("after one change, %d documents stored, want apps/v1's JSON and protobuf", len(rec.puts))
 	}
 }
+
+// TestOtherContentTypesAreNotStored: a document at a ?hash= URL (served
+// as immutable for a year) in a content type other than the one asked
+// for, its bytes the real document's, is refused and not stored, so that
+// once the server is right again the next process reads it instead of a
+// year of failures: text/plain, octet-stream and HTML, for JSON and for
+// protobuf, and JSON for protobuf (whose bytes no hash check of a
+// protobuf request covers).
+func TestOtherContentTypesAreNotStored(t *testing.T) {
+	const path = "apis/apps/v1"
+	_, _, probeBase := mangled(t)
+	jsonDoc, err := newClient(t, probeBase).Document(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asks := map[string]func(*openapi3.Client) error{
+		"JSON": func(c *openapi3.Client) error {
+			_, err := c.Document(context.Background(), path)
+			return err
+		},
+		"protobuf": func(c *openapi3.Client) error {
+			_, err := c.Gnostic(context.Background(), path)
+			return err
+		},
+	}
+	for _, tc := range []struct {
+		ask, contentType string
+		body             func([]byte) []byte
+	}{
+		{"JSON", "text/plain; charset=utf-8", nil},
+		{"JSON", "application/octet-stream", nil},
+		{"JSON", "text/html", nil},
+		{"protobuf", "text/plain; charset=utf-8", nil},
+		{"protobuf", "application/octet-stream", nil},
+		{"protobuf", "text/html", nil},
+		{"protobuf", "application/json", func([]byte) []byte { return jsonDoc.JSON }},
+	} {
+		t.Run(tc.ask+" as "+tc.contentType, func(t *testing.T) {
+			_, m, base := mangled(t)
+			dc, err := diskcache.Open(t.TempDir(), base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := tc.body
+			if body == nil {
+				body = func(b []byte) []byte { return b }
+			}
+			m.set("/openapi/v3/"+path, body, map[string]string{"Content-Type": tc.contentType})
+			if err := asks[tc.ask](newClient(t, base, openapi3.WithDiskCache(dc))); !errors.Is(err, openapi3.ErrContentType) {
+				t.Fatalf("err = %v, want ErrContentType", err)
+			}
+			if st := dc.Stats(); st.Writes != 0 {
+				t.Fatalf("a %s answer to a request for %s was stored: %+v", tc.contentType, tc.ask, st)
+			}
+			m.set("", nil, nil)
+			if err := asks[tc.ask](newClient(t, base, openapi3.WithDiskCache(dc))); err != nil {
+				t.Fatalf("the next process, once the server is right: %v", err)
+			}
+		})
+	}
+}

@@ -76,15 +76,21 @@ func storeKey(req *http.Request) diskcache.Key {
 }
 
 // checkBeforeStoring is what the disk cache checks before it stores a
-// response (diskcache.WithCheck): the root must parse; a JSON document's
-// SHA-512 must be its ?hash= when the hash can be checked, and it must
-// parse when it cannot; a document asked for as JSON must be JSON; a
-// protobuf document (whose bytes no hash vouches for) must decode. What it
-// learns (a hash verified, a protobuf document decoded) it leaves in the
-// request's verdict, so that the caller does not hash or decode the same
-// bytes again.
+// response (diskcache.WithCheck). A response is stored only in a content
+// type the request asked for (its Accept), and only one that can be
+// checked: the root must be JSON and parse; a JSON document's SHA-512 must
+// be its ?hash= when the hash can be checked, and it must parse when it
+// cannot; a protobuf document (whose bytes no hash vouches for) must
+// decode. Anything else (text/plain, HTML, octet-stream, JSON answered to
+// a request for protobuf) is passed on to the caller, who refuses it, and
+// not stored, so that it is asked for again next time rather than served
+// from the disk for as long as the server's Expires says (a year for a
+// ?hash= URL). What it learns (a hash verified, a protobuf document
+// decoded) it leaves in the request's verdict, so that the caller does not
+// hash or decode the same bytes again.
 func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
 	if resp.Request == nil {
 		if mt == "application/json" && !json.Valid(body) {
 			return errors.New("a JSON body that does not parse")
@@ -92,12 +98,18 @@ func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
 		return nil
 	}
 	u := resp.Request.URL
+	if accept := resp.Request.Header.Get("Accept"); !asked(accept, mt) {
+		return fmt.Errorf("%w: Content-Type %q, asked for %q", ErrContentType, ct, accept)
+	}
 	if strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/openapi/v3") {
+		if mt != "application/json" {
+			return fmt.Errorf("%w: Content-Type %q for the root", ErrContentType, ct)
+		}
 		_, err := parseRoot(body)
 		return err
 	}
-	switch {
-	case mt == "application/json":
+	switch mt {
+	case "application/json":
 		verified, err := c.verifyHash(u, body)
 		if err != nil {
 			return err
@@ -109,16 +121,27 @@ func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
 		if !json.Valid(body) {
 			return errors.New("a JSON body that does not parse")
 		}
-	case storeKey(resp.Request).Content:
-		return fmt.Errorf("%w: Content-Type %q for a JSON document", ErrContentType, resp.Header.Get("Content-Type"))
-	case mt == ProtobufType || mt == ProtobufTypeDeprecated:
+	case ProtobufType, ProtobufTypeDeprecated:
 		doc, err := c.decodeGnostic(body)
 		if err != nil {
 			return fmt.Errorf("not an OpenAPI v3 protobuf document: %w", err)
 		}
 		noteVerdict(resp, func(v *verdict) { v.gnostic = doc })
+	default:
+		return fmt.Errorf("%w: Content-Type %q: only JSON and protobuf documents, checked, are stored", ErrContentType, ct)
 	}
 	return nil
+}
+
+// asked says whether the media type mt is one that accept lists by name
+// (a wildcard does not count: what is stored is what was asked for).
+func asked(accept, mt string) bool {
+	for a := range strings.SplitSeq(accept, ",") {
+		if am, _, err := mime.ParseMediaType(strings.TrimSpace(a)); err == nil && am == mt {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeGnostic decodes a protobuf document.
@@ -174,10 +197,11 @@ func (v *verdict) about(resp *http.Response) verdict {
 }
 
 // verify checks a JSON document against the ?hash= it was served at,
-// unless that was done already: by checkBeforeStoring on its way to the
-// disk cache (v), or before the disk cache stored it, when it comes from
-// there (the transport removes a server's own X-From-Cache, so the header
-// cannot be forged, and the store verifies its entries' checksums).
+// unless checkBeforeStoring did on its way to the disk cache (v). A
+// document read from the disk cache is checked again: the store may be
+// one that other processes write (a fleet's content directory, shared by
+// every cluster; an older build's entries; Redis, shared by hosts), and
+// its checksums vouch for the file, not for who wrote it.
 //
 // verified says the body is the one its URL's ?hash= names.
 func (c *Client) verify(resp *http.Response, body []byte, v verdict) (verified bool, err error) {
@@ -187,9 +211,16 @@ func (c *Client) verify(resp *http.Response, body []byte, v verdict) (verified b
 	if v.hashed {
 		return true, nil
 	}
-	if c.opts.disk != nil && resp.Header.Get(diskcache.FromCache) == "1" {
-		_, checkable := namedHash(resp.Request.URL)
-		return checkable, nil
-	}
 	return c.verifyHash(resp.Request.URL, body)
+}
+
+// dropCached removes the disk cache's entry that resp was served from,
+// if it was: a caller that refuses it then asks the server, once, instead
+// of being served it again until it expires.
+func (c *Client) dropCached(resp *http.Response) bool {
+	if c.opts.disk == nil || resp == nil || resp.Request == nil || resp.Header.Get(diskcache.FromCache) != "1" {
+		return false
+	}
+	c.opts.disk.Delete(storeKey(resp.Request))
+	return true
 }

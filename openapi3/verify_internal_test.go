@@ -2,6 +2,13 @@ package openapi3
 
 import (
 	"context"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,10 +19,10 @@ import (
 
 // TestEachDocumentHashedAndDecodedOnce: a JSON document's SHA-512 is
 // computed once on its way to the disk cache (by the cache's check, which
-// hands its verdict to the caller) and not at all on its way back (the
-// cache stored it verified); a protobuf document is decoded once either
-// way (the check's decoding is the one returned). Without a disk cache,
-// once each too.
+// hands its verdict to the caller) and once on each read back from it (a
+// store that other processes, or hosts, write vouches for nothing); a
+// protobuf document is decoded once either way (the check's decoding is
+// the one returned). Without a disk cache, once each too.
 func TestEachDocumentHashedAndDecodedOnce(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
 	ctx := context.Background()
@@ -54,13 +61,15 @@ func TestEachDocumentHashedAndDecodedOnce(t *testing.T) {
 		want(t, map[bool]string{true: "cold disk cache", false: "no disk cache"}[disk], c, int64(len(docs)), 1)
 	}
 	warm := newClient(t, true)
-	if _, err := warm.FetchAll(ctx); err != nil {
+	docs, err := warm.FetchAll(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := warm.Gnostic(ctx, pbPath); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "warm disk cache", warm, 0, 1)
+	n := int64(len(docs))
+	want(t, "warm disk cache", warm, n, 1)
 
 	if err := srv.ChangeSchema(schema.GroupVersion{Group: "apps", Version: "v1"}); err != nil {
 		t.Fatal(err)
@@ -74,5 +83,84 @@ func TestEachDocumentHashedAndDecodedOnce(t *testing.T) {
 	if _, err := warm.Gnostic(ctx, pbPath); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "after one change", warm, 1, 2)
+	want(t, "after one change", warm, n+1, 2)
+}
+
+// TestForeignEntriesAreCheckedOnRead: a JSON document filed in the disk
+// cache under its ?hash= by another writer (another process, an older
+// build, another host's Redis) is checked against the hash on read, as a
+// server's answer is: one that is not the hash's is dropped and read from
+// the server, once, instead of being served until it expires.
+func TestForeignEntriesAreCheckedOnRead(t *testing.T) {
+	const path = "apis/apps/v1"
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := []byte(`{"openapi":"3.0.0","paths":{},"components":{"schemas":{"forged":{}}}}`)
+	var forging atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if forging.Load() && r.URL.Path == "/openapi/v3/"+path {
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, r)
+			maps.Copy(w.Header(), rec.Header())
+			w.Header().Set("Content-Length", strconv.Itoa(len(forged)))
+			w.Write(forged)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	dc, err := diskcache.Open(t.TempDir(), ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := NewForHTTPClient(nil, ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := c.urlFor(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other writer stores what it is served under openapi3's key,
+	// unchecked.
+	unchecked := &http.Client{Transport: diskcache.NewTransport(nil, dc, diskcache.WithKey(storeKey),
+		diskcache.WithCheck(func(*http.Response, []byte) error { return nil }))}
+	req, err := http.NewRequest(http.MethodGet, ts.URL+u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	forging.Store(true)
+	resp, err := unchecked.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	forging.Store(false)
+	if dc.Stats().Writes != 1 {
+		t.Fatalf("the other writer stored nothing: %+v", dc.Stats())
+	}
+
+	reader, err := NewForHTTPClient(nil, ts.URL, WithDiskCache(dc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := reader.Document(ctx, path)
+	if err != nil {
+		t.Fatalf("a foreign entry made the document fail: %v", err)
+	}
+	if strings.Contains(string(d.JSON), "forged") {
+		t.Errorf("a foreign entry that is not its hash's was used")
+	}
+	again, err := NewForHTTPClient(nil, ts.URL, WithDiskCache(dc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := again.Document(ctx, path); err != nil || strings.Contains(string(d.JSON), "forged") {
+		t.Errorf("the next reader: %v (forged: %v): the real document was not filed in its place", err, err == nil && strings.Contains(string(d.JSON), "forged"))
+	}
 }

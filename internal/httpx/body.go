@@ -68,9 +68,18 @@ func ReadBody(ctx context.Context, resp *http.Response, o Options) (body []byte,
 		}
 		return body, 0, nil
 	}
+	// A caching transport's body (diskcache's) that would keep a copy of
+	// its own, outside the limit, is handed the one read here instead.
+	var handover func([]byte)
+	if h, ok := resp.Body.(interface{ Handover() func([]byte) }); ok && !gzipped {
+		handover = h.Handover()
+	}
 	body, err = readAtMost(ctx, resp.Body, o, resp.ContentLength)
 	if err != nil {
 		return nil, 0, err
+	}
+	if handover != nil {
+		handover(body)
 	}
 	wire = int64(len(body))
 	if gzipped {
