@@ -82,7 +82,8 @@ func TestDiskContentIsVerified(t *testing.T) {
 	ctx := context.Background()
 	resource := func(f *Fleet, id string) string {
 		t.Helper()
-		m, err := f.Cluster(id).Mapper().RESTMapping(deploy, "v1")
+		c, _ := f.Cluster(id)
+		m, err := c.Mapper().RESTMapping(deploy, "v1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,8 +114,10 @@ func TestDiskContentIsVerified(t *testing.T) {
 	if got := resource(f, "hostile"); got != "pwnedthings" {
 		t.Fatalf("the hostile cluster maps Deployment to %q, want its forged resource", got)
 	}
-	_, etag := f.Cluster("hostile").Snapshot().ETags()
-	if _, honestETag := f.Cluster("honest").Snapshot().ETags(); etag != honestETag {
+	hostileC, _ := f.Cluster("hostile")
+	honestC, _ := f.Cluster("honest")
+	_, etag := hostileC.Snapshot().ETags()
+	if _, honestETag := honestC.Snapshot().ETags(); etag != honestETag {
 		t.Fatalf("the hostile cluster's ETag %s is not the honest one's %s", etag, honestETag)
 	}
 	honest.ResetRequests()
