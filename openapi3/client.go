@@ -3,6 +3,7 @@ package openapi3
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -253,7 +255,19 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // RefreshRoot reads the root again now; documents whose hash changed are
 // then fetched anew (and their old copies leave the disk cache).
 func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
-	return c.rootFetch.Do(ctx, struct{}{}, c.readRoot)
+	root, err := c.rootFetch.Do(ctx, struct{}{}, c.readRoot)
+	if err != nil {
+		var ue *url.Error
+		var se *apierrors.StatusError
+		if !errors.As(err, &ue) && !errors.As(err, &se) && !strings.Contains(err.Error(), "openapi3:") {
+			// The caller's deadline, or a read cut short, says nothing
+			// of where (explain printed a bare "context deadline
+			// exceeded"): say it.
+			u, _ := c.http.URL("/openapi/v3")
+			err = fmt.Errorf("openapi3: reading the root %s: %w", u.Redacted(), err)
+		}
+	}
+	return root, err
 }
 
 // readRoot reads the root. A failed read counts as a try, so that a

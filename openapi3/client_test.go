@@ -683,3 +683,37 @@ func TestNewFromRESTConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestHangingRootErrorNamesURL: a root that never answers, or stops
+// halfway, fails within the caller's context with an error that says
+// where (explain printed a bare "context deadline exceeded").
+func TestHangingRootErrorNamesURL(t *testing.T) {
+	for _, halfway := range []bool{false, true} {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if halfway {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", "1000")
+				w.WriteHeader(http.StatusOK)
+				_, _ = w.Write([]byte(`{"paths":`))
+				w.(http.Flusher).Flush()
+			}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		c, err := openapi3.NewForHTTPClient(nil, srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err = c.Paths(ctx)
+		cancel()
+		close(release)
+		srv.Close()
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), srv.URL) {
+			t.Errorf("halfway=%v: %v; want the deadline, naming %s", halfway, err, srv.URL)
+		}
+	}
+}
