@@ -32,6 +32,8 @@ type options struct {
 	maxEntries int
 	logger     *slog.Logger
 	clock      clock.PassiveClock
+	// logged: the caller gave a logger (WithLogger).
+	logged bool
 }
 
 // Option configures a Cache.
@@ -61,8 +63,12 @@ func WithMaxEntries(n int) Option {
 }
 
 // WithLogger receives what a method without an error result could not do
-// (httpcache's Set and Delete). Default: nowhere; Stats counts them too.
-func WithLogger(l *slog.Logger) Option { return func(o *options) error { o.logger = l; return nil } }
+// (httpcache's Set and Delete). Default: nowhere; Stats counts them too,
+// except the refusal of an unsafe directory (see Open), which goes to
+// slog.Default() when no logger is given.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error { o.logger, o.logged = l, true; return nil }
+}
 
 // WithClock sets the clock for recency. Default: the real clock.
 func WithClock(c clock.PassiveClock) Option {
@@ -125,6 +131,8 @@ func IsNil(s Store) bool {
 type Cache struct {
 	dir  string
 	opts options
+	// unsafe says why the directory is not used (see Open); nil when it is.
+	unsafe error
 
 	// mu guards the in-memory view of this process's entries: their sizes,
 	// and when this process last read or wrote them (recency is not written
@@ -151,9 +159,26 @@ type Stats struct {
 	Hits, Misses, Writes, Corrupt, WriteErrors, Evictions int64
 }
 
+// ErrUnsafeDir is the cause of Unsafe's error, and of Put's on a cache
+// that does not use its directory.
+var ErrUnsafeDir = errors.New("the cache directory may be written by another user")
+
 // Open opens (creating it if needed) the cache of the API server at
 // serverURL below root. The server's directory name is derived from the
 // URL, so that no server name can reach outside root.
+//
+// As OpenSSH does for its files, the directory is used only if no other
+// user can change what it holds: it, and the directories it holds, must
+// be the user's (or root's) and writable by no one else (group or
+// others), and so must every directory above it, unless it is sticky
+// (/tmp is), so that no one can swap it later either. A directory that fails is not used, read, tidied nor written:
+// Open says why once (WithLogger's logger, or slog.Default()), and the
+// cache it returns answers every Get with a miss and refuses every Put
+// (ErrUnsafeDir), so that the program goes on without a cache (Unsafe
+// says why). Another user's cache directory, or one everyone may write,
+// could hold planted entries that the user's own server would then
+// confirm with 304s. On Windows, where access is a matter of ACLs, this
+// check is not made.
 func Open(root, serverURL string, opts ...Option) (*Cache, error) {
 	o := options{maxBytes: DefaultMaxBytes, maxEntries: DefaultMaxEntries, logger: slog.New(slog.DiscardHandler), clock: clock.RealClock{}}
 	for _, opt := range opts {
@@ -166,11 +191,42 @@ func Open(root, serverURL string, opts ...Option) (*Cache, error) {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
 	c := &Cache{dir: dir, opts: o, entries: map[string]*entryInfo{}}
+	if err := checkDirChain(dir); err != nil {
+		c.refuse(err)
+		return c, nil
+	}
 	if err := c.scan(); err != nil {
+		if errors.Is(err, ErrUnsafeDir) {
+			c.refuse(err)
+			return c, nil
+		}
 		return nil, err
 	}
 	return c, nil
 }
+
+// refuse leaves the directory alone from now on, saying why, once.
+func (c *Cache) refuse(why error) {
+	c.unsafe = fmt.Errorf("diskcache: not using %s: %w", c.dir, why)
+	c.entries, c.total = map[string]*entryInfo{}, 0
+	logger := c.opts.logger
+	if !c.opts.logged {
+		logger = slog.Default()
+	}
+	logger.Warn("diskcache: not using a cache directory another user may write; going on without a cache", "dir", c.dir, "err", why)
+}
+
+// Unsafe says why the cache does not use its directory (see Open): an
+// error that wraps ErrUnsafeDir, or nil when it uses it.
+func (c *Cache) Unsafe() error { return c.unsafe }
+
+// unsafeDir is a directory that fails Open's check.
+type unsafeDir struct {
+	path, why string
+}
+
+func (e *unsafeDir) Error() string { return e.path + ": " + e.why }
+func (e *unsafeDir) Unwrap() error { return ErrUnsafeDir }
 
 // Dir is the cache's directory for its API server.
 func (c *Cache) Dir() string { return c.dir }
@@ -275,6 +331,10 @@ func parseHeader(b []byte) (header, error) {
 // its header declares and its size confirms; a value of another Version is
 // a miss told from the header, and its value is not read.
 func (c *Cache) Get(k Key) ([]byte, bool) {
+	if c.unsafe != nil {
+		c.count(func(s *Stats) { s.Misses++ })
+		return nil, false
+	}
 	dir, name := c.fileName(k.Name)
 	path := filepath.Join(dir, name)
 	value, size, err := readEntry(path, k)
@@ -407,6 +467,10 @@ func (c *Cache) Put(k Key, value []byte) error { return c.put(k, value) }
 // put stores the value made of parts, written one after another rather
 // than copied together first (documents run to megabytes).
 func (c *Cache) put(k Key, parts ...[]byte) error {
+	if c.unsafe != nil {
+		c.count(func(s *Stats) { s.WriteErrors++ })
+		return c.unsafe
+	}
 	if n := len(k.Name) + len(k.Version); n > maxKeyBytes {
 		return c.writeFailed(fmt.Errorf("a %d-byte key, over the %d bytes an entry may hold", n, maxKeyBytes))
 	}
@@ -477,6 +541,9 @@ func (c *Cache) writeFailed(err error) error {
 
 // Delete removes what k's Name holds, in any Version.
 func (c *Cache) Delete(k Key) {
+	if c.unsafe != nil {
+		return
+	}
 	dir, name := c.fileName(k.Name)
 	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		c.opts.logger.Warn("diskcache: could not delete entry", "name", k.Name, "err", err)
@@ -615,6 +682,12 @@ func (c *Cache) walk(visit func(diskEntry)) error {
 			return nil
 		case d.IsDir():
 			if depth == 0 && isHex(name, 2) {
+				// Where entries are written: as safe as the directory.
+				if info, err := d.Info(); err == nil {
+					if err := checkOwnDir(path, info); err != nil {
+						return err
+					}
+				}
 				return nil
 			}
 			if depth == 1 && isHex(name, 32) {
@@ -640,6 +713,9 @@ func (c *Cache) walk(visit func(diskEntry)) error {
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, ErrUnsafeDir) {
+			return err
+		}
 		return fmt.Errorf("diskcache: scanning %s: %w", c.dir, err)
 	}
 	if junk > 0 {

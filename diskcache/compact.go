@@ -28,15 +28,23 @@ type diskEntry struct {
 // are not entries of this format (an older version's: before keys had
 // Versions, an OpenAPI document had a file per ?hash=), then the least
 // recently used entries, down to nine tenths of each bound so that the
-// next writes do not compact again at once. One process compacts at a time (an advisory lock); if another is
-// compacting, Compact returns at once. Readers in any process are never
-// broken: an entry is removed whole or not at all.
+// next writes do not compact again at once. One process compacts at a
+// time (an advisory lock); while another holds the lock (for as long as it
+// does, or for good), Compact does not wait: it evicts, without the lock,
+// from the entries this process knows (those it found at Open and those it
+// wrote), least recently used first, so that the bounds hold whoever holds
+// the lock. Readers in any process are never broken: an entry is removed
+// whole or not at all.
 func (c *Cache) Compact() error {
+	if c.unsafe != nil {
+		return nil
+	}
 	unlock, ok, err := lockDir(filepath.Join(c.dir, ".lock"))
 	if err != nil {
 		return fmt.Errorf("diskcache: lock: %w", err)
 	}
 	if !ok {
+		c.evictKnown()
 		return nil
 	}
 	defer unlock()
@@ -76,6 +84,40 @@ func (c *Cache) Compact() error {
 	}
 	// Re-learn sizes from disk: other processes write here too.
 	return c.scan()
+}
+
+// evictKnown brings the entries this process knows within nine tenths of
+// the bounds, least recently used first, without the lock and without
+// reading the directory: removing a file is atomic, so the worst a
+// compaction running meanwhile in another process can do with it is evict
+// more than either would alone, or remove an entry just rewritten (a
+// miss).
+func (c *Cache) evictKnown() {
+	type known struct {
+		name string
+		size int64
+		used time.Time
+	}
+	c.mu.Lock()
+	maxBytes, maxEntries := c.opts.maxBytes*9/10, c.opts.maxEntries*9/10
+	entries := make([]known, 0, len(c.entries))
+	for name, e := range c.entries {
+		entries = append(entries, known{name, e.size, e.used})
+	}
+	total := c.total
+	c.mu.Unlock()
+	slices.SortFunc(entries, func(a, b known) int { return a.used.Compare(b.used) })
+	for len(entries) > 0 && (total > maxBytes || len(entries) > maxEntries) {
+		e := entries[0]
+		entries, total = entries[1:], total-e.size
+		dir := filepath.Join(c.dir, e.name[:2])
+		if err := os.Remove(filepath.Join(dir, e.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.opts.logger.Warn("diskcache: could not evict entry", "path", filepath.Join(dir, e.name), "err", err)
+			continue
+		}
+		c.forget(e.name)
+		c.count(func(s *Stats) { s.Evictions++ })
+	}
 }
 
 // listEntries reads every entry's header (whether it is of this format) and

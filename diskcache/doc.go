@@ -16,8 +16,14 @@
 // tidies it (stale temporary files, files that are not entries). Total size
 // and entry count are bounded: compaction, under an advisory lock so that
 // one process compacts at a time, drops the least recently used entries.
+// While another process holds the lock, a writer over a bound evicts what
+// it knows without it, so the bounds hold whoever holds the lock.
 // Recency of reads is kept in memory, not written to disk per read. Write
-// failures are returned, counted, and logged once.
+// failures are returned, counted, and logged once. As OpenSSH does for its
+// files, a directory another user may write (not the user's or root's,
+// writable by group or others, or below a directory anyone may write that
+// is not sticky) is not used: Open says so once and the cache is empty
+// and refuses writes ([Cache.Unsafe], [ErrUnsafeDir]).
 //
 // # Stores and the HTTP cache
 //
@@ -52,6 +58,6 @@
 //   - compact.go: compaction under the advisory lock.
 //   - transport.go: [NewTransport], [URLKey], [WithKey], [WithCheck],
 //     [StoredBody].
-//   - lock_*.go, open_*.go: the advisory lock and opening regular files only,
-//     per platform.
+//   - lock_*.go, open_*.go: the advisory lock, opening regular files only,
+//     and the directory ownership check, per platform.
 package diskcache

@@ -4,6 +4,7 @@ package diskcache_test
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -16,6 +17,11 @@ func TestPermissions(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	root := t.TempDir()
+	// Made under the umask of 0: a root anyone may write is refused
+	// (TestUnsafeDirs).
+	if err := os.Chmod(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	c := open(t, root)
 	if err := c.Put(diskcache.Key{Name: "k"}, []byte("v")); err != nil {
 		t.Fatal(err)

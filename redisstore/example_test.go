@@ -23,15 +23,15 @@ func Example() {
 		ContextTimeoutEnabled: true, // so that WithTimeout bounds every call
 	})
 	defer rdb.Close()
-	store, err := redisstore.New(rdb,
-		redisstore.WithPrefix("kubeatlas:prod-eu-1:"), // one prefix per cluster
+	const server = "https://prod-eu-1.example.com:6443"
+	store, err := redisstore.New(rdb, server, // a key space of its own for each server
 		redisstore.WithTTL(6*time.Hour),
 		redisstore.WithLogger(slog.Default()),
 	)
 	if err != nil {
 		log.Fatal(err)
 	}
-	oc, err := openapi3.NewForHTTPClient(nil, "https://prod-eu-1.example.com:6443", openapi3.WithDiskCache(store))
+	oc, err := openapi3.NewForHTTPClient(nil, server, openapi3.WithDiskCache(store))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func replica() error {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR"), ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	store, err := New(rdb, WithPrefix(os.Getenv("PREFIX")), WithMaxValueBytes(max))
+	store, err := New(rdb, os.Getenv("API_URL"), WithPrefix(os.Getenv("PREFIX")), WithMaxValueBytes(max))
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func TestFleetFetchesEachDocumentOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the document was not stored again: %v", err)
 	}
-	if _, _, err := decode(again); err != nil {
+	if _, _, _, err := decode(again); err != nil {
 		t.Errorf("the value stored again: %v", err)
 	}
 	if _, fetched4 := f.run(t); len(fetched4) != 0 {
@@ -245,7 +245,7 @@ func (f *fleet) redisKeyOf(t *testing.T, docPath string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		key, _, err := decode(raw)
+		_, key, _, err := decode(raw)
 		if err != nil {
 			t.Fatalf("%s: %v", rk, err)
 		}

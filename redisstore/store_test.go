@@ -22,12 +22,15 @@ import (
 
 var prefixes atomic.Int64
 
+// testServer is the API server the tests' stores are for.
+const testServer = "https://api.test.invalid:6443"
+
 // newStore returns a store on its own client and prefix, so that stores
 // of one test do not see each other's values.
 func newStore(t *testing.T, r *redisServer, opts ...Option) *Store {
 	t.Helper()
 	prefix := fmt.Sprintf("test%d:", prefixes.Add(1))
-	s, err := New(r.client(t), append([]Option{WithPrefix(prefix)}, opts...)...)
+	s, err := New(r.client(t), testServer, append([]Option{WithPrefix(prefix)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +102,8 @@ func TestCorruptValuesAreMissesAndRemoved(t *testing.T) {
 		change func([]byte) []byte
 	}{
 		{"flipped bit in the value", func(b []byte) []byte { b[len(b)-10] ^= 0x10; return b }},
-		{"flipped bit in the key", func(b []byte) []byte { b[headerSize+3] ^= 1; return b }},
+		{"flipped bit in the key", func(b []byte) []byte { b[headerSize+len(testServer)+3] ^= 1; return b }},
+		{"flipped bit in the server", func(b []byte) []byte { b[headerSize+3] ^= 1; return b }},
 		{"flipped bit in the checksum", func(b []byte) []byte { b[sumAt] ^= 1; return b }},
 		{"truncated", func(b []byte) []byte { return b[:len(b)-1] }},
 		{"extended", func(b []byte) []byte { return append(b, 'x') }},
@@ -107,8 +111,9 @@ func TestCorruptValuesAreMissesAndRemoved(t *testing.T) {
 		{"empty", func([]byte) []byte { return []byte{} }},
 		{"another program's data", func([]byte) []byte { return []byte("hello from another program") }},
 		{"another version of the format", func(b []byte) []byte { b[7] = 1; return b }},
-		{"value length past the end", func(b []byte) []byte { b[lengthsAt+4+7] = 0x7f; return b }},
-		{"key length past the end", func(b []byte) []byte { b[lengthsAt+3] = 0x7f; return b }},
+		{"value length past the end", func(b []byte) []byte { b[lengthsAt+12+7] = 0x7f; return b }},
+		{"key length past the end", func(b []byte) []byte { b[lengthsAt+4+3] = 0x7f; return b }},
+		{"server length past the end", func(b []byte) []byte { b[lengthsAt+3] = 0x7f; return b }},
 		{"another key's value copied in", func([]byte) []byte { return bytes.Clone(otherRaw) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,11 +173,11 @@ func TestDropKeepsANewerValue(t *testing.T) {
 	if err := s.Put(diskcache.Key{Name: "k"}, []byte("good")); err != nil { // written after Get read the damaged value
 		t.Fatal(err)
 	}
-	s.drop(t.Context(), rk, damaged, errCorrupt)
+	s.drop(t.Context(), rk, int64(len(damaged)), damaged, errCorrupt)
 	if v, ok := s.Get(diskcache.Key{Name: "k"}); !ok || string(v) != "good" {
 		t.Errorf("Get = %q, %v; the good value was dropped", v, ok)
 	}
-	s.drop(t.Context(), rk, nil, errCorrupt) // "not a string" does not remove a string
+	s.drop(t.Context(), rk, -1, nil, errCorrupt) // "not a string" does not remove a string
 	if _, ok := s.Get(diskcache.Key{Name: "k"}); !ok {
 		t.Errorf("the good value was dropped as not a string")
 	}
@@ -205,7 +210,7 @@ func TestAnotherVersion(t *testing.T) {
 	if _, ok := s.Get(keyA); ok {
 		t.Error("hash A is still served after hash B was stored")
 	}
-	keys, err := admin.Keys(t.Context(), s.opts.prefix+"*").Result()
+	keys, err := admin.Keys(t.Context(), s.space+"*").Result()
 	if err != nil || len(keys) != 1 {
 		t.Errorf("Redis holds %v (%v), want one value for the document", keys, err)
 	}
@@ -304,22 +309,25 @@ func TestOptions(t *testing.T) {
 		{"zero timeout", WithTimeout(0), "timeout must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := New(c, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := New(c, testServer, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New = %v, want an error with %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := New(nil); err == nil {
+	if _, err := New(nil, testServer); err == nil {
 		t.Error("New(nil) returned no error")
 	}
-	s, err := New(c, WithLogger(nil))
+	if _, err := New(c, ""); err == nil || !strings.Contains(err.Error(), "must be named") {
+		t.Errorf("New without a server = %v, want an error saying it must be named", err)
+	}
+	s, err := New(c, testServer, WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.opts.prefix != DefaultPrefix || s.opts.ttl != DefaultTTL || s.opts.maxValueBytes != DefaultMaxValueBytes || s.opts.timeout != DefaultTimeout || s.opts.logger == nil {
 		t.Errorf("defaults: %+v", s.opts)
 	}
-	if rk := s.RedisKey(diskcache.Key{Name: "x"}); !strings.HasPrefix(rk, DefaultPrefix) || len(rk) != len(DefaultPrefix)+32 {
+	if rk := s.RedisKey(diskcache.Key{Name: "x"}); !strings.HasPrefix(rk, DefaultPrefix) || len(rk) != len(DefaultPrefix)+16+1+32 {
 		t.Errorf("RedisKey = %q", rk)
 	}
 }
@@ -355,7 +363,7 @@ func TestRedisDown(t *testing.T) {
 	logs := newLogRecorder()
 	c := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s, err := New(c, WithLogger(slog.New(logs)))
+	s, err := New(c, testServer, WithLogger(slog.New(logs)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +424,7 @@ func TestTimeout(t *testing.T) {
 	r := startRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: r.addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	s, err := New(c, WithTimeout(200*time.Millisecond))
+	s, err := New(c, testServer, WithTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,11 @@
 // client's subscribers about as soon as the server serves it; an idle
 // cluster costs two 304s a minute (the slow poll that catches API server
 // upgrades). Where watching is forbidden it falls back to
-// discovery.Client.Poll.
+// discovery.Client.Poll. Whatever the server does, its cost is bounded:
+// failed lists and watches (410 Gone on every request included) back off
+// exponentially with jitter, refreshes that events ask for are rate
+// limited (a flood of MODIFIED events costs about one a second), and the
+// expectations it keeps are capped.
 //
 //	c, err := discovery.New(cfg)
 //	go watch.Run(ctx, c) // until ctx ends
@@ -19,5 +23,6 @@
 // # Files
 //
 //   - watch.go: [Run] and its options, the informers on CRDs and
-//     APIServices, and the loop that turns their events into refreshes.
+//     APIServices (their lists and watches paced by a backoff), and the
+//     loop that turns their events into rate-limited refreshes.
 package watch

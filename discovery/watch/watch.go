@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,6 +45,29 @@ const (
 	DefaultFallbackPoll = 5 * time.Second
 	DefaultSettle       = 10 * time.Second
 	DefaultDebounce     = 50 * time.Millisecond
+)
+
+// Limits that hold whatever the server does.
+const (
+	// Lists and watches back off after a failure (an error, a 410 Gone, a
+	// watch that ends within healthyWatch), from minRetry, doubling, to
+	// maxRetry, each wait drawn between half and all of its value; a watch
+	// that stays open healthyWatch resets it. client-go's informers alone
+	// relisted at once after a 410 on every request, about 10,000
+	// requests a second.
+	minRetry     = 250 * time.Millisecond
+	maxRetry     = 30 * time.Second
+	healthyWatch = 10 * time.Second
+	// Refreshes that events ask for: refreshBurst at once, then one per
+	// refreshEvery, so that a flood of MODIFIED events (about 23
+	// refreshes a second, one per debounce) costs one a second, while a
+	// single change still gets its debounce and settle rounds at once.
+	refreshEvery = time.Second
+	refreshBurst = 5
+	// maxPending bounds the expectations kept: one per CRD name, and one
+	// for every change of unknown effect; past it, the oldest CRD ones
+	// become a change of unknown effect.
+	maxPending = 256
 )
 
 var (
@@ -113,6 +138,13 @@ func WithDebounce(d time.Duration) Option {
 // resourceVersion; a 410 Gone relists, and what changed meanwhile is
 // handled like events. Between events it revalidates once per upgrade poll.
 //
+// Whatever the server does, Run's cost stays bounded: lists and watches
+// that fail (an error, a 410 Gone, a watch that ends at once) are retried
+// after an exponential backoff with jitter, from 250ms to 30s, reset by a
+// watch that stays open 10s; refreshes asked for by events are at most 5
+// at once, then one a second, however many events come; and it keeps at
+// most one expectation per CRD, 256 in all.
+//
 // Where the credentials may not list or watch CRDs or APIServices (403), it
 // logs so once (to c's logger), reports it in Stats.WatchForbidden, and
 // polls every fallback interval instead (see Client.Poll).
@@ -127,7 +159,8 @@ func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	w := &watcher{c: c, hook: c.WatchHook(), o: o, wake: make(chan struct{}, 1), forbidden: make(chan struct{})}
+	w := &watcher{c: c, hook: c.WatchHook(), o: o, wake: make(chan struct{}, 1), forbidden: make(chan struct{}),
+		refreshes: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
 	if err := w.run(ctx); err != nil {
 		if errors.Is(err, errForbidden) {
 			w.hook.Forbidden()
@@ -165,6 +198,8 @@ type watcher struct {
 	forbidden     chan struct{} // closed on the first 403
 	forbiddenOnce sync.Once
 	synced        atomic.Bool
+	// refreshes paces the rounds events ask for.
+	refreshes *rate.Limiter
 }
 
 // errForbidden: the credentials may not list or watch what Run watches.
@@ -183,8 +218,8 @@ func (w *watcher) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	crds := informerFor(mc.Resource(crdResource), mc, &metav1.PartialObjectMetadata{}, crdResource)
-	apiServices := informerFor(dc.Resource(apiServiceResource), dc, &unstructured.Unstructured{}, apiServiceResource)
+	crds := informerFor(mc.Resource(crdResource), mc, &metav1.PartialObjectMetadata{}, crdResource, newPacer())
+	apiServices := informerFor(dc.Resource(apiServiceResource), dc, &unstructured.Unstructured{}, apiServiceResource, newPacer())
 	for _, inf := range []cache.SharedIndexInformer{crds, apiServices} {
 		_ = inf.SetTransform(slim)
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -254,6 +289,7 @@ func (w *watcher) loop(ctx context.Context) error {
 		}
 	}()
 	backoff := 100 * time.Millisecond
+	throttled := false // the next round waits for the rate limit
 	for {
 		select {
 		case <-ctx.Done():
@@ -261,8 +297,9 @@ func (w *watcher) loop(ctx context.Context) error {
 		case <-w.forbidden:
 			return errForbidden
 		case <-w.wake:
-			// A new event is not kept waiting behind a backed-off round.
-			if round == nil || time.Until(roundAt) > w.o.debounce {
+			// A new event is not kept waiting behind a backed-off round,
+			// only behind the rate limit.
+			if round == nil || !throttled && time.Until(roundAt) > w.o.debounce {
 				schedule(w.o.debounce)
 				backoff = 100 * time.Millisecond
 			}
@@ -273,6 +310,13 @@ func (w *watcher) loop(ctx context.Context) error {
 			idle.Reset(w.o.upgradePoll)
 		case <-round:
 			round = nil
+			if r := w.refreshes.Reserve(); r.Delay() > 0 {
+				r.Cancel()
+				schedule(r.Delay())
+				throttled = true
+				continue
+			}
+			throttled = false
 			// Expectations that arrive during the refresh are judged by
 			// the next round: this one may have begun before their change.
 			w.mu.Lock()
@@ -349,12 +393,35 @@ func (w *watcher) expect(e expectation) {
 	w.mu.Lock()
 	w.seq++
 	e.seq = w.seq
-	w.pending = append(w.pending, e)
+	w.pending = coalesce(w.pending, e)
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
+}
+
+// coalesce adds e to pending, replacing what it supersedes, so that
+// pending holds at most one expectation per CRD and one of unknown effect
+// (a newer one asks for no less than an older one: a change after a later
+// generation, the latest state of its CRD, a later deadline), and no more
+// than maxPending in all: past it, the oldest CRD expectations give way to
+// one of unknown effect, which any change meets.
+func coalesce(pending []expectation, e expectation) []expectation {
+	pending = slices.DeleteFunc(pending, func(p expectation) bool {
+		return p.group == e.group && p.plural == e.plural
+	})
+	pending = append(pending, e)
+	if len(pending) <= maxPending {
+		return pending
+	}
+	pending = slices.DeleteFunc(pending, func(p expectation) bool { return p.plural == "" })
+	over := len(pending) - (maxPending - 1)
+	unknown := expectation{since: pending[over-1].since, seq: e.seq, deadline: e.deadline, rounds: 2}
+	for _, p := range pending[:over] {
+		unknown.since = min(unknown.since, p.since)
+	}
+	return append(pending[over:], unknown)
 }
 
 // crdName splits a CRD's name, "<plural>.<group>".
@@ -415,10 +482,27 @@ func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
 func informerFor[T runtime.Object](r interface {
 	List(context.Context, metav1.ListOptions) (T, error)
 	Watch(context.Context, metav1.ListOptions) (apiwatch.Interface, error)
-}, client any, example runtime.Object, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+}, client any, example runtime.Object, gvr schema.GroupVersionResource, p *pacer) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
-		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) },
-		WatchFuncWithContext: r.Watch,
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if err := p.wait(ctx); err != nil {
+				return nil, err
+			}
+			obj, err := r.List(ctx, o)
+			p.listed(err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
+			if err := p.wait(ctx); err != nil {
+				return nil, err
+			}
+			wi, err := r.Watch(ctx, o)
+			if err != nil {
+				p.listed(err)
+				return nil, err
+			}
+			return p.watching(wi), nil
+		},
 	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
@@ -450,4 +534,90 @@ func slim(obj any) (any, error) {
 		return out, nil
 	}
 	return obj, nil
+}
+
+// pacer spaces one informer's lists and watches after failures (see
+// minRetry): client-go's reflector retries some at once (a relist after a
+// 410 Gone, on every request of a hostile or broken server), so the
+// backoff is applied where the requests are made. Its calls come from the
+// informer's one reflector goroutine, one after another.
+type pacer struct {
+	mu       sync.Mutex
+	failures int
+	open     *pacedWatch // the last watch, until it ends
+}
+
+func newPacer() *pacer { return &pacer{} }
+
+// wait waits, before a list or watch, for the backoff the failures so far
+// call for (none after success), or until ctx ends.
+func (p *pacer) wait(ctx context.Context) error {
+	p.mu.Lock()
+	if p.open != nil {
+		// The reflector lists or watches again: the last watch is over,
+		// whether or not it was stopped.
+		p.endLocked(p.open)
+	}
+	failures := p.failures
+	p.mu.Unlock()
+	if failures == 0 {
+		return nil
+	}
+	d := min(minRetry<<min(failures-1, 16), maxRetry)
+	d = d/2 + rand.N(d/2+1) // jitter, so that many clients do not retry together
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// listed records the outcome of a list, or of a watch that did not start.
+// A list that succeeds does not reset the backoff: a server that lists
+// and then fails every watch must not be asked in a loop either.
+func (p *pacer) listed(err error) {
+	if err != nil {
+		p.mu.Lock()
+		p.failures++
+		p.mu.Unlock()
+	}
+}
+
+// watching returns w, whose end the pacer judges: healthy if it stayed
+// open healthyWatch.
+func (p *pacer) watching(w apiwatch.Interface) apiwatch.Interface {
+	pw := &pacedWatch{Interface: w, p: p, start: time.Now()}
+	p.mu.Lock()
+	p.open = pw
+	p.mu.Unlock()
+	return pw
+}
+
+func (p *pacer) endLocked(w *pacedWatch) {
+	if p.open != w {
+		return
+	}
+	p.open = nil
+	if time.Since(w.start) >= healthyWatch {
+		p.failures = 0
+	} else {
+		p.failures++
+	}
+}
+
+// pacedWatch is a watch whose Stop tells the pacer how long it lasted.
+type pacedWatch struct {
+	apiwatch.Interface
+	p     *pacer
+	start time.Time
+}
+
+func (w *pacedWatch) Stop() {
+	w.p.mu.Lock()
+	w.p.endLocked(w)
+	w.p.mu.Unlock()
+	w.Interface.Stop()
 }

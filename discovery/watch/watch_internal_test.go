@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,5 +89,41 @@ func TestCRDChurnCostsNothing(t *testing.T) {
 	step("a new CRD", 3, func() { w.crdEvent(nil, crd("5", 1, nil, false), false) })
 	if e := w.pending[len(w.pending)-1]; e.group != "example.com" || e.plural != "widgets" || !e.present {
 		t.Errorf("a new CRD leads to expect %+v, want widgets.example.com to appear", e)
+	}
+}
+
+// TestPendingExpectationsAreCapped: events that each lead to expect
+// something (a hostile or broken server's flood of new CRD names, or of
+// spec changes) keep at most one expectation per CRD and maxPending in
+// all, however many come (every event was kept until its settle time).
+func TestPendingExpectationsAreCapped(t *testing.T) {
+	_, w := newWatcher(t)
+	crd := func(name string, generation int64) any {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1", Generation: generation}}
+	}
+	for i := range 100000 {
+		w.crdEvent(nil, crd(fmt.Sprintf("r%d.flood.example.com", i), 1), false)
+	}
+	if n := len(w.pending); n > maxPending {
+		t.Errorf("%d pending expectations after 100,000 new CRD names, want at most %d", n, maxPending)
+	}
+	if !slices.ContainsFunc(w.pending, func(e expectation) bool { return e.plural == "" && e.rounds > 0 }) {
+		t.Error("the expectations given up were not replaced by one that any change meets")
+	}
+	if e := w.pending[len(w.pending)-2]; e.plural != "r99999" || !e.present {
+		t.Errorf("the newest CRD's expectation is %+v, want r99999 to appear", e)
+	}
+
+	_, w = newWatcher(t)
+	for g := range int64(10000) {
+		w.crdEvent(crd("widgets.example.com", g), crd("widgets.example.com", g+1), false)
+	}
+	w.crdEvent(nil, crd("gadgets.example.com", 1), false)
+	w.crdGone(crd("gadgets.example.com", 1))
+	if n := len(w.pending); n != 2 {
+		t.Errorf("%d pending expectations after 10,000 spec changes and a CRD created then deleted, want 2: %+v", n, w.pending)
+	}
+	if i := slices.IndexFunc(w.pending, func(e expectation) bool { return e.plural == "gadgets" }); i < 0 || w.pending[i].present {
+		t.Errorf("the deleted CRD's expectation is not its last state: %+v", w.pending)
 	}
 }

@@ -1,0 +1,178 @@
+package watch_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
+)
+
+const (
+	crdPath        = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	apiServicePath = "/apis/apiregistration.k8s.io/v1/apiservices"
+)
+
+// runInBubble runs watch.Run on a client of the server hc reaches for d
+// of bubble time, then stops it and waits for it to end. A Run that sends
+// more than maxWatchRequests lists and watches is stopped at once (the
+// test fails): a loop with no wait in it would never let bubble time pass.
+func runInBubble(t *testing.T, hc *http.Client, base string, d time.Duration, maxWatchRequests int, during func(*discovery.Client)) *discovery.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	counted := &countingTransport{next: hc.Transport, max: maxWatchRequests, over: cancel}
+	c, err := discovery.NewForHTTPClient(&http.Client{Transport: counted}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := watch.Run(ctx, c, watch.WithUpgradePoll(time.Hour)); err != nil {
+			t.Error(err)
+		}
+	}()
+	if during != nil {
+		during(c)
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		t.Errorf("over %d list and watch requests before %v of bubble time had passed", maxWatchRequests, d)
+	}
+	cancel()
+	<-done
+	return c
+}
+
+// countingTransport counts the lists and watches of CRDs and APIServices,
+// and calls over once there are more than max.
+type countingTransport struct {
+	next http.RoundTripper
+	max  int
+	over func()
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(req.URL.Path, crdPath) || strings.HasPrefix(req.URL.Path, apiServicePath) {
+		if c.n.Add(1) > int64(c.max) {
+			c.over()
+		}
+	}
+	return c.next.RoundTrip(req)
+}
+
+// count is how many requests srv logged whose path begins with one of
+// prefixes.
+func count(srv *discoverytest.Server, prefixes ...string) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		for _, p := range prefixes {
+			if strings.HasPrefix(r.Path, p) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// TestGoneOnEveryRequestBacksOff: a server that answers every list and
+// watch of CRDs and APIServices with 410 Gone costs a few requests a
+// second at most, not a loop (client-go's informers alone looped at about
+// 10,000 requests a second). In a synctest bubble: 10 s of fake time.
+func TestGoneOnEveryRequestBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		for _, p := range []string{crdPath, apiServicePath} {
+			srv.InjectFault(p, discoverytest.Fault{Status: http.StatusGone})
+		}
+		runInBubble(t, hc, base, 10*time.Second, 30, nil)
+		n := count(srv, crdPath, apiServicePath)
+		if n > 30 {
+			t.Errorf("%d list and watch requests in 10s of 410s, want at most 30", n)
+		}
+		t.Logf("%d list and watch requests in 10s of 410s", n)
+	})
+}
+
+// TestWatchGoneAfterListBacksOff: lists succeed, but every watch is Gone
+// (the reflector relists after each): a few requests a second at most.
+func TestWatchGoneAfterListBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		stop := make(chan struct{})
+		go func() {
+			// The informers list first; from then on every watch is Gone.
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+					srv.CompactWatchHistory()
+					srv.DropWatches()
+				}
+			}
+		}()
+		runInBubble(t, hc, base, 10*time.Second, 40, nil)
+		close(stop)
+		n := count(srv, crdPath, apiServicePath)
+		if n > 40 {
+			t.Errorf("%d list and watch requests in 10s of dropped watches, want at most 40", n)
+		}
+		t.Logf("%d list and watch requests in 10s of dropped, compacted watches", n)
+	})
+}
+
+// TestModifiedFloodIsRateLimited: a CRD whose spec changes every 5ms (a
+// MODIFIED event with a new generation each, each a real change of
+// discovery) costs about one discovery refresh a second, not one per
+// debounce (about 23 a second).
+func TestModifiedFloodIsRateLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc, base := discoverytest.StartInProcess(t)
+		crd := discoverytest.CRD{Group: "flood.example.com", Versions: []string{"v1"}, Kind: "Flood"}
+		if err := srv.AddCRD(crd); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var before discovery.Stats
+		c := runInBubble(t, hc, base, 10*time.Second, 1000, func(c *discovery.Client) {
+			time.Sleep(time.Second) // watching by now
+			before = c.Stats()
+			go func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+						crd.ShortNames = []string{"f" + strings.Repeat("l", i%7)}
+						if err := srv.AddCRD(crd); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			}()
+		})
+		close(stop)
+		after := c.Stats()
+		// 5 at once, then one a second.
+		if n := after.Refreshes - before.Refreshes; n > 15 {
+			t.Errorf("%d refreshes in 9s of a MODIFIED flood, want at most 15", n)
+		}
+		if n := after.WatchEvents - before.WatchEvents; n < 1000 {
+			t.Errorf("%d watch events: the flood did not reach the watch", n)
+		}
+		t.Logf("%d refreshes (%d discovery requests), %d watch events in 9s of a MODIFIED flood",
+			after.Refreshes-before.Refreshes, after.Requests-before.Requests, after.WatchEvents-before.WatchEvents)
+	})
+}
