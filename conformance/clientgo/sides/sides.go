@@ -6,7 +6,8 @@
 //
 // # Files
 //
-//   - sides.go: [Run], [Side] and its constructors, [Serve].
+//   - sides.go: [Run], [Side] and its constructors, [Serve] and its
+//     [Handler], [Lists] (a fake over resource lists) and [NewMapper].
 package sides
 
 import (
@@ -29,6 +30,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/clientgo"
+	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
 // Side is one of the two implementations a ported test runs against.
@@ -114,7 +116,14 @@ func (s Side) NewCached(t *testing.T, d cgdiscovery.DiscoveryInterface, cached f
 // apimachinery status (500 for any other error). The server closes when
 // the test ends.
 func Serve(t *testing.T, d cgdiscovery.DiscoveryInterface) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(Handler(d))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Handler is Serve's handler, for a test that wraps it.
+func Handler(d cgdiscovery.DiscoveryInterface) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var obj any
 		var err error
 		switch p := strings.Trim(r.URL.Path, "/"); {
@@ -163,9 +172,7 @@ func Serve(t *testing.T, d cgdiscovery.DiscoveryInterface) *httptest.Server {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(obj)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 // SplitGroupsAndResources is client-go's function of that name on
@@ -300,4 +307,74 @@ func (s Side) OpenDivergence(t *testing.T, reason string) {
 	if s.Kubeatlas {
 		t.Skip("OPEN divergence, not yet fixed (issue 25): " + reason)
 	}
+}
+
+// Lists is a discovery fake over resource lists, in the shape of the
+// fakes of upstream's restmapper tests (whose ServerGroupsAndResources
+// returns lists the groups do not name): its groups are the lists' groups
+// and versions in order of first appearance, each group's preferred
+// version its first; lists naming one group-version are merged, in order.
+// Resources is asked on every call, so that a test can change what the
+// server serves. Only what Serve calls is implemented.
+type Lists struct {
+	cgdiscovery.DiscoveryInterface
+	Resources func() []*metav1.APIResourceList
+}
+
+// ServerGroups lists the groups the lists name.
+func (l Lists) ServerGroups() (*metav1.APIGroupList, error) {
+	list := &metav1.APIGroupList{}
+	index := map[string]int{}
+	seen := map[string]bool{}
+	for _, rl := range l.Resources() {
+		gv, err := schema.ParseGroupVersion(rl.GroupVersion)
+		if err != nil {
+			return nil, err
+		}
+		i, ok := index[gv.Group]
+		if !ok {
+			i = len(list.Groups)
+			index[gv.Group] = i
+			v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+			list.Groups = append(list.Groups, metav1.APIGroup{Name: gv.Group, PreferredVersion: v})
+		}
+		if !seen[gv.String()] {
+			seen[gv.String()] = true
+			list.Groups[i].Versions = append(list.Groups[i].Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version})
+		}
+	}
+	return list, nil
+}
+
+// ServerResourcesForGroupVersion merges the lists naming groupVersion.
+func (l Lists) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
+	var out *metav1.APIResourceList
+	for _, rl := range l.Resources() {
+		if rl.GroupVersion != groupVersion {
+			continue
+		}
+		if out == nil {
+			out = &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: groupVersion}
+		}
+		out.APIResources = append(out.APIResources, rl.APIResources...)
+	}
+	if out == nil {
+		gv, _ := schema.ParseGroupVersion(groupVersion)
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: "groupversion"}, groupVersion)
+	}
+	return out, nil
+}
+
+// NewMapper is kubeatlas's restmapper.New over discovery reading srv.
+func NewMapper(t *testing.T, srv *httptest.Server, opts ...restmapper.Option) *restmapper.Mapper {
+	t.Helper()
+	c, err := discovery.New(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := restmapper.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
