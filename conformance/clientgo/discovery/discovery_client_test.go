@@ -571,7 +571,7 @@ func openapiSchemaFakeServer(t *testing.T) (*httptest.Server, error) {
 }
 
 func openapiV3SchemaFakeServer(t *testing.T) (*httptest.Server, map[string]*spec3.OpenAPI, error) {
-	res, err := testutil.NewFakeOpenAPIV3Server("testdata")
+	res, err := testutil.NewFakeOpenAPIV3Server(sides.ClientGoTestdata(t))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -529,7 +529,7 @@ func testPartialRetryableFailure(t *testing.T, side sides.Side) {
 func TestOpenAPIMemCache(t *testing.T) { sides.Run(t, testOpenAPIMemCache) }
 
 func testOpenAPIMemCache(t *testing.T, side sides.Side) {
-	t.Skip("port incomplete: client-go's fake OpenAPI v3 server finds no documents under the module cache's testdata; fails on client-go's side too")
+	side.SkipKubeatlas(t, sides.OpenAPIUncached)
 	fakeServer, err := testutil.NewFakeOpenAPIV3Server(sides.ClientGoTestdata(t))
 	require.NoError(t, err)
 	defer fakeServer.HttpServer.Close()
@@ -600,7 +600,7 @@ func testOpenAPIMemCache(t *testing.T, side sides.Side) {
 func TestOpenAPIMemCacheWithContext(t *testing.T) { sides.Run(t, testOpenAPIMemCacheWithContext) }
 
 func testOpenAPIMemCacheWithContext(t *testing.T, side sides.Side) {
-	t.Skip("port incomplete: client-go's fake OpenAPI v3 server finds no documents under the module cache's testdata; fails on client-go's side too")
+	side.SkipKubeatlas(t, sides.OpenAPIUncached)
 	_, ctx := ktesting.NewTestContext(t)
 	fakeServer, err := testutil.NewFakeOpenAPIV3Server(sides.ClientGoTestdata(t))
 	require.NoError(t, err)

@@ -217,6 +217,13 @@ func StaleGroupVersionError(gv schema.GroupVersion) error {
 // (discovery/clientgo's doc) behind the cases SkipStale skips.
 const StaleKeepsResources = "a Stale group-version keeps the resources its document lists (client-go drops them and the version)"
 
+// OpenAPIUncached is the documented difference of the adapter
+// (discovery/clientgo's doc) behind the memory cache's OpenAPI tests, which
+// hold client-go's memory cache to returning the same objects until
+// Invalidate: the adapter's OpenAPIV3 is client-go's uncached client unless
+// WithOpenAPIV3 gives another.
+const OpenAPIUncached = "OpenAPI v3 through the adapter is client-go's uncached client (WithOpenAPIV3 gives another)"
+
 // SkipStale reports, on kubeatlas's side, whether a table case serves a
 // Stale group-version that lists resources, whose only cause of failure is
 // then StaleKeepsResources; it logs the skip. Upstream's loops continue on
@@ -288,15 +295,24 @@ func serverResources(r *http.Request, d cgdiscovery.DiscoveryInterface, gv strin
 	return d.ServerResourcesForGroupVersion(gv)
 }
 
-// ClientGoTestdata is client-go's own testdata directory (in the module
-// cache), which upstream's OpenAPI tests reach as "../../testdata".
+// ClientGoTestdata is client-go's discovery/testdata directory (in the
+// module cache: client-go's own OpenAPI v3 documents, Apache-2.0, read in
+// place rather than copied), which upstream's discovery tests reach as
+// "testdata" and its memory cache tests as "../../testdata". It fails the
+// test if the directory holds no document, so that a wrong path cannot
+// make an OpenAPI test pass over nothing.
 func ClientGoTestdata(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/client-go").Output()
 	if err != nil {
 		t.Fatalf("finding client-go's module: %v", err)
 	}
-	return filepath.Join(strings.TrimSpace(string(out)), "testdata")
+	dir := filepath.Join(strings.TrimSpace(string(out)), "discovery", "testdata")
+	docs, _ := filepath.Glob(filepath.Join(dir, "apis", "*", "*.json"))
+	if len(docs) == 0 {
+		t.Fatalf("no OpenAPI documents under %s", dir)
+	}
+	return dir
 }
 
 // OpenDivergence skips the kubeatlas side of a case that still fails for a
