@@ -335,7 +335,6 @@ func testServerGroupsFails(t *testing.T, side sides.Side) {
 func TestPartialPermanentFailure(t *testing.T) { sides.Run(t, testPartialPermanentFailure) }
 
 func testPartialPermanentFailure(t *testing.T, side sides.Side) {
-	side.OpenDivergence(t, "to be investigated: a permanent per-group-version error is not reported after the refresh")
 	fake := &fakeDiscovery{
 		groupList: &metav1.APIGroupList{
 			Groups: []metav1.APIGroup{

@@ -113,8 +113,8 @@ func (s Side) NewCached(t *testing.T, d cgdiscovery.DiscoveryInterface, cached f
 // Serve serves d as legacy discovery JSON, the format every server
 // speaks: /api and /apis from d.ServerGroups, each group-version's document
 // from d.ServerResourcesForGroupVersion. An error answers with its
-// apimachinery status (500 for any other error). The server closes when
-// the test ends.
+// apimachinery status (400, which is not retried, for any other error).
+// The server closes when the test ends.
 func Serve(t *testing.T, d cgdiscovery.DiscoveryInterface) *httptest.Server {
 	srv := httptest.NewServer(Handler(d))
 	t.Cleanup(srv.Close)
@@ -164,7 +164,11 @@ func Handler(d cgdiscovery.DiscoveryInterface) http.Handler {
 		if err != nil {
 			var status apierrors.APIStatus
 			if !errors.As(err, &status) {
-				status = apierrors.NewInternalError(err)
+				// An error without a status is one client-go's memory
+				// cache does not retry (upstream's fakes call it "some
+				// permanent error"): a 5xx would be retried, by
+				// client-go over HTTP too.
+				status = apierrors.NewBadRequest(err.Error())
 			}
 			st := status.Status()
 			w.WriteHeader(int(st.Code))
