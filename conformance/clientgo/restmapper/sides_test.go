@@ -103,14 +103,19 @@ func (d groupResourcesDiscovery) ServerResourcesForGroupVersion(groupVersion str
 }
 
 // countingServer counts the requests for /apis, the first request of
-// every read of discovery, before h answers.
+// every read of discovery, before h answers. It answers one request at a
+// time: upstream's fakes are not safe for concurrent use, and discovery
+// reads /api and /apis in parallel.
 type countingServer struct {
-	mu   sync.Mutex
-	apis int
-	h    http.Handler
+	serve sync.Mutex
+	mu    sync.Mutex
+	apis  int
+	h     http.Handler
 }
 
 func (c *countingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.serve.Lock()
+	defer c.serve.Unlock()
 	if r.URL.Path == "/apis" {
 		c.mu.Lock()
 		c.apis++
