@@ -207,7 +207,7 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 		if err := decodeLegacy(body, mt, "APIGroupList", &list); err != nil {
 			return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
 		}
-		seen := map[string]bool{}
+		index := map[string]int{}
 		for _, lg := range list.Groups {
 			// Like client-go, a version may be given by its groupVersion
 			// alone, and a group named only by its versions'.
@@ -220,12 +220,23 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 					name = gv.Group
 				}
 			}
-			if name == "" || seen[name] {
+			if name == "" {
 				continue
 			}
-			seen[name] = true
-			g := Group{Name: name}
+			// A group listed twice is one group with the versions of
+			// both, in order (client-go lists both entries; a snapshot
+			// has one group per name, and drops no version).
+			gi, again := index[name]
+			if !again {
+				gi = len(groups)
+				index[name] = gi
+				groups = append(groups, Group{Name: name})
+			}
+			g := &groups[gi]
 			var seenVersion seenSet
+			for _, v := range g.Versions {
+				seenVersion.add(v.Version)
+			}
 			// Versions in the server's order, as client-go lists them;
 			// the preferred one is named apart (Group.PreferredVersion).
 			for _, v := range lg.Versions {
@@ -233,13 +244,12 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 					g.Versions = append(g.Versions, Version{Version: version})
 				}
 			}
-			if preferred := legacyVersion(name, lg.PreferredVersion); preferred != "" {
+			if preferred := legacyVersion(name, lg.PreferredVersion); preferred != "" && g.preferred == "" {
 				if seenVersion.add(preferred) {
 					g.Versions = append(g.Versions, Version{Version: preferred})
 				}
 				g.preferred = preferred
 			}
-			groups = append(groups, g)
 		}
 	}
 

@@ -152,8 +152,8 @@ type Group struct {
 	Name     string
 	Versions []Version
 
-	// preferred names the preferred version when legacy discovery listed
-	// another first; client-go keeps the server's order.
+	// preferred is the version legacy discovery named preferred, "" if
+	// none; client-go keeps the server's order of versions.
 	preferred string
 }
 
@@ -170,6 +170,13 @@ func (g *Group) PreferredVersion() *Version {
 	}
 	return &g.Versions[0]
 }
+
+// LegacyPreferred is the version legacy discovery named the group's
+// preferred one, "" if the server named none or the group came from
+// aggregated discovery (whose first version is the preferred one).
+// client-go's ServerGroups answers the server's empty preferred version
+// as it is; PreferredVersion then falls back to the first.
+func (g *Group) LegacyPreferred() string { return g.preferred }
 
 // Snapshot is one observation of a cluster's API surface. It is immutable:
 // share it freely, and do not modify the slices it returns.

@@ -52,7 +52,10 @@ import (
 // document that names another group-version than the one asked for is an
 // error (client-go files its resources under the name it gives, mixing two
 // versions); GroupsAndMaybeResources returns resources and failures from
-// legacy servers too (one snapshot answers everything). client-go v0.37.2's
+// legacy servers too (one snapshot answers everything); a group a legacy
+// server lists twice is one group with the versions of both (client-go
+// answers both entries; a snapshot has one group per name and drops no
+// version). client-go v0.37.2's
 // own tests run against this adapter in conformance/clientgo.
 //
 // The conversion of the latest snapshot is kept (one per adapter); a

@@ -83,7 +83,12 @@ func Of(s *discovery.Snapshot) *View {
 			// version (an extension API server serves none).
 			continue
 		}
-		if group.PreferredVersion.Version == "" && len(group.Versions) > 0 {
+		if !aggregated && g.Name != "" && g.LegacyPreferred() == "" {
+			// A legacy group the server named no preferred version of:
+			// client-go answers it so (its mapper and
+			// ServerPreferredResources then take the first).
+			group.PreferredVersion = metav1.GroupVersionForDiscovery{}
+		} else if group.PreferredVersion.Version == "" && len(group.Versions) > 0 {
 			group.PreferredVersion = group.Versions[0]
 		}
 		v.Groups.Groups = append(v.Groups.Groups, group)

@@ -14,6 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// Ported from k8s.io/client-go v0.37.2, discovery/discovery_client_test.go: each test runs on
+// client-go and on kubeatlas's adapter (sides.Run).
+
 package discovery
 
 import (
@@ -568,7 +571,7 @@ func openapiSchemaFakeServer(t *testing.T) (*httptest.Server, error) {
 }
 
 func openapiV3SchemaFakeServer(t *testing.T) (*httptest.Server, map[string]*spec3.OpenAPI, error) {
-	res, err := testutil.NewFakeOpenAPIV3Server("testdata")
+	res, err := testutil.NewFakeOpenAPIV3Server(sides.ClientGoTestdata(t))
 	if err != nil {
 		return nil, nil, err
 	}

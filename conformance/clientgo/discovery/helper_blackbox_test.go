@@ -14,6 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// Ported from k8s.io/client-go v0.37.2, discovery/helper_blackbox_test.go: each test runs on
+// client-go and on kubeatlas's adapter (sides.Run).
+
 package discovery_test
 
 import (

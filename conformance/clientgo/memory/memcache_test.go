@@ -14,6 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// Ported from k8s.io/client-go v0.37.2, discovery/cached/memory/memcache_test.go: each test runs on
+// client-go and on kubeatlas's adapter (sides.Run).
+
 package memory
 
 import (
@@ -116,7 +119,6 @@ func (c *fakeDiscoveryWithContext) ServerGroupsWithContext(ctx context.Context) 
 func TestClient(t *testing.T) { sides.Run(t, testTestClient) }
 
 func testTestClient(t *testing.T, side sides.Side) {
-	side.OpenDivergence(t, "a legacy group that names no preferred version is given its first (client-go answers the empty one the server sent)")
 	newFake := func() *fakeDiscovery {
 		return &fakeDiscovery{
 			groupList: &metav1.APIGroupList{
@@ -333,7 +335,6 @@ func testServerGroupsFails(t *testing.T, side sides.Side) {
 func TestPartialPermanentFailure(t *testing.T) { sides.Run(t, testPartialPermanentFailure) }
 
 func testPartialPermanentFailure(t *testing.T, side sides.Side) {
-	side.OpenDivergence(t, "to be investigated: a permanent per-group-version error is not reported after the refresh")
 	fake := &fakeDiscovery{
 		groupList: &metav1.APIGroupList{
 			Groups: []metav1.APIGroup{
@@ -526,7 +527,7 @@ func testPartialRetryableFailure(t *testing.T, side sides.Side) {
 func TestOpenAPIMemCache(t *testing.T) { sides.Run(t, testOpenAPIMemCache) }
 
 func testOpenAPIMemCache(t *testing.T, side sides.Side) {
-	t.Skip("port incomplete: client-go's fake OpenAPI v3 server finds no documents under the module cache's testdata; fails on client-go's side too")
+	side.SkipKubeatlas(t, sides.OpenAPIUncached)
 	fakeServer, err := testutil.NewFakeOpenAPIV3Server(sides.ClientGoTestdata(t))
 	require.NoError(t, err)
 	defer fakeServer.HttpServer.Close()
@@ -597,7 +598,7 @@ func testOpenAPIMemCache(t *testing.T, side sides.Side) {
 func TestOpenAPIMemCacheWithContext(t *testing.T) { sides.Run(t, testOpenAPIMemCacheWithContext) }
 
 func testOpenAPIMemCacheWithContext(t *testing.T, side sides.Side) {
-	t.Skip("port incomplete: client-go's fake OpenAPI v3 server finds no documents under the module cache's testdata; fails on client-go's side too")
+	side.SkipKubeatlas(t, sides.OpenAPIUncached)
 	_, ctx := ktesting.NewTestContext(t)
 	fakeServer, err := testutil.NewFakeOpenAPIV3Server(sides.ClientGoTestdata(t))
 	require.NoError(t, err)
@@ -671,7 +672,6 @@ func TestMemCacheGroupsAndMaybeResources(t *testing.T) {
 }
 
 func testMemCacheGroupsAndMaybeResources(t *testing.T, side sides.Side) {
-	side.OpenDivergence(t, "GroupsAndMaybeResources returns resources and failures from legacy servers too (documented), and 404 versions stay listed; the cases need splitting by cause")
 	tests := []struct {
 		name                  string
 		corev1                *metav1.APIVersions
@@ -803,9 +803,11 @@ func testMemCacheGroupsAndMaybeResources(t *testing.T, side sides.Side) {
 		assert.False(t, memClient.Fresh())
 		apiGroupList, resourcesMap, failedGVs, err := memClient.GroupsAndMaybeResources()
 		require.NoError(t, err)
-		// "Unaggregated" discovery always returns nil for resources.
-		assert.Nil(t, resourcesMap)
-		assert.Emptyf(t, failedGVs, "expected empty failed GroupVersions, got (%d)", len(failedGVs))
+		if side.Upstream(t, sides.LegacyResources) {
+			// "Unaggregated" discovery always returns nil for resources.
+			assert.Nil(t, resourcesMap)
+			assert.Emptyf(t, failedGVs, "expected empty failed GroupVersions, got (%d)", len(failedGVs))
+		}
 		// kubeatlas: not ported, asserts the memory cache's unexported receivedAggregatedDiscovery.
 		assert.True(t, memClient.Fresh())
 		// Test the expected groups are returned for the aggregated format.
@@ -823,7 +825,9 @@ func testMemCacheGroupsAndMaybeResources(t *testing.T, side sides.Side) {
 		assert.False(t, memClient.Fresh())
 		apiGroupList, resourcesMap, _, err = memClient.GroupsAndMaybeResources()
 		require.NoError(t, err)
-		assert.Nil(t, resourcesMap)
+		if side.Upstream(t, sides.LegacyResources) {
+			assert.Nil(t, resourcesMap)
+		}
 		// kubeatlas: not ported, asserts the memory cache's unexported receivedAggregatedDiscovery.
 		// Test the expected groups are returned for the aggregated format.
 		actualGroupNames = sets.NewString(groupNamesFromList(apiGroupList)...)
@@ -838,7 +842,6 @@ func TestAggregatedMemCacheGroupsAndMaybeResources(t *testing.T) {
 }
 
 func testAggregatedMemCacheGroupsAndMaybeResources(t *testing.T, side sides.Side) {
-	side.OpenDivergence(t, "Stale cases (documented: a Stale version keeps its listed resources) not yet split from the others")
 	tests := []struct {
 		name                  string
 		corev1                *apidiscovery.APIGroupDiscoveryList
@@ -1310,6 +1313,9 @@ func testAggregatedMemCacheGroupsAndMaybeResources(t *testing.T, side sides.Side
 	}
 
 	for _, test := range tests {
+		if side.SkipStale(t, test.name, test.corev1, test.apis) {
+			continue
+		}
 		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			var agg *apidiscovery.APIGroupDiscoveryList
 			switch req.URL.Path {
