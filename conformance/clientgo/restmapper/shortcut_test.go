@@ -289,7 +289,8 @@ func testKindForWithNewCRDs(t *testing.T, side sides.Side) {
 			if side.Kubeatlas {
 				// kubeatlas reads discovery again on a miss: the server
 				// serves the CRD from its second read on, as the fake
-				// does once invalidated.
+				// does once invalidated. The first read is the cached
+				// discovery, not fresh, upstream's fake answers from.
 				srv := &countingServer{}
 				srv.h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if r.URL.Path == "/apis" && srv.reads() > 1 {
@@ -299,7 +300,7 @@ func testKindForWithNewCRDs(t *testing.T, side sides.Side) {
 				})
 				hs := httptest.NewServer(srv)
 				defer hs.Close()
-				mapper = sides.NewMapper(t, hs, restmapper.WithWarningHandler(func(a string) {
+				mapper = sides.NewStaleMapper(t, hs, restmapper.WithWarningHandler(func(a string) {
 					t.Fatalf("unexpected warning message %s", a)
 				}))
 			} else {

@@ -11,6 +11,7 @@
 package sides
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -395,9 +396,30 @@ func (l Lists) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIR
 // NewMapper is kubeatlas's restmapper.New over discovery reading srv.
 func NewMapper(t *testing.T, srv *httptest.Server, opts ...restmapper.Option) *restmapper.Mapper {
 	t.Helper()
+	return newMapper(t, srv, false, opts...)
+}
+
+// NewStaleMapper is NewMapper over a client that has read discovery once
+// already: what upstream's fakes model as a cached discovery that is not
+// fresh ("in real world the discovery client is fronted with a cache"),
+// so that a miss reads discovery again. (A mapper whose first lookup
+// reads discovery cold does not read it again on a miss: what it read
+// began after the lookup did.)
+func NewStaleMapper(t *testing.T, srv *httptest.Server, opts ...restmapper.Option) *restmapper.Mapper {
+	t.Helper()
+	return newMapper(t, srv, true, opts...)
+}
+
+func newMapper(t *testing.T, srv *httptest.Server, read bool, opts ...restmapper.Option) *restmapper.Mapper {
+	t.Helper()
 	c, err := discovery.New(&rest.Config{Host: srv.URL})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if read {
+		if _, err := c.Snapshot(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	m, err := restmapper.New(c, opts...)
 	if err != nil {
