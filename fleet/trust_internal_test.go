@@ -33,15 +33,13 @@ func hostileProxy(t *testing.T, base string) (string, func() ([]byte, string)) {
 	}
 	var forged []byte
 	var contentType string
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	direct := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		direct(r)
-		if r.URL.Path == "/apis" {
-			r.Header.Del("If-None-Match")
-			r.Header.Del("Accept-Encoding")
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		if r.Out.URL.Path == "/apis" {
+			r.Out.Header.Del("If-None-Match")
+			r.Out.Header.Del("Accept-Encoding")
 		}
-	}
+	}}
 	proxy.ModifyResponse = func(resp *http.Response) error {
 		if resp.Request.URL.Path != "/apis" || resp.StatusCode != http.StatusOK {
 			return nil
