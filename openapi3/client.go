@@ -44,6 +44,7 @@ type options struct {
 	clock            clock.PassiveClock
 	maxDocuments     int
 	documents        *Documents
+	staleRoot        bool
 }
 
 // WithMaxDocuments bounds how many documents the client keeps in memory,
@@ -153,9 +154,11 @@ type Client struct {
 	http *httpx.Client // every request goes through it
 	opts options
 
-	rootMu    sync.Mutex // guards root and rootTried; held only to read or swap them
+	rootMu    sync.Mutex // guards root, rootTried, rootStale and rootKept; held only to read or swap them
 	root      map[string]string
 	rootTried time.Time // when the root was last read, or tried
+	rootStale error     // why root is the one kept on disk (WithStaleRootOnError), else nil
+	rootKept  bool      // the root was written to the disk cache in this process
 
 	// Fetches that concurrent callers share, each on its own context
 	// (bounded by fetchTimeout), cancelled when every caller has left.
@@ -211,6 +214,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	if o.staleRoot && o.disk == nil {
+		return nil, errStaleRootNeedsCache
+	}
 	// A copy of the caller's client: its transport under the disk cache,
 	// and the redirect policy discovery has too (httpx.CheckRedirect).
 	// Gzip is left to Go's transport, under the disk cache, which stores
@@ -244,7 +250,13 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 	root, tried := c.root, c.rootTried
 	c.rootMu.Unlock()
 	if root == nil {
-		return c.RefreshRoot(ctx)
+		root, err := c.RefreshRoot(ctx)
+		if err != nil {
+			if stale := c.staleRoot(err); stale != nil {
+				return stale, nil
+			}
+		}
+		return root, err
 	}
 	if c.opts.clock.Since(tried) >= c.opts.maxAge {
 		c.rootFetch.Start(struct{}{}, c.readRoot)
@@ -285,8 +297,11 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 		return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
 	}
 	c.rootMu.Lock()
-	c.root = root
+	c.root, c.rootStale = root, nil
 	c.rootMu.Unlock()
+	if c.opts.staleRoot {
+		c.keepRoot(body)
+	}
 	return root, nil
 }
 

@@ -61,7 +61,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	oc, err := openapi3.New(cfg, openapi3.WithDiskCache(disk))
+	ocOpts := []openapi3.Option{openapi3.WithDiskCache(disk)}
+	if disk != nil {
+		// With the server down, explain from the cached documents and say
+		// so, as the cached discovery does.
+		ocOpts = append(ocOpts, openapi3.WithStaleRootOnError())
+	}
+	oc, err := openapi3.New(cfg, ocOpts...)
 	if err != nil {
 		return err
 	}

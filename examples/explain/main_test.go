@@ -123,3 +123,33 @@ func TestWarmCacheAsksOnlyTheRoot(t *testing.T) {
 		t.Errorf("an unknown resource explained")
 	}
 }
+
+// TestWarmCacheServerDown: with a warm cache, explain works while the
+// server is down and says it explains from what was cached, as
+// api-resources does (it failed: the OpenAPI root was never cached).
+func TestWarmCacheServerDown(t *testing.T) {
+	srv, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	args := []string{"--server", ts.URL, "deployments.spec"}
+	var warm bytes.Buffer
+	if err := run(args, &warm, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	ts.Close()
+	var out, errOut bytes.Buffer
+	if err := run(args, &out, &errOut); err != nil {
+		t.Fatalf("server down, warm cache: %v\n%s", err, errOut.String())
+	}
+	if out.String() != warm.String() {
+		t.Errorf("server down: explained\n%s\nwant what it explained before\n%s", out.String(), warm.String())
+	}
+	for _, want := range []string{"could not revalidate the cached discovery", "could not read the OpenAPI root"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr %q does not say %q", errOut.String(), want)
+		}
+	}
+}

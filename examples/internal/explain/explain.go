@@ -44,7 +44,8 @@ const Usage = "explain [flags] RESOURCE[.FIELD.PATH]"
 // does on every run; mapper (over dc) then answers without asking again,
 // and oc reads the kind's document (from its cache, when it has one).
 // Where the server cannot be reached it goes on with the cached discovery
-// and says so on stderr.
+// and, when oc keeps its root (openapi3.WithStaleRootOnError), the cached
+// documents, and says so on stderr.
 func Run(ctx context.Context, dc *discovery.Client, mapper meta.RESTMapper, oc *openapi3.Client, in string, o Options, stdout, stderr io.Writer) error {
 	if snap, err := dc.Refresh(ctx); snap == nil {
 		return err
@@ -58,6 +59,9 @@ func Run(ctx context.Context, dc *discovery.Client, mapper meta.RESTMapper, oc *
 	kind, err := oc.Kind(ctx, gvk)
 	if err != nil {
 		return err
+	}
+	if serr := oc.StaleRoot(); serr != nil {
+		fmt.Fprintf(stderr, "warning: could not read the OpenAPI root: %v: explaining from the documents cached before\n", serr)
 	}
 	// The header comes first, as in kubectl, also before a field error.
 	if gvk.Group != "" {

@@ -1,0 +1,88 @@
+package openapi3_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+)
+
+// TestStaleRootOnError: with WithStaleRootOnError, a process whose disk
+// cache holds the documents explains a kind while its server is down (no
+// connection, or a 503), and says the root is stale; a server that
+// refuses (403) is not worked around, and a client without the option
+// fails as before. (kube-apiserver's root has no ETag or lifetime, so the
+// disk cache alone never kept it.)
+func TestStaleRootOnError(t *testing.T) {
+	_, origin := discoverytest.Start(t)
+	u, _ := url.Parse(origin)
+	var mode atomic.Value // "", "down", "503", "403"
+	mode.Store("")
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode.Load() {
+		case "down":
+			hj, _ := w.(http.Hijacker)
+			conn, _, _ := hj.Hijack()
+			conn.Close() // as a server that went away
+		case "503":
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		case "403":
+			http.Error(w, "forbidden", http.StatusForbidden)
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	client := func(opts ...openapi3.Option) *openapi3.Client {
+		t.Helper()
+		dc, err := diskcache.Open(dir, srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newClient(t, srv.URL, append([]openapi3.Option{openapi3.WithDiskCache(dc), openapi3.WithMaxRetries(0)}, opts...)...)
+	}
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	ctx := context.Background()
+
+	c := client(openapi3.WithStaleRootOnError())
+	if _, err := c.Kind(ctx, deploy); err != nil || c.StaleRoot() != nil {
+		t.Fatalf("with the server up: %v, stale %v", err, c.StaleRoot())
+	}
+	for _, m := range []string{"down", "503"} {
+		mode.Store(m)
+		c := client(openapi3.WithStaleRootOnError())
+		s, err := c.Kind(ctx, deploy)
+		if err != nil || s.Name != "io.k8s.api.apps.v1.Deployment" {
+			t.Errorf("server %s: %v %v, want the cached document", m, s, err)
+		}
+		if c.StaleRoot() == nil {
+			t.Errorf("server %s: StaleRoot is nil, want why", m)
+		}
+		if _, err := client().Kind(ctx, deploy); err == nil {
+			t.Errorf("server %s, without WithStaleRootOnError: no error", m)
+		}
+	}
+	mode.Store("403")
+	if _, err := client(openapi3.WithStaleRootOnError()).Kind(ctx, deploy); err == nil {
+		t.Error("a server that refuses (403) was worked around with the kept root")
+	}
+	mode.Store("")
+	c = client(openapi3.WithStaleRootOnError())
+	if _, err := c.Kind(ctx, deploy); err != nil || c.StaleRoot() != nil {
+		t.Errorf("with the server back: %v, stale %v", err, c.StaleRoot())
+	}
+	if _, err := openapi3.NewForHTTPClient(nil, srv.URL, openapi3.WithStaleRootOnError()); err == nil {
+		t.Error("WithStaleRootOnError without a disk cache: no error")
+	}
+}
