@@ -101,18 +101,26 @@ func startEmbedded(args []string, stderr io.Writer) (url string, stop func(), er
 		}
 		cancel()
 	}
-	// A first `go run` compiles the server, which takes a while: say so
-	// rather than sit silent.
+	// A first `go run` compiles the server (with k8s.io/apiserver: a
+	// couple of minutes on an empty build cache): say so, and that it is
+	// still going, rather than sit silent.
+	began := time.Now()
 	patience := time.NewTimer(2 * time.Second)
 	defer patience.Stop()
 	giveUp := time.After(5 * time.Minute)
 wait:
-	for {
+	for said := false; ; {
 		select {
 		case url = <-first:
 			break wait
 		case <-patience.C:
-			fmt.Fprintln(stderr, "Starting the embedded fake cluster (the first run builds examples/fake-apiserver) ...")
+			if !said {
+				fmt.Fprintln(stderr, "Starting the embedded fake cluster (the first run builds examples/fake-apiserver, which can take a few minutes; later runs start in a second) ...")
+				said = true
+			} else {
+				fmt.Fprintf(stderr, "... still building examples/fake-apiserver (%s)\n", time.Since(began).Round(time.Second))
+			}
+			patience.Reset(15 * time.Second)
 		case <-giveUp:
 			break wait
 		}
