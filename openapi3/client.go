@@ -175,6 +175,10 @@ type Client struct {
 	docs   map[string]*list.Element // path -> its element of recent
 	recent *list.List               // of *Document, most recently used first
 
+	// ownDisk: the disk cache is a *diskcache.Cache, whose entries only
+	// the user (or root) wrote (verify).
+	ownDisk bool
+
 	// work counts the SHA-512s computed and protobuf documents decoded,
 	// for the tests that pin "once per document".
 	work struct{ hashes, decodes atomic.Int64 }
@@ -226,6 +230,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	h.MaxRetries = o.maxRetries
 	h.Body = httpx.Options{Limit: o.maxResponseBytes, Large: cl.large}
 	if o.disk != nil {
+		_, cl.ownDisk = o.disk.(*diskcache.Cache)
 		h.HC.Transport = diskcache.NewTransport(h.HC.Transport, o.disk, diskcache.WithKey(storeKey),
 			diskcache.WithCheck(cl.checkBeforeStoring), diskcache.WithMaxBodyBytes(o.maxResponseBytes))
 	}

@@ -198,10 +198,14 @@ func (v *verdict) about(resp *http.Response) verdict {
 
 // verify checks a JSON document against the ?hash= it was served at,
 // unless checkBeforeStoring did on its way to the disk cache (v). A
-// document read from the disk cache is checked again: the store may be
-// one that other processes write (a fleet's content directory, shared by
-// every cluster; an older build's entries; Redis, shared by hosts), and
-// its checksums vouch for the file, not for who wrote it.
+// document read from a store that others write is checked again: a
+// fleet's content store (shared by every cluster), Redis (shared by
+// hosts), any Store but a *diskcache.Cache; their checksums vouch for the
+// bytes, not for who wrote them. A *diskcache.Cache's own entries are not
+// hashed again (which cost a warm read of every document about as much
+// again): only the user or root can write its directory (diskcache.Open
+// refuses any other), and what this package stores there it checked
+// first, as discovery trusts its own entries.
 //
 // verified says the body is the one its URL's ?hash= names.
 func (c *Client) verify(resp *http.Response, body []byte, v verdict) (verified bool, err error) {
@@ -210,6 +214,10 @@ func (c *Client) verify(resp *http.Response, body []byte, v verdict) (verified b
 	}
 	if v.hashed {
 		return true, nil
+	}
+	if c.ownDisk && resp.Header.Get(diskcache.FromCache) == "1" {
+		_, checkable := namedHash(resp.Request.URL)
+		return checkable, nil
 	}
 	return c.verifyHash(resp.Request.URL, body)
 }
