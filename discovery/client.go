@@ -117,7 +117,9 @@ func WithJSONOnly() Option { return func(o *options) error { o.jsonOnly = true; 
 // discovery merged across API servers (KEP-4020 profile=nopeer). Default: off.
 func WithNoPeer() Option { return func(o *options) error { o.noPeer = true; return nil } }
 
-// WithLogger sets where the client logs. Default: nowhere.
+// WithLogger sets where the client logs (and discovery/watch over it).
+// A logr.Logger (controller-runtime's, klog's) goes through logr's bridge:
+// WithLogger(slog.New(logr.ToSlogHandler(l))). Default: nowhere.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error { o.logger = l; return nil }
 }

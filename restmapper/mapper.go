@@ -95,6 +95,50 @@ type Mapper struct {
 	lookups atomic.Uint32
 
 	misses misses
+
+	// What Stats reports: every lookup adds to asked, and one that does
+	// not find an answer to missed or failed.
+	asked, missed, failed, missRefreshes atomic.Int64
+}
+
+// Stats counts a Mapper's lookups since it was built (Expand's not
+// included).
+type Stats struct {
+	// Hits counts lookups answered.
+	Hits int64
+	// Misses counts lookups that found nothing (a meta.NoMatchError or a
+	// NoKindMatchError), after any refresh they made.
+	Misses int64
+	// Errors counts lookups that could not be answered for another reason:
+	// no discovery at all.
+	Errors int64
+	// MissRefreshes counts the refreshes of discovery that lookups finding
+	// nothing made (WithMissRefreshInterval).
+	MissRefreshes int64
+}
+
+// Stats returns m's counters. Each is read on its own, so a lookup that
+// ends meanwhile may be counted in one and not yet in another.
+func (m *Mapper) Stats() Stats {
+	missed, failed := m.missed.Load(), m.failed.Load()
+	return Stats{
+		Hits:          max(m.asked.Load()-missed-failed, 0),
+		Misses:        missed,
+		Errors:        failed,
+		MissRefreshes: m.missRefreshes.Load(),
+	}
+}
+
+// count adds the outcome of a lookup that ended with err to Stats.
+func (m *Mapper) count(err error) {
+	m.asked.Add(1)
+	switch {
+	case err == nil:
+	case meta.IsNoMatchError(err):
+		m.missed.Add(1)
+	default:
+		m.failed.Add(1)
+	}
 }
 
 var (
@@ -163,15 +207,19 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	cold := m.client.Current() == nil
 	st, err := m.current(ctx)
 	if st == nil {
+		m.count(err)
 		return answer{err: err}
 	}
 	a := st.answer(k, versions)
 	// A cold lookup's snapshot was read after it began: a refresh would
 	// read the same.
 	if a.err == nil || !meta.IsNoMatchError(a.err) || cold || !m.misses.mayRefresh(k, m.opts.clock.Now()) {
+		m.count(a.err)
 		return a
 	}
+	m.missRefreshes.Add(1)
 	if _, err := m.client.Refresh(ctx); err != nil && m.client.Current() == nil {
+		m.count(a.err)
 		return a
 	}
 	if st2, _ := m.current(ctx); st2 != nil && st2 != st {
@@ -179,6 +227,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 			m.misses.found(k)
 		}
 	}
+	m.count(a.err)
 	return a
 }
 

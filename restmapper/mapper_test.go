@@ -509,3 +509,52 @@ func serveCapture(t testing.TB, dir string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// TestStats: Stats counts what a lookup found as its caller saw it: hits,
+// misses (after the refresh a miss made, which MissRefreshes counts), and
+// errors when there is no discovery at all; a kind found by its miss
+// refresh is a hit.
+func TestStats(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	m, _ := newMapper(t, base, restmapper.WithClock(clk))
+	if st := m.Stats(); st != (restmapper.Stats{}) {
+		t.Fatalf("a new mapper's stats: %+v", st)
+	}
+	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	for range 3 {
+		if _, err := m.RESTMapping(deploy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := m.Stats(); st != (restmapper.Stats{Hits: 3}) {
+		t.Errorf("after 3 hits: %+v", st)
+	}
+	nope := schema.GroupKind{Group: "nope.example.com", Kind: "Nope"}
+	if _, err := m.RESTMapping(nope); !meta.IsNoMatchError(err) {
+		t.Fatalf("a missing kind: %v", err)
+	}
+	if st := m.Stats(); st != (restmapper.Stats{Hits: 3, Misses: 1, MissRefreshes: 1}) {
+		t.Errorf("after a miss: %+v", st)
+	}
+	late := discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}
+	if err := srv.AddCRD(late); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RESTMapping(schema.GroupKind{Group: late.Group, Kind: late.Kind}); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Stats(); st != (restmapper.Stats{Hits: 4, Misses: 1, MissRefreshes: 2}) {
+		t.Errorf("after a kind found by its miss refresh: %+v", st)
+	}
+
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	m2, _ := newMapper(t, down.URL)
+	if _, err := m2.KindFor(schema.GroupVersionResource{Resource: "pods"}); err == nil || meta.IsNoMatchError(err) {
+		t.Fatalf("a lookup without discovery: %v, want the discovery error", err)
+	}
+	if st := m2.Stats(); st != (restmapper.Stats{Errors: 1}) {
+		t.Errorf("after a lookup without discovery: %+v", st)
+	}
+}

@@ -11,6 +11,9 @@
 //	getter := cliruntime.NewGetter(flags)
 //	infos, err := resource.NewBuilder(getter).Unstructured().ResourceTypeOrNameArgs(true, "deploy,svc").Do().Infos()
 //
+// Discovery and the cache log nowhere unless [WithLogger] gives them the
+// caller's logr.Logger (klog.Background() in a kubectl-style command).
+//
 // It lives in its own module (github.com/kubeatlas/kubeatlas/integrations),
 // so that programs that import only kubeatlas's discovery do not inherit
 // cli-runtime.
@@ -21,10 +24,12 @@
 package cliruntime
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	cgdiscovery "k8s.io/client-go/discovery"
@@ -55,6 +60,13 @@ func WithDiscoveryOptions(o ...discovery.Option) Option {
 	return func(g *Getter) { g.discoveryOpts = append(g.discoveryOpts, o...) }
 }
 
+// WithLogger sets where discovery (and discovery/watch over Client) and
+// the disk cache log, through logr.ToSlogHandler; a discovery.WithLogger in
+// WithDiscoveryOptions overrides it for discovery. Default: nowhere.
+func WithLogger(l logr.Logger) Option {
+	return func(g *Getter) { g.logger = slog.New(logr.ToSlogHandler(l)) }
+}
+
 // WithoutOpenAPIV3 keeps client-go's own OpenAPI v3 client (kubectl explain,
 // client-side validation) behind ToDiscoveryClient instead of kubeatlas's
 // openapi3. OpenAPIV3 still returns kubeatlas's.
@@ -76,6 +88,7 @@ type Getter struct {
 	discoveryOpts []discovery.Option
 	mapperOpts    []restmapper.Option
 	noOpenAPI     bool
+	logger        *slog.Logger // nil: the packages' default (nowhere)
 
 	once   sync.Once
 	client *discovery.Client
@@ -147,10 +160,17 @@ func (g *Getter) init() {
 			g.err = err
 			return
 		}
-		dopts := append([]discovery.Option(nil), g.discoveryOpts...)
+		var dopts []discovery.Option
+		var copenOpts []diskcache.Option
+		if g.logger != nil {
+			// First, so that the caller's discovery options may override it.
+			dopts = append(dopts, discovery.WithLogger(g.logger))
+			copenOpts = append(copenOpts, diskcache.WithLogger(g.logger))
+		}
+		dopts = append(dopts, g.discoveryOpts...)
 		var store *diskcache.Cache
 		// Like kubectl, a cache that cannot be opened is not fatal.
-		if c, err := diskcache.Open(cacheRoot(g.flags), base.String()); err == nil {
+		if c, err := diskcache.Open(cacheRoot(g.flags), base.String(), copenOpts...); err == nil {
 			store = c
 			dopts = append(dopts, discovery.WithDiskCache(c))
 		}

@@ -2,8 +2,13 @@ package cliruntime_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/go-logr/logr/funcr"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -167,4 +172,31 @@ func sameSet(a, b []schema.GroupResource) bool {
 		}
 	}
 	return true
+}
+
+// TestWithLogger: discovery logs through the caller's logr.Logger: a
+// server that cannot be reached is said there.
+func TestWithLogger(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	l := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, prefix+" "+args)
+	}, funcr.Options{})
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	getter := cliruntime.NewGetter(flagsFor(t, down.URL), cliruntime.WithLogger(l.WithName("cmd")))
+	m, err := getter.ToRESTMapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}); err == nil {
+		t.Fatal("a server that is down answered")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "cmd ") || !strings.Contains(strings.Join(lines, "\n"), strings.TrimPrefix(down.URL, "http://")) {
+		t.Errorf("logged %q, want the failed refresh, naming the server, through the logger given", lines)
+	}
 }

@@ -9,6 +9,20 @@
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{MapperProvider: p.MapperProvider})
 //	err = mgr.Add(p) // watches discovery for as long as the manager runs
 //
+// # Metrics and logs
+//
+// kubeatlas's requests are counted in the manager's rest_client_requests_total
+// beside client-go's (kubeatlas reports them to client-go's metrics
+// adapters, which controller-runtime registers). Its own metrics
+// (kubeatlas_discovery_*, kubeatlas_restmapper_*: refreshes and their
+// outcome, 304s, bytes, snapshot generation and age, watch events, mapper
+// hits and misses; see integrations/prometheus) are registered with
+// controller-runtime's registry (metrics.Registry, which the manager
+// serves), labelled client=<server host>, unless WithoutMetrics. Discovery
+// and discovery/watch log through controller-runtime's logger (log.Log,
+// which ctrl.SetLogger sets and the manager's logger derives from), named
+// "kubeatlas", unless WithLogger.
+//
 // It lives in its own module (github.com/kubeatlas/kubeatlas/integrations),
 // so that programs that import only kubeatlas's discovery do not inherit
 // controller-runtime.
@@ -22,17 +36,24 @@ package controllerruntime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
 	"sync"
 
+	"github.com/go-logr/logr"
+	prom "github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/watch"
+	kprom "github.com/kubeatlas/kubeatlas/integrations/prometheus"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -55,6 +76,16 @@ func WithWatchOptions(o ...watch.Option) Option {
 	return func(p *Provider) { p.watchOpts = append(p.watchOpts, o...) }
 }
 
+// WithLogger sets where discovery and discovery/watch log (through
+// logr.ToSlogHandler); a discovery.WithLogger in WithDiscoveryOptions
+// overrides it. Default: controller-runtime's log.Log named "kubeatlas".
+func WithLogger(l logr.Logger) Option { return func(p *Provider) { p.logger = l } }
+
+// WithoutMetrics keeps kubeatlas's own metrics out of controller-runtime's
+// registry. (Its requests are still counted in rest_client_requests_total,
+// as client-go's are.) Default: registered.
+func WithoutMetrics() Option { return func(p *Provider) { p.noMetrics = true } }
+
 // Provider makes kubeatlas mappers for controller-runtime (MapperProvider)
 // and, as a manager.Runnable, keeps their discovery current with
 // discovery/watch while the manager runs. Without being added to the
@@ -65,10 +96,14 @@ type Provider struct {
 	discoveryOpts []discovery.Option
 	mapperOpts    []restmapper.Option
 	watchOpts     []watch.Option
+	logger        logr.Logger
+	noMetrics     bool
 
-	mu       sync.Mutex
-	byMapper map[meta.RESTMapper]*discovery.Client // each mapper made, and the client it reads
-	started  context.Context                       // set by Start: clients made later are watched at once
+	mu        sync.Mutex
+	collector *kprom.Collector                      // nil until the first mapper, or WithoutMetrics
+	refused   bool                                  // the registry refused the collector (logged once)
+	byMapper  map[meta.RESTMapper]*discovery.Client // each mapper made, and the client it reads
+	started   context.Context                       // set by Start: clients made later are watched at once
 }
 
 // clientFor is the discovery client behind a mapper p made, or nil.
@@ -85,7 +120,7 @@ var (
 
 // New returns a Provider.
 func New(opts ...Option) *Provider {
-	p := &Provider{}
+	p := &Provider{logger: log.Log.WithName("kubeatlas")}
 	for _, o := range opts {
 		o(p)
 	}
@@ -98,10 +133,13 @@ func New(opts ...Option) *Provider {
 func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
 	var dc *discovery.Client
 	var err error
+	// The logger first, so that the caller's discovery options may
+	// override it.
+	dopts := append([]discovery.Option{discovery.WithLogger(slog.New(logr.ToSlogHandler(p.logger)))}, p.discoveryOpts...)
 	if hc == nil {
-		dc, err = discovery.New(cfg, p.discoveryOpts...)
+		dc, err = discovery.New(cfg, dopts...)
 	} else {
-		dc, err = discovery.NewForConfigAndClient(cfg, hc, p.discoveryOpts...)
+		dc, err = discovery.NewForConfigAndClient(cfg, hc, dopts...)
 	}
 	if err != nil {
 		return nil, err
@@ -117,10 +155,65 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 	p.byMapper[m] = dc
 	ctx := p.started
 	p.mu.Unlock()
+	if !p.noMetrics {
+		p.expose(cfg, dc, m)
+	}
 	if ctx != nil {
 		go func() { _ = watch.Run(ctx, dc, p.watchOpts...) }()
 	}
 	return m, nil
+}
+
+// expose adds dc and m to the collector of kubeatlas's metrics in
+// controller-runtime's registry, named after the server's host (with #2,
+// #3... for more mappers of one server). The collector is registered with
+// the first mapper; one that another Provider registered is shared, since
+// the registry takes one collector of the same metrics. Metrics are not
+// worth failing a manager for: a registry that refuses is logged.
+func (p *Provider) expose(cfg *rest.Config, dc *discovery.Client, m *restmapper.Mapper) {
+	col, err := p.sharedCollector()
+	if err != nil {
+		p.logger.Error(err, "kubeatlas metrics not registered")
+		return
+	}
+	if col == nil {
+		return
+	}
+	name := cfg.Host
+	if base, _, err := rest.DefaultServerUrlFor(cfg); err == nil {
+		name = base.Host + base.Path
+	}
+	src := kprom.Source{Discovery: dc, Mapper: m}
+	for i, n := 1, name; ; i, n = i+1, fmt.Sprintf("%s#%d", name, i+1) {
+		if col.Add(n, src) == nil {
+			return
+		}
+	}
+}
+
+// sharedCollector is p's collector, registered on first use; nil (and an
+// error the first time) when the registry refused it.
+func (p *Provider) sharedCollector() (*kprom.Collector, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.collector != nil || p.refused {
+		return p.collector, nil
+	}
+	col := kprom.NewCollector()
+	if err := crmetrics.Registry.Register(col); err != nil {
+		var already prom.AlreadyRegisteredError
+		shared, ok := col, false
+		if errors.As(err, &already) {
+			shared, ok = already.ExistingCollector.(*kprom.Collector)
+		}
+		if !ok {
+			p.refused = true
+			return nil, err
+		}
+		col = shared
+	}
+	p.collector = col
+	return col, nil
 }
 
 // Start watches the discovery of every mapper made, until ctx ends (the

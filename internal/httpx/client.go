@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,8 +131,9 @@ type Response struct {
 }
 
 // Get sends r (again after a 429 or 5xx with Retry-After, as Do says) and
-// reads the body within c.Body. Errors come unprefixed, for the caller to
-// wrap:
+// reads the body within c.Body. Its latency and size are reported to
+// client-go's metrics adapters, as rest.Request reports its own
+// (recordRequest). Errors come unprefixed, for the caller to wrap:
 //   - the transport's (ErrRedirect, context errors, *url.Error), with a nil
 //     Response;
 //   - one wrapping ErrTooLarge, or a read or gzip error, with the Response
@@ -158,13 +160,16 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
 	req.Close = r.NewConnection
+	start := time.Now()
 	resp, err := Do(ctx, c.HC, req, c.MaxRetries)
 	if err != nil {
+		recordRequest(ctx, c.Base, u, start, nil)
 		return nil, err
 	}
 	defer resp.Body.Close()
 	body, wire, err := ReadBody(ctx, resp, c.Body)
 	out := &Response{Response: resp, Body: body, Wire: wire}
+	recordRequest(ctx, c.Base, u, start, out)
 	if err != nil {
 		return out, err
 	}

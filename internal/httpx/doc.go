@@ -7,7 +7,11 @@
 // the server sends, gzip included ([ReadBody]), and turns an error status
 // into the apimachinery error client-go users expect ([StatusError]).
 // [FromConfig] builds what a client built from a rest.Config sends
-// through, with kubeatlas's User-Agent unless the config names one.
+// through, with kubeatlas's User-Agent unless the config names one. Every
+// request is reported to client-go's metrics adapters
+// (k8s.io/client-go/tools/metrics) as client-go's rest.Request reports its
+// own, with the same labels, so that a program's rest_client_* metrics
+// count kubeatlas's requests too.
 //
 // # Files
 //
@@ -15,4 +19,6 @@
 //   - redirect.go: [CheckRedirect].
 //   - retry.go: [Do], [RetryAfter].
 //   - body.go: [ReadBody], [ErrTooLarge].
+//   - metrics.go: what Get and Do report to client-go's metrics adapters,
+//     and the URL template they report (client-go's, ported).
 package httpx

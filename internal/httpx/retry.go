@@ -21,10 +21,13 @@ const DefaultMaxRetries = 5
 // waiting, the last answer is returned as it is (its body read, at most
 // 64 KiB, and replayed), so that the caller reports the server's own status.
 // This is client-go's rule (rest.Request's checkWait), bounded by the
-// caller's deadline instead of a count of ten.
+// caller's deadline instead of a count of ten. Each attempt is reported to
+// client-go's metrics adapters as rest.Request reports its own
+// (recordAttempt).
 func Do(ctx context.Context, hc *http.Client, req *http.Request, maxRetries int) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := hc.Do(req.Clone(ctx))
+		recordAttempt(ctx, req, resp, attempt)
 		if err != nil {
 			return nil, err
 		}
