@@ -2,10 +2,8 @@ module github.com/kubeatlas/kubeatlas/integrations
 
 go 1.26.0
 
-replace github.com/kubeatlas/kubeatlas => ../
-
 require (
-	github.com/kubeatlas/kubeatlas v0.0.0-00010101000000-000000000000
+	github.com/kubeatlas/kubeatlas v0.1.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/cli-runtime v0.37.2
 	k8s.io/client-go v0.37.2
