@@ -2,11 +2,9 @@ module github.com/kubeatlas/kubeatlas/integrations
 
 go 1.26.0
 
-replace github.com/kubeatlas/kubeatlas => ../
-
 require (
 	github.com/go-logr/logr v1.4.3
-	github.com/kubeatlas/kubeatlas v0.0.0-00010101000000-000000000000
+	github.com/kubeatlas/kubeatlas v0.1.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.70.0

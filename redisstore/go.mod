@@ -2,10 +2,8 @@ module github.com/kubeatlas/kubeatlas/redisstore
 
 go 1.26.0
 
-replace github.com/kubeatlas/kubeatlas => ../
-
 require (
-	github.com/kubeatlas/kubeatlas v0.0.0-00010101000000-000000000000
+	github.com/kubeatlas/kubeatlas v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 )

@@ -2,14 +2,9 @@ module github.com/kubeatlas/kubeatlas/examples/controller
 
 go 1.26.0
 
-replace (
-	github.com/kubeatlas/kubeatlas => ../../
-	github.com/kubeatlas/kubeatlas/integrations => ../../integrations
-)
-
 require (
 	github.com/go-logr/logr v1.4.3
-	github.com/kubeatlas/kubeatlas/integrations v0.0.0-00010101000000-000000000000
+	github.com/kubeatlas/kubeatlas/integrations v0.1.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	sigs.k8s.io/controller-runtime v0.25.2
@@ -40,7 +35,7 @@ require (
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/kubeatlas/kubeatlas v0.0.0-00010101000000-000000000000 // indirect
+	github.com/kubeatlas/kubeatlas v0.1.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect

@@ -2,14 +2,9 @@ module github.com/kubeatlas/kubeatlas/examples/kubectl-atlas
 
 go 1.26.0
 
-replace (
-	github.com/kubeatlas/kubeatlas => ../../
-	github.com/kubeatlas/kubeatlas/integrations => ../../integrations
-)
-
 require (
-	github.com/kubeatlas/kubeatlas v0.0.0-00010101000000-000000000000
-	github.com/kubeatlas/kubeatlas/integrations v0.0.0-00010101000000-000000000000
+	github.com/kubeatlas/kubeatlas v0.1.0
+	github.com/kubeatlas/kubeatlas/integrations v0.1.0
 	github.com/spf13/pflag v1.0.10
 	k8s.io/cli-runtime v0.37.2
 )

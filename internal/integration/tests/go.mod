@@ -3,8 +3,8 @@ module github.com/kubeatlas/kubeatlas/internal/integration/tests
 go 1.26.0
 
 require (
-	github.com/kubeatlas/kubeatlas v0.0.0
-	github.com/kubeatlas/kubeatlas/integrations v0.0.0
+	github.com/kubeatlas/kubeatlas v0.1.0
+	github.com/kubeatlas/kubeatlas/integrations v0.1.0
 	github.com/onsi/gomega v1.42.1
 	helm.sh/helm/v4 v4.3.1
 	k8s.io/apiextensions-apiserver v0.37.1
@@ -134,7 +134,3 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
-
-replace github.com/kubeatlas/kubeatlas => ../../..
-
-replace github.com/kubeatlas/kubeatlas/integrations => ../../../integrations

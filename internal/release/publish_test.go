@@ -1,0 +1,211 @@
+package release
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/modfile"
+)
+
+// testVersion is what the modules are published at: a prerelease of the
+// first release, canonical semver as module zips require.
+const testVersion = "v0.1.0-ci.1"
+
+// consumers names, for each published module, the programs under
+// testdata/consumers that import it; the examples' modules are installed
+// with go install path@version instead, as their users do.
+var consumers = map[string][]string{
+	"github.com/kubeatlas/kubeatlas":              {"discovery-only", "discovery-restmapper", "openapi3", "fleet"},
+	"github.com/kubeatlas/kubeatlas/integrations": {"integrations"},
+	"github.com/kubeatlas/kubeatlas/redisstore":   {"redisstore"},
+}
+
+// TestConsumersBuildFromFileProxy publishes every module of this checkout
+// to a file-based module proxy and builds, in directories outside the
+// repository, a program against each one as a user would: a go.mod that
+// requires the module at the published version and nothing else, with the
+// network off (GOPROXY names the file proxy and, for third-party modules,
+// the local module cache's download directory; no sum database) and a
+// module cache of its own, so that nothing of this checkout leaks in
+// through a replace directive, a go.work or an earlier build.
+func TestConsumersBuildFromFileProxy(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("KUBEATLAS_REQUIRE_EXTERNAL") == "1" {
+			t.Fatal("git is not on the PATH; it lists the files a release publishes")
+		}
+		t.Skip("git is not on the PATH; it lists the files a release publishes")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := Modules(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, m := range mods {
+		paths = append(paths, m.Path)
+	}
+	want := []string{
+		"github.com/kubeatlas/kubeatlas",
+		"github.com/kubeatlas/kubeatlas/examples/controller",
+		"github.com/kubeatlas/kubeatlas/examples/kubectl-atlas",
+		"github.com/kubeatlas/kubeatlas/integrations",
+		"github.com/kubeatlas/kubeatlas/redisstore",
+	}
+	if !slices.Equal(paths, want) {
+		t.Fatalf("publishable modules: %q, want %q (a new module needs a consumer here)", paths, want)
+	}
+
+	proxy := t.TempDir()
+	if err := Publish(proxy, mods, testVersion); err != nil {
+		t.Fatal(err)
+	}
+	gomodcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOMODCACHE: %v", err)
+	}
+	env := offline(proxy, filepath.Join(strings.TrimSpace(string(gomodcache)), "cache", "download"), t.TempDir())
+
+	for _, m := range mods {
+		names, ok := consumers[m.Path]
+		if strings.Contains(m.Path, "/examples/") {
+			t.Run(filepath.Base(m.Path), func(t *testing.T) {
+				bin := t.TempDir()
+				run(t, t.TempDir(), append(env, "GOBIN="+bin), "go", "install", m.Path+"@"+testVersion)
+				if _, err := os.Stat(filepath.Join(bin, filepath.Base(m.Path))); err != nil {
+					t.Errorf("go install %s@%s: %v", m.Path, testVersion, err)
+				}
+			})
+			continue
+		}
+		if !ok {
+			t.Errorf("%s has no consumer", m.Path)
+		}
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				dir := consumer(t, name, m.Path)
+				run(t, dir, env, "go", "mod", "tidy")
+				run(t, dir, env, "go", "build", "-o", filepath.Join(t.TempDir(), name), ".")
+				// Every kubeatlas module comes from the proxy at the
+				// published version, none from a directory. (-e: go list -m
+				// reads the .info file of every module in the graph, which
+				// the module cache lacks for modules whose go.mod only was
+				// ever needed; the list is the same.)
+				graph := strings.Split(run(t, dir, env, "go", "list", "-m", "-e", "all"), "\n")
+				for _, line := range graph[1:] { // the first is the consumer
+					if f := strings.Fields(line); strings.HasPrefix(f[0], "github.com/kubeatlas/") && (len(f) != 2 || f[1] != testVersion) {
+						t.Errorf("go list -m all: %s, want %s", line, testVersion)
+					}
+				}
+				if name == "discovery-only" {
+					logGraph(t, graph)
+				}
+			})
+		}
+	}
+}
+
+// consumer writes the program testdata/consumers/name, in a module that
+// requires mod at the published version, to a directory outside the
+// repository.
+func consumer(t *testing.T, name, mod string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", "consumers", name, "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f := new(modfile.File)
+	if err := f.AddModuleStmt("example.com/" + name); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.AddGoStmt("1.26.0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.AddRequire(mod, testVersion); err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := f.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, data := range map[string][]byte{"go.mod": gomod, "main.go": src} {
+		if err := os.WriteFile(filepath.Join(dir, file), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// offline is the environment of a user's go command with no network: the
+// file proxy, then the local module cache's downloads as a read-only
+// proxy for third-party modules, a module cache of its own (writable, so
+// that the test can remove it), and no workspace, sum database, VCS or
+// toolchain download. -trimpath keeps the build cache's entries
+// independent of the module cache's location, so that later runs reuse
+// the compiled third-party packages.
+func offline(proxy, downloads, modcache string) []string {
+	set := map[string]string{
+		"GOPROXY":      "file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(downloads),
+		"GOMODCACHE":   modcache,
+		"GOFLAGS":      "-mod=mod -modcacherw -trimpath -buildvcs=false",
+		"GOSUMDB":      "off",
+		"GONOSUMDB":    "",
+		"GONOSUMCHECK": "",
+		"GOPRIVATE":    "",
+		"GONOPROXY":    "",
+		"GOINSECURE":   "",
+		"GOVCS":        "*:off",
+		"GOWORK":       "off",
+		"GOTOOLCHAIN":  "local",
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !hasKey(set, k) {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range set {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
+
+// run runs a command in dir with env and returns its standard output; it
+// fails the test with the command's output when the command fails.
+func run(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s in %s: %v\n%s%s", name, strings.Join(args, " "), dir, err, stdout.Bytes(), stderr.Bytes())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+// logGraph logs the size of the module graph a program that imports only
+// discovery inherits, and which server-side modules are in it.
+func logGraph(t *testing.T, graph []string) {
+	var heavy []string
+	for _, line := range graph {
+		m := strings.Fields(line)[0]
+		for _, h := range []string{"k8s.io/apiserver", "google.golang.org/grpc", "go.opentelemetry.io/otel", "github.com/prometheus/client_golang", "github.com/google/cel-go"} {
+			if m == h {
+				heavy = append(heavy, m)
+			}
+		}
+	}
+	t.Logf("a program importing only discovery has %d modules in its graph (go list -m all, itself included), among them %q", len(graph), heavy)
+}
