@@ -2,19 +2,25 @@ package release
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
 )
 
 // testVersion is what the modules are published at: a prerelease of the
-// first release, canonical semver as module zips require.
-const testVersion = "v0.1.0-ci.1"
+// first release, canonical semver as module zips require, new for each run
+// (the published modules are extracted into the machine's module cache,
+// which never looks at a version it holds again) and removed from the
+// module cache after it (removeVersion).
+var testVersion = fmt.Sprintf("v0.1.0-ci.%d", time.Now().UnixNano())
 
 // consumers names, for each published module, the programs under
 // testdata/consumers that import it; the examples' modules are installed
@@ -30,9 +36,13 @@ var consumers = map[string][]string{
 // repository, a program against each one as a user would: a go.mod that
 // requires the module at the published version and nothing else, with the
 // network off (GOPROXY names the file proxy and, for third-party modules,
-// the local module cache's download directory; no sum database) and a
-// module cache of its own, so that nothing of this checkout leaks in
-// through a replace directive, a go.work or an earlier build.
+// the local module cache's download directory; no sum database), so that
+// nothing of this checkout leaks in through a replace directive or a
+// go.work. The machine's module cache is used, so that the third-party
+// packages other builds compiled are not compiled again (in a module cache
+// of its own, at other paths, every one was: over ten minutes on two
+// cores); the version published is new for each run, so nothing of an
+// earlier run is used, and it is removed afterwards.
 func TestConsumersBuildFromFileProxy(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		if os.Getenv("KUBEATLAS_REQUIRE_EXTERNAL") == "1" {
@@ -71,7 +81,9 @@ func TestConsumersBuildFromFileProxy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go env GOMODCACHE: %v", err)
 	}
-	env := offline(proxy, filepath.Join(strings.TrimSpace(string(gomodcache)), "cache", "download"), t.TempDir())
+	modcache := strings.TrimSpace(string(gomodcache))
+	t.Cleanup(func() { removeVersion(t, modcache, mods, testVersion) })
+	env := offline(proxy, filepath.Join(modcache, "cache", "download"), modcache)
 
 	for _, m := range mods {
 		names, ok := consumers[m.Path]
@@ -146,16 +158,14 @@ func consumer(t *testing.T, name, mod string) string {
 
 // offline is the environment of a user's go command with no network: the
 // file proxy, then the local module cache's downloads as a read-only
-// proxy for third-party modules, a module cache of its own (writable, so
-// that the test can remove it), and no workspace, sum database, VCS or
-// toolchain download. -trimpath keeps the build cache's entries
-// independent of the module cache's location, so that later runs reuse
-// the compiled third-party packages.
+// proxy for third-party modules, the module cache modcache (what it
+// extracts writable, so that the test can remove it), and no workspace,
+// sum database, VCS or toolchain download.
 func offline(proxy, downloads, modcache string) []string {
 	set := map[string]string{
 		"GOPROXY":      "file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(downloads),
 		"GOMODCACHE":   modcache,
-		"GOFLAGS":      "-mod=mod -modcacherw -trimpath -buildvcs=false",
+		"GOFLAGS":      "-mod=mod -modcacherw -buildvcs=false",
 		"GOSUMDB":      "off",
 		"GONOSUMDB":    "",
 		"GONOSUMCHECK": "",
@@ -208,4 +218,43 @@ func logGraph(t *testing.T, graph []string) {
 		}
 	}
 	t.Logf("a program importing only discovery has %d modules in its graph (go list -m all, itself included), among them %q", len(graph), heavy)
+}
+
+// removeVersion removes what the go command put in the module cache for
+// the published modules at version: their extracted trees and their
+// downloads.
+func removeVersion(t *testing.T, modcache string, mods []Module, version string) {
+	for _, m := range mods {
+		esc, err := module.EscapePath(m.Path)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(modcache, filepath.FromSlash(esc)+"@"+version))
+		at := filepath.Join(modcache, "cache", "download", filepath.FromSlash(esc), "@v")
+		dl, _ := filepath.Glob(filepath.Join(at, version+".*"))
+		for _, f := range dl {
+			if err := os.Remove(f); err != nil {
+				t.Errorf("removing %s: %v", f, err)
+			}
+		}
+		// The versions the cache lists for GOPROXY=off: the version goes.
+		list := filepath.Join(at, "list")
+		if b, err := os.ReadFile(list); err == nil {
+			var kept []string
+			for _, v := range strings.Fields(string(b)) {
+				if v != version {
+					kept = append(kept, v)
+				}
+			}
+			if len(kept) == 0 {
+				_ = os.Remove(list)
+			} else {
+				_ = os.WriteFile(list, []byte(strings.Join(kept, "\n")+"\n"), 0o644)
+			}
+		}
+		for _, dir := range []string{at, filepath.Dir(at), filepath.Join(modcache, filepath.FromSlash(esc))} {
+			_ = os.Remove(dir) // only if empty
+		}
+	}
 }
