@@ -3,7 +3,6 @@ package openapi3
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,7 +15,6 @@ import (
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -154,11 +152,11 @@ type Client struct {
 	http *httpx.Client // every request goes through it
 	opts options
 
-	rootMu    sync.Mutex // guards root, rootTried, rootStale and rootKept; held only to read or swap them
+	rootMu    sync.Mutex // guards root, rootTried and rootStale; held only to read or swap them
 	root      map[string]string
 	rootTried time.Time // when the root was last read, or tried
 	rootStale error     // why root is the one kept on disk (WithStaleRootOnError), else nil
-	rootKept  bool      // the root was written to the disk cache in this process
+	rootKept  []byte    // the root kept on disk, as far as this process knows (keepRoot)
 
 	// Fetches that concurrent callers share, each on its own context
 	// (bounded by fetchTimeout), cancelled when every caller has left.
@@ -273,16 +271,12 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // then fetched anew (and their old copies leave the disk cache).
 func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 	root, err := c.rootFetch.Do(ctx, struct{}{}, c.readRoot)
-	if err != nil {
-		var ue *url.Error
-		var se *apierrors.StatusError
-		if !errors.As(err, &ue) && !errors.As(err, &se) && !strings.Contains(err.Error(), "openapi3:") {
-			// The caller's deadline, or a read cut short, says nothing
-			// of where (explain printed a bare "context deadline
-			// exceeded"): say it.
-			u, _ := c.http.URL("/openapi/v3")
-			err = fmt.Errorf("openapi3: reading the root %s: %w", u.Redacted(), err)
-		}
+	if err != nil && err == ctx.Err() {
+		// The caller left before the shared read ended (readRoot's own
+		// errors name the URL): say what it waited for (explain printed
+		// a bare "context deadline exceeded").
+		u, _ := c.http.URL("/openapi/v3")
+		err = fmt.Errorf("openapi3: reading the root %s: %w", u.Redacted(), err)
 	}
 	return root, err
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -49,20 +48,25 @@ func (c *Client) rootKey() diskcache.Key {
 }
 
 // keepRoot writes body, a root just read and parsed, to the disk cache
-// unless it holds the same already (one read of the root per process;
-// a write only when it changed).
+// unless it is the root kept already: the one this process wrote last, or
+// on its first read the one the disk holds (a read of the disk per
+// process; a write only when the root changed, so that a long-lived
+// client keeps the root that names the documents on disk now). Only
+// readRoot calls it, which rootFetch runs one at a time: rootKept needs
+// no lock.
 func (c *Client) keepRoot(body []byte) {
-	c.rootMu.Lock()
-	done := c.rootKept
-	c.rootKept = true
-	c.rootMu.Unlock()
-	if done {
+	if bytes.Equal(c.rootKept, body) {
 		return
 	}
-	if old, ok := c.opts.disk.Get(c.rootKey()); ok && bytes.Equal(old, body) {
-		return
+	if c.rootKept == nil {
+		if old, ok := c.opts.disk.Get(c.rootKey()); ok && bytes.Equal(old, body) {
+			c.rootKept = body
+			return
+		}
 	}
-	_ = c.opts.disk.Put(c.rootKey(), body) // a cache: a failed write costs the fallback only
+	if c.opts.disk.Put(c.rootKey(), body) == nil { // a cache: a failed write costs the fallback only
+		c.rootKept = body
+	}
 }
 
 // staleRoot is the kept root, when the root could not be read with err
@@ -102,4 +106,4 @@ func unavailable(err error) bool {
 	return errors.As(err, &ue) && !errors.Is(err, ErrRedirect)
 }
 
-var errStaleRootNeedsCache = fmt.Errorf("openapi3: WithStaleRootOnError needs WithDiskCache")
+var errStaleRootNeedsCache = errors.New("openapi3: WithStaleRootOnError needs WithDiskCache")

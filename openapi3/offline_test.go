@@ -23,7 +23,7 @@ import (
 // fails as before. (kube-apiserver's root has no ETag or lifetime, so the
 // disk cache alone never kept it.)
 func TestStaleRootOnError(t *testing.T) {
-	_, origin := discoverytest.Start(t)
+	fake, origin := discoverytest.Start(t)
 	u, _ := url.Parse(origin)
 	var mode atomic.Value // "", "down", "503", "403"
 	mode.Store("")
@@ -73,6 +73,29 @@ func TestStaleRootOnError(t *testing.T) {
 			t.Errorf("server %s, without WithStaleRootOnError: no error", m)
 		}
 	}
+	// A long-lived client keeps the root current: after a schema change,
+	// the kept root names the documents on disk now, not those they
+	// replaced.
+	mode.Store("")
+	long := client(openapi3.WithStaleRootOnError())
+	if _, err := long.Kind(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.ChangeSchema(schema.GroupVersion{Group: "apps", Version: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.RefreshRoot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.Kind(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	mode.Store("down")
+	c = client(openapi3.WithStaleRootOnError())
+	if _, err := c.Kind(ctx, deploy); err != nil || c.StaleRoot() == nil {
+		t.Errorf("server down after a schema change a long-lived client saw: %v, stale %v, want the document it cached", err, c.StaleRoot())
+	}
+
 	mode.Store("403")
 	if _, err := client(openapi3.WithStaleRootOnError()).Kind(ctx, deploy); err == nil {
 		t.Error("a server that refuses (403) was worked around with the kept root")
