@@ -61,27 +61,7 @@ func (c *Cache) Compact() error {
 		return !e.readable
 	})
 
-	c.mu.Lock()
-	maxBytes, maxEntries := c.opts.maxBytes*9/10, c.opts.maxEntries*9/10
-	c.mu.Unlock()
-	var total int64
-	for _, e := range entries {
-		total += e.size
-	}
-	slices.SortFunc(entries, func(a, b diskEntry) int { return a.used.Compare(b.used) })
-	for len(entries) > 0 && (total > maxBytes || len(entries) > maxEntries) {
-		remove = append(remove, entries[0])
-		total -= entries[0].size
-		entries = entries[1:]
-	}
-	for _, e := range remove {
-		if err := os.Remove(e.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			c.opts.logger.Warn("diskcache: could not evict entry", "path", e.path, "err", err)
-			continue
-		}
-		c.forget(e.name)
-		c.count(func(s *Stats) { s.Evictions++ })
-	}
+	c.evict(append(remove, c.leastRecentlyUsed(entries)...))
 	// Re-learn sizes from disk: other processes write here too.
 	return c.scan()
 }
@@ -93,26 +73,39 @@ func (c *Cache) Compact() error {
 // more than either would alone, or remove an entry just rewritten (a
 // miss).
 func (c *Cache) evictKnown() {
-	type known struct {
-		name string
-		size int64
-		used time.Time
+	c.mu.Lock()
+	entries := make([]diskEntry, 0, len(c.entries))
+	for name, e := range c.entries {
+		entries = append(entries, diskEntry{path: filepath.Join(c.dir, name[:2], name), name: name, size: e.size, used: e.used})
 	}
+	c.mu.Unlock()
+	c.evict(c.leastRecentlyUsed(entries))
+}
+
+// leastRecentlyUsed returns the least recently used of entries, as many as
+// must go for the rest to be within nine tenths of each bound (so that the
+// next writes do not compact again at once). It sorts entries.
+func (c *Cache) leastRecentlyUsed(entries []diskEntry) []diskEntry {
 	c.mu.Lock()
 	maxBytes, maxEntries := c.opts.maxBytes*9/10, c.opts.maxEntries*9/10
-	entries := make([]known, 0, len(c.entries))
-	for name, e := range c.entries {
-		entries = append(entries, known{name, e.size, e.used})
-	}
-	total := c.total
 	c.mu.Unlock()
-	slices.SortFunc(entries, func(a, b known) int { return a.used.Compare(b.used) })
-	for len(entries) > 0 && (total > maxBytes || len(entries) > maxEntries) {
-		e := entries[0]
-		entries, total = entries[1:], total-e.size
-		dir := filepath.Join(c.dir, e.name[:2])
-		if err := os.Remove(filepath.Join(dir, e.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			c.opts.logger.Warn("diskcache: could not evict entry", "path", filepath.Join(dir, e.name), "err", err)
+	var total int64
+	for _, e := range entries {
+		total += e.size
+	}
+	slices.SortFunc(entries, func(a, b diskEntry) int { return a.used.Compare(b.used) })
+	n := 0
+	for ; n < len(entries) && (total > maxBytes || len(entries)-n > maxEntries); n++ {
+		total -= entries[n].size
+	}
+	return entries[:n]
+}
+
+// evict removes entries' files and forgets them, counting each eviction.
+func (c *Cache) evict(entries []diskEntry) {
+	for _, e := range entries {
+		if err := os.Remove(e.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.opts.logger.Warn("diskcache: could not evict entry", "path", e.path, "err", err)
 			continue
 		}
 		c.forget(e.name)
