@@ -453,9 +453,6 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	runtime.KeepAlive(clients)
 }
 
-// WarmOpenAPIRoot is warmOpenAPIRoot for the package's external tests.
-var WarmOpenAPIRoot = warmOpenAPIRoot
-
 // warmOpenAPIRoot reads a fake server's OpenAPI root once (the fake builds
 // it on the first request; a real server keeps it built).
 func warmOpenAPIRoot(t *testing.T, base string) {
