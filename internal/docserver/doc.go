@@ -10,8 +10,9 @@
 // require k8s.io/apiserver (and with it grpc, otel, prometheus and cel-go in
 // every user's module graph); nothing in the core module, tests included,
 // may import it. Tests that need only exported API run against the real
-// fake in internal/withfake; internal/withfake/docserver checks that this
-// server and discoverytest answer the same documents for the same CRDs.
+// fake in internal/withfake; internal/withfake/docserver checks that, for
+// the same CRDs and changes, this server answers discoverytest's /api and
+// /apis byte for byte, JSON and protobuf, ETags included.
 //
 // Files:
 //   - docserver.go: the Server, its content, negotiation and request log.

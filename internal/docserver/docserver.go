@@ -61,7 +61,8 @@ type CRD struct {
 	Namespaced bool
 	ShortNames []string
 	Categories []string
-	Status     bool
+	// Status and Scale add the status and scale subresources.
+	Status, Scale bool
 }
 
 // Fault is what a Server does to requests for a path.
@@ -144,8 +145,8 @@ func Start(t testing.TB, opts ...Option) (*Server, string) {
 	return s, ts.URL
 }
 
-// syntheticCRDs is discoverytest.SyntheticCRDs without the scale
-// subresource (which discovery reports but these tests do not look at).
+// syntheticCRDs is discoverytest.SyntheticCRDs (internal/withfake/docserver
+// checks that both servers serve the same documents).
 func syntheticCRDs(n, groups int) []CRD {
 	out := make([]CRD, 0, n)
 	for i := range n {
@@ -155,6 +156,7 @@ func syntheticCRDs(n, groups int) []CRD {
 			Kind:       fmt.Sprintf("Widget%04d", i),
 			Namespaced: i%3 != 2,
 			Status:     i%2 == 0,
+			Scale:      i%4 == 0,
 			Versions:   []string{"v1"},
 		}
 		if g%2 == 1 {
@@ -215,8 +217,17 @@ func (s *Server) addCRDLocked(crd CRD) {
 		if crd.Namespaced {
 			r.Scope = apidiscoveryv2.ScopeNamespace
 		}
+		if crd.Scale {
+			r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+				Subresource:  "scale",
+				ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+				Verbs:        []string{"get", "patch", "update"},
+			})
+		}
 		if crd.Status {
-			r.Subresources = []apidiscoveryv2.APISubresourceDiscovery{{Subresource: "status", ResponseKind: kind.DeepCopy(), Verbs: []string{"get", "patch", "update"}}}
+			r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+				Subresource: "status", ResponseKind: kind.DeepCopy(), Verbs: []string{"get", "patch", "update"},
+			})
 		}
 		rs := g.Versions[j].Resources
 		k, found := slices.BinarySearchFunc(rs, r.Resource, func(e apidiscoveryv2.APIResourceDiscovery, name string) int {
@@ -302,6 +313,7 @@ func (s *Server) publishLocked() error {
 		if d.json, err = json.Marshal(list); err != nil {
 			return err
 		}
+		d.json = append(d.json, '\n') // as the server's json.Encoder ends it
 		var buf bytes.Buffer
 		if err := pb.Encode(list, &buf); err != nil {
 			return err
