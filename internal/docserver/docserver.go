@@ -7,6 +7,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -419,7 +420,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	// The response is buffered and sent after its entry is logged, as
+	// discoverytest does: a client that has seen any of a response finds
+	// the request in the log, which is what tests count requests with.
+	rec := httptest.NewRecorder()
 	switch {
 	case isDiscovery:
 		serveDiscovery(rec, r, d)
@@ -436,8 +440,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Path: r.URL.Path, Accept: r.Header.Get("Accept"),
-		IfNoneMatch: r.Header.Get("If-None-Match"), Status: rec.status, Bytes: rec.bytes})
+		IfNoneMatch: r.Header.Get("If-None-Match"), Status: rec.Code, Bytes: int64(rec.Body.Len())})
 	s.mu.Unlock()
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // serveDiscovery negotiates as the real server does: the first type of
@@ -479,21 +486,6 @@ func serveDiscovery(w http.ResponseWriter, r *http.Request, d document) {
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	_, _ = w.Write(body)
-}
-
-// recorder notes the status and the bytes written.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (r *recorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
-
-func (r *recorder) Write(b []byte) (int, error) {
-	n, err := r.ResponseWriter.Write(b)
-	r.bytes += int64(n)
-	return n, err
 }
 
 // rootWriter drops handler3's ETag on the root and labels it as the
