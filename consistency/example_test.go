@@ -3,34 +3,22 @@ package consistency_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/consistency"
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 )
 
 func ExampleCheck() {
 	// Two API servers behind one URL, the second upgraded first: it
-	// serves a group the first does not. Each has a URL of its own, which
-	// its identity lease names.
-	srv, _ := discoverytest.NewServer(discoverytest.WithBackends(2, discoverytest.Sticky),
-		discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"))
-	stop, err := srv.ServeBackends("127.0.0.1")
-	if err != nil {
-		panic(err)
-	}
+	// serves a group the first does not. Each has an address of its own,
+	// which its identity lease names.
+	front, stop := newExampleCluster()
 	defer stop()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "upgraded.example.com", Versions: []string{"v1"}, Kind: "Upgrade"}); err != nil {
-		panic(err)
-	}
 
 	// With a kubeconfig: discovery.New(restConfig).
-	c, err := discovery.New(&rest.Config{Host: ts.URL})
+	c, err := discovery.New(&rest.Config{Host: front})
 	if err != nil {
 		panic(err)
 	}

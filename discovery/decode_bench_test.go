@@ -12,7 +12,7 @@ import (
 	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
@@ -22,7 +22,7 @@ import (
 func BenchmarkDecode(b *testing.B) {
 	klog.LogToStderr(false)
 	for _, n := range []int{0, 1000, 3000} {
-		srv, err := discoverytest.NewServer(discoverytest.WithCRDs(n, max(1, n/12)))
+		srv, err := docserver.NewServer(docserver.WithCRDs(n, max(1, n/12)))
 		if err != nil {
 			b.Fatal(err)
 		}

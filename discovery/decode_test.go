@@ -32,7 +32,7 @@ func generatedDecode(body []byte) ([]Group, []*GroupVersionError, bool) {
 
 func fixtureProtobuf(t testing.TB) []byte {
 	t.Helper()
-	body, err := os.ReadFile("discoverytest/testdata/k8s-v1.36.3/aggregated/apis.v2.pb")
+	body, err := os.ReadFile("testdata/k8s-v1.36.3/apis.v2.pb")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,15 +3,12 @@ package discovery_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 )
 
 func ExampleClient_Snapshot() {
-	srv, _ := discoverytest.NewServer(discoverytest.WithCRDs(100, 10))
-	ts := httptest.NewServer(srv)
+	ts := newExampleServer() // a kube-apiserver v1.36.3's recorded answers
 	defer ts.Close()
 
 	// With a kubeconfig: discovery.New(restConfig).
@@ -34,6 +31,6 @@ func ExampleClient_Snapshot() {
 	st := c.Stats()
 	fmt.Println(st.Requests, "requests,", st.NotModified, "not modified")
 	// Output:
-	// aggregated/v2+protobuf 31 groups; apps prefers v1
+	// aggregated/v2+protobuf 21 groups; apps prefers v1
 	// 4 requests, 2 not modified
 }

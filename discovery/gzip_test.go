@@ -4,14 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // TestCompressedDiscovery: large documents arrive gzipped (the API server
 // compresses above 128 KiB); they decode like uncompressed ones, and Stats
 // counts the bytes on the wire.
 func TestCompressedDiscovery(t *testing.T) {
-	_, base := discoverytest.Start(t, discoverytest.WithCRDs(1000, 80))
+	_, base := docserver.Start(t, docserver.WithCRDs(1000, 80))
 	c, _ := NewForHTTPClient(nil, base, WithJSONOnly())
 	s, err := c.Snapshot(context.Background())
 	if err != nil {

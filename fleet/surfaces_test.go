@@ -19,13 +19,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // statuses lists the statuses of the discovery requests a server answered
 // since its last ResetRequests.
-func statuses(srv *discoverytest.Server) map[string]int {
+func statuses(srv *docserver.Server) map[string]int {
 	out := map[string]int{}
 	for _, r := range srv.Requests() {
 		out[r.Path] = r.Status
@@ -68,10 +68,10 @@ func snapshot(t *testing.T, c *discovery.Client) *discovery.Snapshot {
 // offer when the most-read one is not it.
 func TestSurfacesShareContent(t *testing.T) {
 	surfaces := newSurfaces()
-	a1, baseA1 := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	a2, baseA2 := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	b1, baseB1 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
-	b2, baseB2 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
+	a1, baseA1 := docserver.Start(t, docserver.WithCRDs(20, 4))
+	a2, baseA2 := docserver.Start(t, docserver.WithCRDs(20, 4))
+	b1, baseB1 := docserver.Start(t, docserver.WithCRDs(30, 5))
+	b2, baseB2 := docserver.Start(t, docserver.WithCRDs(30, 5))
 	// The fake builds its OpenAPI root on the first request, which a real
 	// server keeps built: so that no size probe times out on that (it did
 	// under the race detector on a loaded machine).
@@ -153,7 +153,7 @@ func TestSurfacesShareContent(t *testing.T) {
 
 	// Every client's later refreshes are its own cluster's: a change on
 	// a2 reaches second only.
-	if err := a2.AddCRD(discoverytest.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "Thing", Plural: "things"}); err != nil {
+	if err := a2.AddCRD(docserver.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "Thing", Plural: "things"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := second.Refresh(context.Background()); err != nil {
@@ -177,8 +177,8 @@ func TestSurfacesShareContent(t *testing.T) {
 // its own), and the incomplete content is not shared.
 func TestSurfacesNeverLendHistory(t *testing.T) {
 	surfaces := newSurfaces()
-	_, baseA := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	c, baseC := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	_, baseA := docserver.Start(t, docserver.WithCRDs(20, 4))
+	c, baseC := docserver.Start(t, docserver.WithCRDs(20, 4))
 	gv := schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}
 	if err := c.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 // TestSurfacesForget: a surface no client holds any more is forgotten.
 func TestSurfacesForget(t *testing.T) {
 	surfaces := newSurfaces()
-	_, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
+	_, base := docserver.Start(t, docserver.WithCRDs(5, 1))
 	func() {
 		c := newClient(t, base, shared(surfaces), discovery.WithJSONOnly())
 		snapshot(t, c)
@@ -241,9 +241,9 @@ func TestSurfacesForget(t *testing.T) {
 func TestContentCache(t *testing.T) {
 	dir := t.TempDir()
 	var bases []string
-	var servers []*discoverytest.Server
+	var servers []*docserver.Server
 	for range 3 {
-		srv, base := discoverytest.Start(t, discoverytest.WithCRDs(40, 4))
+		srv, base := docserver.Start(t, docserver.WithCRDs(40, 4))
 		servers, bases = append(servers, srv), append(bases, base)
 	}
 	open := func(name string) *diskcache.Cache {
@@ -303,8 +303,8 @@ func TestContentCache(t *testing.T) {
 // a protobuf document shared, which cannot be checked against its ETag.
 func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 	surfaces := newSurfaces()
-	real, baseReal := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	_, baseOther := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
+	real, baseReal := docserver.Start(t, docserver.WithCRDs(20, 4))
+	_, baseOther := docserver.Start(t, docserver.WithCRDs(5, 1))
 	// The real surface's ETag for /apis.
 	probe := newClient(t, baseReal, discovery.WithJSONOnly())
 	_, realETag := snapshot(t, probe).ETags()
@@ -350,9 +350,9 @@ func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 func TestSurfacesTieGoesToTheLastRead(t *testing.T) {
 	for range 5 { // map order would pick either, half the time
 		surfaces := newSurfaces()
-		_, baseA := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-		_, baseB := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
-		b2, baseB2 := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
+		_, baseA := docserver.Start(t, docserver.WithCRDs(20, 4))
+		_, baseB := docserver.Start(t, docserver.WithCRDs(30, 5))
+		b2, baseB2 := docserver.Start(t, docserver.WithCRDs(30, 5))
 		// No fingerprints: servers whose ranges go unanswered.
 		a := newClient(t, withoutRanges(t, baseA), shared(surfaces), discovery.WithJSONOnly())
 		b := newClient(t, withoutRanges(t, baseB), shared(surfaces), discovery.WithJSONOnly())
@@ -391,16 +391,16 @@ func withoutRanges(t *testing.T, base string) string {
 // root is asked for once, not by every client.
 func TestSurfacesFingerprintRounds(t *testing.T) {
 	surfaces := newSurfaces()
-	var servers []*discoverytest.Server
+	var servers []*docserver.Server
 	var clients []*discovery.Client
 	var first string
 	for i := range 12 {
-		srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20+10*(i%2), 4+i%2))
+		srv, base := docserver.Start(t, docserver.WithCRDs(20+10*(i%2), 4+i%2))
 		if i == 0 {
 			first = base
 		}
 		// Slow enough that every client probes before any has read.
-		srv.InjectFault("/apis", discoverytest.Fault{Latency: 200 * time.Millisecond})
+		srv.InjectFault("/apis", docserver.Fault{Latency: 200 * time.Millisecond})
 		// The fake builds its OpenAPI root on the first request, which a
 		// real server keeps built: so that no probe waits for that.
 		warmOpenAPIRoot(t, base)
@@ -453,9 +453,6 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	runtime.KeepAlive(clients)
 }
 
-// WarmOpenAPIRoot is warmOpenAPIRoot for the package's external tests.
-var WarmOpenAPIRoot = warmOpenAPIRoot
-
 // warmOpenAPIRoot reads a fake server's OpenAPI root once (the fake builds
 // it on the first request; a real server keeps it built).
 func warmOpenAPIRoot(t *testing.T, base string) {
@@ -473,8 +470,8 @@ func warmOpenAPIRoot(t *testing.T, base string) {
 // start: the probe gives up, and the cold start goes on without a
 // fingerprint.
 func TestProbeDoesNotHoldAColdStart(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
-	srv.InjectFault("/openapi/v3", discoverytest.Fault{Latency: time.Minute})
+	srv, base := docserver.Start(t, docserver.WithCRDs(5, 1))
+	srv.InjectFault("/openapi/v3", docserver.Fault{Latency: time.Minute})
 	c := newClient(t, base, shared(newSurfaces()), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(20*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -496,7 +493,7 @@ func TestStatsCountProbes(t *testing.T) {
 	}
 	var clusters []*Cluster
 	for i := range 2 {
-		_, base := discoverytest.Start(t, discoverytest.WithCRDs(5, 1))
+		_, base := docserver.Start(t, docserver.WithCRDs(5, 1))
 		warmOpenAPIRoot(t, base)
 		c, err := f.Add(fmt.Sprintf("c%d", i), &rest.Config{Host: base})
 		if err != nil {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // hostileProxy serves what the server at base serves, except that its
@@ -73,8 +73,8 @@ func hostileProxy(t *testing.T, base string) (string, func() ([]byte, string)) {
 // reads its own server's documents and maps Deployment to deployments.
 func TestDiskContentIsVerified(t *testing.T) {
 	dir := t.TempDir()
-	honest, baseHonest := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	_, baseOrigin := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	honest, baseHonest := docserver.Start(t, docserver.WithCRDs(20, 4))
+	_, baseOrigin := docserver.Start(t, docserver.WithCRDs(20, 4))
 	baseHostile, forged := hostileProxy(t, baseOrigin)
 	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	ctx := context.Background()

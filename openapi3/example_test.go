@@ -3,18 +3,15 @@ package openapi3_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
 // Find a kind's schema and a field's documentation, as kubectl explain does.
 func ExampleClient_Kind() {
-	srv, _ := discoverytest.NewServer()
-	ts := httptest.NewServer(srv)
+	ts := newExampleServer() // serves testdata/example
 	defer ts.Close()
 
 	c, _ := openapi3.NewForHTTPClient(nil, ts.URL)
@@ -35,8 +32,7 @@ func ExampleClient_Kind() {
 // Merge every group-version's document into one, which answers for any
 // kind.
 func ExampleAggregate() {
-	srv, _ := discoverytest.NewServer()
-	ts := httptest.NewServer(srv)
+	ts := newExampleServer() // serves testdata/example
 	defer ts.Close()
 
 	c, _ := openapi3.NewForHTTPClient(nil, ts.URL)

@@ -13,8 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // TestEachDocumentHashedAndDecodedOnce: a JSON document's SHA-512 is
@@ -26,7 +26,7 @@ import (
 // once either way (the check's decoding is the one returned). Without a
 // disk cache, once each too.
 func TestEachDocumentHashedAndDecodedOnce(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
 	ctx := context.Background()
 	dir := t.TempDir()
 	newClient := func(t *testing.T, disk bool, shared ...bool) *Client {
@@ -105,7 +105,7 @@ func TestEachDocumentHashedAndDecodedOnce(t *testing.T) {
 // the server, once, instead of being served until it expires.
 func TestForeignEntriesAreCheckedOnRead(t *testing.T) {
 	const path = "apis/apps/v1"
-	srv, err := discoverytest.NewServer()
+	srv, err := docserver.NewServer()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/kubeatlas/kubeatlas v0.1.0
+	github.com/kubeatlas/kubeatlas/discovery/discoverytest v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 )

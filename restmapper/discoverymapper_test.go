@@ -12,7 +12,7 @@ import (
 	cgrestmapper "k8s.io/client-go/restmapper"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // The Mapper is a client-go CategoryExpander too (mapper.go cannot say so
@@ -24,7 +24,7 @@ var _ cgrestmapper.CategoryExpander = (*Mapper)(nil)
 // discovery (the real v1.36.3 documents and CRDs served in several
 // versions), both answer every question the same, errors included.
 func TestDiscoveryMapperIsClientGos(t *testing.T) {
-	_, base := discoverytest.Start(t, discoverytest.WithCRDs(40, 6))
+	_, base := docserver.Start(t, docserver.WithCRDs(40, 6))
 	c, err := discovery.NewForHTTPClient(nil, base)
 	if err != nil {
 		t.Fatal(err)

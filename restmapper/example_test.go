@@ -2,18 +2,15 @@ package restmapper_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
 func ExampleMapper() {
-	srv, _ := discoverytest.NewServer()
-	ts := httptest.NewServer(srv)
+	ts := newExampleServer() // a kube-apiserver v1.36.3's recorded answers
 	defer ts.Close()
 
 	c, _ := discovery.NewForHTTPClient(nil, ts.URL)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // TestCommonQuestionsSkipClientGo: plain lookups are answered from the
@@ -18,7 +18,7 @@ import (
 // builds it. (That the answers are client-go's is the differential test's
 // job.)
 func TestCommonQuestionsSkipClientGo(t *testing.T) {
-	m := newTestMapper(t, []discoverytest.Option{discoverytest.WithCRDs(20, 4)})
+	m := newTestMapper(t, []docserver.Option{docserver.WithCRDs(20, 4)})
 	for _, gk := range []schema.GroupKind{{Group: "apps", Kind: "Deployment"}, {Group: "g001.stress.example.com", Kind: "Widget0001"}, {Kind: "Pod"}} {
 		if _, err := m.RESTMapping(gk); err != nil {
 			t.Fatal(err)
@@ -73,7 +73,7 @@ func TestMemoIsBounded(t *testing.T) {
 // nothing (answers are not kept per input: keeping them was most of the
 // cost of a new mapper's first lookups).
 func TestFirstLookupsAllocateNothing(t *testing.T) {
-	m := newTestMapper(t, []discoverytest.Option{discoverytest.WithCRDs(200, 20)})
+	m := newTestMapper(t, []docserver.Option{docserver.WithCRDs(200, 20)})
 	// Builds the indexes.
 	if _, err := m.KindFor(schema.GroupVersionResource{Resource: "pods"}); err != nil {
 		t.Fatal(err)
@@ -107,9 +107,9 @@ func TestFirstLookupsAllocateNothing(t *testing.T) {
 }
 
 // newTestMapper is a mapper over a fake server started with srvOpts.
-func newTestMapper(t *testing.T, srvOpts []discoverytest.Option, opts ...Option) *Mapper {
+func newTestMapper(t *testing.T, srvOpts []docserver.Option, opts ...Option) *Mapper {
 	t.Helper()
-	_, base := discoverytest.Start(t, srvOpts...)
+	_, base := docserver.Start(t, srvOpts...)
 	c, err := discovery.NewForHTTPClient(nil, base)
 	if err != nil {
 		t.Fatal(err)

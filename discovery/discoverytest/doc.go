@@ -89,6 +89,13 @@
 // is served as an admin's. With it, it answers anonymous and wrong-token
 // requests as a kube-apiserver with a token file does (403, 401).
 //
+// # A module of its own
+//
+// This package is the module github.com/kubeatlas/kubeatlas/discovery/discoverytest
+// (go get it beside the core): k8s.io/apiserver, which it runs, brings grpc,
+// otel, prometheus and cel-go, which stay out of the module graph of
+// programs that import only the core's packages.
+//
 // # Files
 //
 //   - server.go: [Server], its options, the run-time changes; routing

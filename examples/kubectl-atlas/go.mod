@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/kubeatlas/kubeatlas v0.1.0
+	github.com/kubeatlas/kubeatlas/discovery/discoverytest v0.1.0
+	github.com/kubeatlas/kubeatlas/examples v0.1.0
 	github.com/kubeatlas/kubeatlas/integrations v0.1.0
 	github.com/spf13/pflag v1.0.10
 	k8s.io/cli-runtime v0.37.2

@@ -4,6 +4,7 @@
 package depcheck
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -134,6 +135,11 @@ func TestInternalStaysInside(t *testing.T) {
 		if len(fields) == 0 {
 			continue
 		}
+		// internal/withfake holds the library packages' own tests (a
+		// module of its own, for the fake server), which import them.
+		if strings.HasPrefix(fields[0], module+"internal/withfake/") {
+			continue
+		}
 		pkgs++
 		for _, imp := range fields[1:] {
 			if own, isOurs := strings.CutPrefix(imp, module); isOurs && !strings.HasPrefix(own, "internal/") {
@@ -150,6 +156,11 @@ func TestInternalStaysInside(t *testing.T) {
 // as a child process (examples/fake-apiserver) instead of linking the real
 // server code behind it, which would double their size and start-up.
 func TestCommandsAreLight(t *testing.T) {
+	// The examples are a module of their own (they need the fake server's
+	// module): only the root go.work puts them beside the core.
+	if out, err := exec.Command("go", "env", "GOWORK").Output(); err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == "off" {
+		t.Skip("no go.work: the examples module is not in this build (run from the repository's root workspace)")
+	}
 	for _, cmd := range []string{"examples/api-resources", "examples/explain", "examples/watch-apis", "examples/fleet", "examples/consistency"} {
 		for _, dep := range deps(t, cmd) {
 			for _, b := range banned {
@@ -166,13 +177,44 @@ func TestCommandsAreLight(t *testing.T) {
 // module only, never by the core module that users of discovery and
 // restmapper require.
 func TestFrameworksStayOut(t *testing.T) {
-	out, err := exec.Command("go", "list", "-m", "all").CombinedOutput()
+	for _, mod := range coreModuleGraph(t) {
+		for _, fw := range []string{"sigs.k8s.io/controller-runtime", "k8s.io/cli-runtime", "helm.sh/helm", "github.com/redis/"} {
+			if under(mod, fw) {
+				t.Errorf("the core module's graph has %s", mod)
+			}
+		}
+	}
+}
+
+// coreModuleGraph is go list -m all of the core module alone, as a module
+// requiring it sees it: without the root go.work, which adds the fake
+// server's, the examples' and internal/withfake's requirements.
+func coreModuleGraph(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "all")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -m all: %v\n%s", err, out)
 	}
-	for _, mod := range strings.Fields(string(out)) {
-		for _, fw := range []string{"sigs.k8s.io/controller-runtime", "k8s.io/cli-runtime", "helm.sh/helm", "github.com/redis/"} {
-			if under(mod, fw) {
+	mods := strings.Fields(string(out))
+	if !slices.Contains(mods, "k8s.io/client-go") {
+		t.Fatalf("the core module's graph lacks client-go: is this its go list? %v", mods[:min(5, len(mods))])
+	}
+	return mods
+}
+
+// TestServerStaysOut: the core's go.mod does not require k8s.io/apiserver
+// or what it brings (grpc, otel, prometheus, cel-go), so a program that
+// imports discovery does not get them in its module graph, where minimal
+// version selection would raise its own versions of them. The fake server
+// that needs k8s.io/apiserver (discovery/discoverytest), and every test
+// that runs it (internal/withfake), are modules of their own; a test of
+// the core that imported them would not build without the go.work.
+func TestServerStaysOut(t *testing.T) {
+	for _, mod := range coreModuleGraph(t) {
+		for _, heavy := range []string{"k8s.io/apiserver", "google.golang.org/grpc", "go.opentelemetry.io/otel", "github.com/prometheus/client_golang", "github.com/google/cel-go"} {
+			if under(mod, heavy) {
 				t.Errorf("the core module's graph has %s", mod)
 			}
 		}
@@ -187,6 +229,9 @@ func TestFrameworksStayOut(t *testing.T) {
 func TestIntegrationsNeedNoHelm(t *testing.T) {
 	cmd := exec.Command("go", "list", "-m", "all")
 	cmd.Dir = "../../integrations"
+	// Its own go.work (the core of this checkout), even when this test runs
+	// with GOWORK=off: the core it requires is not published.
+	cmd.Env = append(os.Environ(), "GOWORK=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -m all in integrations: %v\n%s", err, out)

@@ -89,8 +89,8 @@ func TestReadmeIsShort(t *testing.T) {
 	first := readmeBlocks(t)[0]
 	cmds := parseShell(t, first)
 	if first.lang != "sh" || len(cmds) != 2 || strings.Join(cmds[0].args, " ") != "go run ./examples/api-resources" ||
-		strings.Join(cmds[1].args, " ") != "go test ./..." {
-		t.Errorf("README.md:%d: the README must start with `go run ./examples/api-resources` and `go test ./...`, got %q", first.line, first.text)
+		strings.Join(cmds[1].args, " ") != "go test work" {
+		t.Errorf("README.md:%d: the README must start with `go run ./examples/api-resources` and `go test work`, got %q", first.line, first.text)
 	}
 }
 
@@ -381,8 +381,9 @@ var claims = []struct {
 
 // checkGoTest checks that the packages exist and that the -run and -bench
 // patterns and the variables given name tests, benchmarks and variables
-// their tests have. It runs none: `go test ./...` is the run this test is
-// part of, and the benchmarks take minutes.
+// their tests have. It runs none: `go test work` (every package of the
+// root go.work's modules; ./... stops at the nested ones) is the run this
+// test is part of, and the benchmarks take minutes.
 func checkGoTest(t *testing.T, root string, c command) {
 	dir := filepath.Join(root, c.dir)
 	var pkgs []string
@@ -407,9 +408,9 @@ func checkGoTest(t *testing.T, root string, c command) {
 			t.Fatalf("README.md:%d: go test flag %s: not one this test knows", c.line, a)
 		}
 	}
-	if len(pkgs) == 1 && pkgs[0] == "./..." && len(patterns) == 0 {
+	if len(pkgs) == 1 && (pkgs[0] == "./..." || pkgs[0] == "work") && len(patterns) == 0 {
 		if c.dir != "" {
-			t.Fatalf("README.md:%d: `go test ./...` of the root module is what the README promises", c.line)
+			t.Fatalf("README.md:%d: `go test %s` of the root workspace is what the README promises", c.line, pkgs[0])
 		}
 		t.Skip("not run: this is the run this test is part of")
 	}

@@ -26,9 +26,27 @@ var testVersion = fmt.Sprintf("v0.1.0-ci.%d", time.Now().UnixNano())
 // testdata/consumers that import it; the examples' modules are installed
 // with go install path@version instead, as their users do.
 var consumers = map[string][]string{
-	"github.com/kubeatlas/kubeatlas":              {"discovery-only", "discovery-restmapper", "openapi3", "fleet"},
-	"github.com/kubeatlas/kubeatlas/integrations": {"integrations"},
-	"github.com/kubeatlas/kubeatlas/redisstore":   {"redisstore"},
+	"github.com/kubeatlas/kubeatlas":                         {"discovery-only", "discovery-restmapper", "openapi3", "fleet"},
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest": {"discoverytest"},
+	"github.com/kubeatlas/kubeatlas/integrations":            {"integrations"},
+	"github.com/kubeatlas/kubeatlas/redisstore":              {"redisstore"},
+}
+
+// lean names the consumers of the core module alone, whose module graphs
+// must not hold the server-side modules (serverSide): the core's go.mod
+// does not require k8s.io/apiserver, which only the fake server's module
+// (discovery/discoverytest) needs.
+var lean = []string{"discovery-only", "discovery-restmapper", "openapi3", "fleet"}
+
+// serverSide is what k8s.io/apiserver brings into a module graph.
+var serverSide = []string{"k8s.io/apiserver", "google.golang.org/grpc", "go.opentelemetry.io/otel", "github.com/prometheus/client_golang", "github.com/google/cel-go"}
+
+// commands lists, for each module of programs, the commands go install
+// puts on the PATH.
+var commands = map[string][]string{
+	"github.com/kubeatlas/kubeatlas/examples":               {"api-resources", "consistency", "explain", "fake-apiserver", "fleet", "watch-apis"},
+	"github.com/kubeatlas/kubeatlas/examples/controller":    {"controller"},
+	"github.com/kubeatlas/kubeatlas/examples/kubectl-atlas": {"kubectl-atlas"},
 }
 
 // TestConsumersBuildFromFileProxy publishes every module of this checkout
@@ -64,6 +82,8 @@ func TestConsumersBuildFromFileProxy(t *testing.T) {
 	}
 	want := []string{
 		"github.com/kubeatlas/kubeatlas",
+		"github.com/kubeatlas/kubeatlas/discovery/discoverytest",
+		"github.com/kubeatlas/kubeatlas/examples",
 		"github.com/kubeatlas/kubeatlas/examples/controller",
 		"github.com/kubeatlas/kubeatlas/examples/kubectl-atlas",
 		"github.com/kubeatlas/kubeatlas/integrations",
@@ -87,12 +107,18 @@ func TestConsumersBuildFromFileProxy(t *testing.T) {
 
 	for _, m := range mods {
 		names, ok := consumers[m.Path]
-		if strings.Contains(m.Path, "/examples/") {
+		if cmds, isPrograms := commands[m.Path]; isPrograms {
 			t.Run(filepath.Base(m.Path), func(t *testing.T) {
 				bin := t.TempDir()
-				run(t, t.TempDir(), append(env, "GOBIN="+bin), "go", "install", m.Path+"@"+testVersion)
-				if _, err := os.Stat(filepath.Join(bin, filepath.Base(m.Path))); err != nil {
-					t.Errorf("go install %s@%s: %v", m.Path, testVersion, err)
+				pattern := m.Path
+				if len(cmds) > 1 {
+					pattern += "/..."
+				}
+				run(t, t.TempDir(), append(env, "GOBIN="+bin), "go", "install", pattern+"@"+testVersion)
+				for _, cmd := range cmds {
+					if _, err := os.Stat(filepath.Join(bin, cmd)); err != nil {
+						t.Errorf("go install %s@%s: %v", pattern, testVersion, err)
+					}
 				}
 			})
 			continue
@@ -116,8 +142,10 @@ func TestConsumersBuildFromFileProxy(t *testing.T) {
 						t.Errorf("go list -m all: %s, want %s", line, testVersion)
 					}
 				}
-				if name == "discovery-only" {
-					logGraph(t, graph)
+				heavy := serverSideIn(graph)
+				t.Logf("%s: %d modules in its graph (go list -m all, itself included), server-side among them: %q", name, len(graph), heavy)
+				if slices.Contains(lean, name) && len(heavy) > 0 {
+					t.Errorf("a program importing only the core's packages (%s) has %q in its module graph", name, heavy)
 				}
 			})
 		}
@@ -205,19 +233,16 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 	return strings.TrimSpace(stdout.String())
 }
 
-// logGraph logs the size of the module graph a program that imports only
-// discovery inherits, and which server-side modules are in it.
-func logGraph(t *testing.T, graph []string) {
-	var heavy []string
+// serverSideIn lists the serverSide modules in graph (go list -m all
+// lines).
+func serverSideIn(graph []string) []string {
+	var out []string
 	for _, line := range graph {
-		m := strings.Fields(line)[0]
-		for _, h := range []string{"k8s.io/apiserver", "google.golang.org/grpc", "go.opentelemetry.io/otel", "github.com/prometheus/client_golang", "github.com/google/cel-go"} {
-			if m == h {
-				heavy = append(heavy, m)
-			}
+		if f := strings.Fields(line); len(f) > 0 && slices.Contains(serverSide, f[0]) {
+			out = append(out, f[0])
 		}
 	}
-	t.Logf("a program importing only discovery has %d modules in its graph (go list -m all, itself included), among them %q", len(graph), heavy)
+	return out
 }
 
 // removeVersion removes what the go command put in the module cache for

@@ -149,7 +149,7 @@ func TestSameAnswersAsClientGo(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var base string
 			if strings.HasPrefix(name, "real") {
-				base = serveCapture(t, "testdata/crd500")
+				base = serveCapture(t, "../../../restmapper/testdata/crd500")
 			} else {
 				_, base = discoverytest.Start(t, opts...)
 			}

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -364,7 +365,7 @@ func TestFleetThroughAProxy(t *testing.T) {
 	// which a real server keeps built: so that no size probe times out on
 	// that.
 	for _, id := range ids[:2] {
-		fleet.WarmOpenAPIRoot(t, base+discoverytest.ClusterPath(id))
+		warmOpenAPIRoot(t, base+discoverytest.ClusterPath(id))
 	}
 	f := newFleet(t, fleet.WithCacheDir(t.TempDir()))
 	for _, id := range ids {
@@ -432,4 +433,17 @@ func TestOptionsCannotLie(t *testing.T) {
 	if _, ok := f.Cluster(c.id); ok {
 		t.Errorf("a cluster whose options failed was added")
 	}
+}
+
+// warmOpenAPIRoot reads a fake server's OpenAPI root once (the fake builds
+// it on the first request; a real server keeps it built). A copy of
+// fleet/surfaces_test.go's.
+func warmOpenAPIRoot(t *testing.T, base string) {
+	t.Helper()
+	resp, err := http.Get(base + "/openapi/v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }

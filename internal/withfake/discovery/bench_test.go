@@ -214,7 +214,7 @@ func retained(b *testing.B, build func() any) {
 // benchmark and returns its URL.
 func externalServer(b *testing.B, crds int) string {
 	bin := filepath.Join(b.TempDir(), "fake-apiserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "../examples/fake-apiserver").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../examples/fake-apiserver").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "--crds", strconv.Itoa(crds), "--groups", strconv.Itoa(max(1, crds/12)))

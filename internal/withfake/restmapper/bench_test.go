@@ -214,7 +214,7 @@ func readMapper(b *testing.B, c *discovery.Client) meta.RESTMapper {
 // benchmark against a live server with 3000.
 func BenchmarkFirstSight(b *testing.B) {
 	klog.LogToStderr(false)
-	base := serveCapture(b, "testdata/crd500")
+	base := serveCapture(b, "../../../restmapper/testdata/crd500")
 	c, err := discovery.NewForHTTPClient(nil, base)
 	if err != nil {
 		b.Fatal(err)

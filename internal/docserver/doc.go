@@ -1,0 +1,20 @@
+// Package docserver is a small API server for the core module's own
+// internal tests (package discovery, fleet, openapi3, restmapper tests that
+// reach unexported code): aggregated discovery v2 of a real kube-apiserver
+// v1.36.3 (recorded, see ../shared/fixtures) plus synthetic CRDs, with the
+// real server's ETags, 304s, negotiation and gzip, and OpenAPI v3 through
+// kube-openapi's handler3.
+//
+// Why not discovery/discoverytest: that fake runs k8s.io/apiserver's
+// handlers and is a module of its own, so that the core's go.mod does not
+// require k8s.io/apiserver (and with it grpc, otel, prometheus and cel-go in
+// every user's module graph); nothing in the core module, tests included,
+// may import it. Tests that need only exported API run against the real
+// fake in internal/withfake; internal/withfake/docserver checks that, for
+// the same CRDs and changes, this server answers discoverytest's /api and
+// /apis byte for byte, JSON and protobuf, ETags included.
+//
+// Files:
+//   - docserver.go: the Server, its content, negotiation and request log.
+//   - testdata: the recorded /api and /apis (JSON).
+package docserver
