@@ -9,7 +9,9 @@
 // failed lists and watches (410 Gone on every request included) back off
 // exponentially with jitter, refreshes that events ask for are rate
 // limited (a flood of MODIFIED events costs about one a second), and the
-// expectations it keeps are capped.
+// expectations it keeps are capped. Where the cluster serves kubeatlas's
+// discovery API (discovery.kubeatlas.io apigroups, apiserver/ in this
+// repository), Run watches that one resource instead.
 //
 //	c, err := discovery.New(cfg)
 //	go watch.Run(ctx, c) // until ctx ends
@@ -24,5 +26,6 @@
 //
 //   - watch.go: [Run] and its options, the informers on CRDs and
 //     APIServices (their lists and watches paced by a backoff), and the
-//     loop that turns their events into rate-limited refreshes.
+//     loop that turns their events into rate-limited refreshes; or the
+//     informer on the served discovery API, where the cluster serves it.
 package watch

@@ -77,6 +77,7 @@ var (
 
 type watchOptions struct {
 	upgradePoll, fallbackPoll, settle, debounce time.Duration
+	direct                                      bool
 }
 
 // Option configures Run.
@@ -120,6 +121,14 @@ func WithDebounce(d time.Duration) Option {
 	return func(o *watchOptions) error { return setPositive("debounce", d, &o.debounce) }
 }
 
+// WithoutServedAPI makes Run watch CRDs and APIServices even where the
+// cluster serves kubeatlas's discovery API (discovery.kubeatlas.io
+// apigroups), as it does where the cluster does not. Default: the served
+// API is watched where it is served.
+func WithoutServedAPI() Option {
+	return func(o *watchOptions) error { o.direct = true; return nil }
+}
+
 // Run keeps c's snapshot current until ctx ends, in near real time and at
 // almost no cost on an idle cluster; c's subscribers (Client.Subscribe)
 // hear of every change. Its counters are in c.Stats (WatchRequests,
@@ -127,7 +136,17 @@ func WithDebounce(d time.Duration) Option {
 // whether a Run watches. Run it in a goroutine of its own; it returns nil
 // when ctx ends, or an error for a bad option.
 //
-// It watches CustomResourceDefinitions (metadata only) and APIServices and
+// Where the cluster serves kubeatlas's discovery API (its first snapshot
+// lists discovery.kubeatlas.io/v1alpha1 apigroups, Current, with list and
+// watch), Run watches that instead: one watch, readable by every
+// authenticated user where the API is deployed as its manifests say, whose
+// server changes an object when its group's discovery changes; each event
+// revalidates discovery at once and once more a moment later. When it is
+// forbidden, or 4 lists or watches of it fail in a row (its server gone:
+// about 9 s), Run falls back to what follows for the rest of its run
+// (WithoutServedAPI: always).
+//
+// Otherwise it watches CustomResourceDefinitions (metadata only) and APIServices and
 // revalidates discovery (two conditional requests) when an event can change
 // it: a CRD created, deleted or with a new spec generation, an APIService
 // created, deleted, re-pointed or changing availability. Events within the
@@ -159,7 +178,7 @@ func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	w := &watcher{c: c, hook: c.WatchHook(), o: o, wake: make(chan struct{}, 1), forbidden: make(chan struct{}),
+	w := &watcher{c: c, hook: c.WatchHook(), o: o, wake: make(chan struct{}, 1),
 		refreshes: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
 	if err := w.run(ctx); err != nil {
 		if errors.Is(err, errForbidden) {
@@ -194,42 +213,41 @@ type watcher struct {
 	pending []expectation
 	seq     uint64 // of the last expectation
 
-	wake          chan struct{} // an event came
-	forbidden     chan struct{} // closed on the first 403
-	forbiddenOnce sync.Once
-	synced        atomic.Bool
+	wake chan struct{} // an event came
 	// refreshes paces the rounds events ask for.
 	refreshes *rate.Limiter
 }
+
+// errShortWatch: a watch ended within healthyWatch of its start.
+var errShortWatch = errors.New("the watch ended at once")
 
 // errForbidden: the credentials may not list or watch what Run watches.
 var errForbidden = errors.New("list or watch forbidden (403)")
 
 // run watches until ctx ends (nil) or it cannot (errForbidden, or why the
 // watch clients could not be built). Every goroutine it starts has ended
-// when it returns.
+// when it returns. Where the cluster serves kubeatlas's discovery API it
+// watches that (one watch, which credentials that may not list CRDs may
+// have), and what changes discovery directly when it cannot.
 func (w *watcher) run(ctx context.Context) error {
 	hc, cfg := w.hook.Connection()
-	mc, err := metadata.NewForConfigAndClient(cfg, hc)
+	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return err
 	}
-	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if !w.o.direct && servesAPIGroups(w.c.Current()) {
+		err := w.watchServed(ctx, dc)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		w.hook.Logger().Info("discovery: cannot watch the served discovery API; watching CustomResourceDefinitions and APIServices instead", "err", err)
+	}
+	mc, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return err
 	}
 	crds := informerFor(mc.Resource(crdResource), mc, &metav1.PartialObjectMetadata{}, crdResource, newPacer())
 	apiServices := informerFor(dc.Resource(apiServiceResource), dc, &unstructured.Unstructured{}, apiServiceResource, newPacer())
-	for _, inf := range []cache.SharedIndexInformer{crds, apiServices} {
-		_ = inf.SetTransform(slim)
-		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			if apierrors.IsForbidden(err) {
-				w.forbiddenOnce.Do(func() { close(w.forbidden) })
-				return
-			}
-			cache.DefaultWatchErrorHandler(ctx, r, err)
-		})
-	}
 	_, _ = crds.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, initial bool) { w.crdEvent(nil, obj, initial) },
 		UpdateFunc: func(old, obj any) { w.crdEvent(old, obj, false) },
@@ -240,37 +258,127 @@ func (w *watcher) run(ctx context.Context) error {
 		UpdateFunc: func(old, obj any) { w.apiServiceEvent(old, obj, false) },
 		DeleteFunc: func(obj any) { w.apiServiceEvent(nil, obj, false) },
 	})
+	return w.runInformers(ctx, nil, crds, apiServices)
+}
 
+// servedAPIGroups is kubeatlas's served discovery API (apiserver/ in this
+// repository): one object per API group, changed whenever the group's
+// discovery does, so one watch of it tells of every change discovery shows.
+var servedAPIGroups = schema.GroupVersionResource{Group: "discovery.kubeatlas.io", Version: "v1alpha1", Resource: "apigroups"}
+
+// servedGiveUp is how many lists or watches of the served API in a row
+// may fail before Run watches CRDs and APIServices instead, for the rest
+// of the run: with the reflector's backoff and the pacer's, about 9 s
+// (TestServedAPIGivenUpAfterFailures), so a server that is gone is not
+// waited for long, and a 403 is not waited for at all.
+const servedGiveUp = 4
+
+// servesAPIGroups says whether s serves servedAPIGroups, currently, with
+// list and watch.
+func servesAPIGroups(s *discovery.Snapshot) bool {
+	if s == nil {
+		return false
+	}
+	g, ok := s.Group(servedAPIGroups.Group)
+	if !ok {
+		return false
+	}
+	for _, v := range g.Versions {
+		if v.Version != servedAPIGroups.Version || v.Freshness != discovery.FreshnessCurrent {
+			continue
+		}
+		for _, r := range v.Resources {
+			if r.Name == servedAPIGroups.Resource && slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "watch") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// watchServed watches the served API until ctx ends (nil) or its lists
+// and watches fail servedGiveUp times in a row (an error). Its server
+// changes an object only once its own discovery shows the change, so an
+// event asks for a refresh of unknown effect: at once, and once more.
+func (w *watcher) watchServed(ctx context.Context, dc dynamic.Interface) error {
+	p := newPacer()
+	unavailable := make(chan error, 1)
+	p.failed = func(n int, err error) {
+		if n >= servedGiveUp {
+			select {
+			case unavailable <- fmt.Errorf("%d lists or watches of %s failed in a row, the last: %w", n, servedAPIGroups, err):
+			default:
+			}
+		}
+	}
+	groups := informerFor(dc.Resource(servedAPIGroups), dc, &unstructured.Unstructured{}, servedAPIGroups, p)
+	event := func(initial bool) {
+		w.hook.Count(1, 0)
+		if !initial {
+			w.expect(expectation{})
+		}
+	}
+	_, _ = groups.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(_ any, initial bool) { event(initial) },
+		UpdateFunc: func(_, _ any) { event(false) },
+		DeleteFunc: func(any) { event(false) },
+	})
+	return w.runInformers(ctx, unavailable, groups)
+}
+
+// runInformers runs infs and the refresh loop until ctx ends (nil), a
+// list or watch is forbidden (errForbidden), or unavailable says why
+// their source cannot be used. Every goroutine it starts has ended when
+// it returns.
+func (w *watcher) runInformers(ctx context.Context, unavailable <-chan error, infs ...cache.SharedIndexInformer) error {
+	forbidden := make(chan struct{})
+	var forbiddenOnce sync.Once
+	for _, inf := range infs {
+		_ = inf.SetTransform(slim)
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			if apierrors.IsForbidden(err) {
+				forbiddenOnce.Do(func() { close(forbidden) })
+				return
+			}
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		})
+	}
 	ictx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	var synced atomic.Bool
 	defer func() {
 		stop()
 		wg.Wait() // after it, nothing sets synced any more
-		if w.synced.Load() {
+		if synced.Load() {
 			w.hook.Watching(-1)
 		}
 	}()
-	for _, inf := range []cache.SharedIndexInformer{crds, apiServices} {
+	for _, inf := range infs {
 		wg.Add(1)
 		go func() { defer wg.Done(); inf.RunWithContext(ictx) }()
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		// Counted as watching once both lists are in; what was created
+		// Counted as watching once every list is in; what was created
 		// between the first snapshot and the lists is caught by one round.
-		if cache.WaitForCacheSync(ictx.Done(), crds.HasSynced, apiServices.HasSynced) {
-			w.synced.Store(true)
+		hasSynced := make([]cache.InformerSynced, len(infs))
+		for i, inf := range infs {
+			hasSynced[i] = inf.HasSynced
+		}
+		if cache.WaitForCacheSync(ictx.Done(), hasSynced...) {
+			synced.Store(true)
 			w.hook.Watching(1)
 			w.expect(expectation{rounds: 1})
 		}
 	}()
-	return w.loop(ctx)
+	return w.loop(ctx, forbidden, unavailable)
 }
 
-// loop revalidates discovery when events ask for it, until ctx ends (nil)
-// or watching is forbidden (errForbidden).
-func (w *watcher) loop(ctx context.Context) error {
+// loop revalidates discovery when events ask for it, until ctx ends (nil),
+// watching is forbidden (errForbidden) or unavailable tells why the
+// source cannot be watched.
+func (w *watcher) loop(ctx context.Context, forbidden <-chan struct{}, unavailable <-chan error) error {
 	idle := time.NewTimer(w.o.upgradePoll)
 	defer idle.Stop()
 	var round <-chan time.Time // the next round, if one is due
@@ -294,8 +402,10 @@ func (w *watcher) loop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-w.forbidden:
+		case <-forbidden:
 			return errForbidden
+		case err := <-unavailable:
+			return err
 		case <-w.wake:
 			// A new event is not kept waiting behind a backed-off round,
 			// only behind the rate limit.
@@ -545,6 +655,9 @@ type pacer struct {
 	mu       sync.Mutex
 	failures int
 	open     *pacedWatch // the last watch, until it ends
+	// failed, if set, is told of each failure, with the count in a row
+	// (called with mu held: it must not block).
+	failed func(inARow int, err error)
 }
 
 func newPacer() *pacer { return &pacer{} }
@@ -581,8 +694,16 @@ func (p *pacer) wait(ctx context.Context) error {
 func (p *pacer) listed(err error) {
 	if err != nil {
 		p.mu.Lock()
-		p.failures++
+		p.fail(err)
 		p.mu.Unlock()
+	}
+}
+
+// fail counts a failure; p.mu is held.
+func (p *pacer) fail(err error) {
+	p.failures++
+	if p.failed != nil {
+		p.failed(p.failures, err)
 	}
 }
 
@@ -604,7 +725,7 @@ func (p *pacer) endLocked(w *pacedWatch) {
 	if time.Since(w.start) >= healthyWatch {
 		p.failures = 0
 	} else {
-		p.failures++
+		p.fail(errShortWatch)
 	}
 }
 
