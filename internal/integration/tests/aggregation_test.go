@@ -14,6 +14,7 @@ package tests
 // netnsLink.listen.
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -208,9 +209,14 @@ func (n *netnsLink) delete(ip string) {
 // namespace of the thread that created it, so one goroutine locked to an
 // OS thread that joined the namespace can create the listener, and the
 // server then runs in this process, where the test sees what it saw
-// without any channel between processes. The thread is never unlocked:
-// Go ends it when the goroutine returns, so no other goroutine ever runs
-// in the namespace.
+// without any channel between processes.
+//
+// The thread goes back to the host's namespace before it is unlocked. It
+// must not simply end (as Go ends a thread whose goroutine returns
+// locked): a child started from that thread with Pdeathsig, such as the
+// kube-apiserver, would be killed with it. Only if going back fails does
+// the thread stay locked and end, so no goroutine ever runs in the
+// namespace by accident.
 func (n *netnsLink) listen(port int) (net.Listener, error) {
 	type result struct {
 		l   net.Listener
@@ -219,17 +225,29 @@ func (n *netnsLink) listen(port int) (net.Listener, error) {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		f, err := os.Open(filepath.Join("/run/netns", n.name))
+		host, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{err: err}
 			return
 		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+		defer host.Close()
+		ns, err := os.Open(filepath.Join("/run/netns", n.name))
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer ns.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread() // still in the host's namespace
 			ch <- result{err: fmt.Errorf("setns %s: %w", n.name, err)}
 			return
 		}
 		l, err := net.Listen("tcp", net.JoinHostPort(n.nsIP, strconv.Itoa(port)))
+		if unix.Setns(int(host.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		ch <- result{l, err}
 	}()
 	r := <-ch
@@ -498,3 +516,66 @@ current-context: c
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestNetnsHarness: a namespace left by a killed run (its process gone)
+// is deleted before a new one is created, a live one is kept, parallel
+// namespaces get different subnets, and the pair carries traffic both
+// ways between the host and a listener opened inside.
+func TestNetnsHarness(t *testing.T) {
+	if os.Geteuid() != 0 {
+		aggregationMissing(t, "the aggregation harness needs root")
+	}
+	ip := testenv.Tool(t, "ip")
+	// A pid that is surely gone: a process that has exited and been
+	// reaped.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	leftover := fmt.Sprintf("%s%d-0", netnsPrefix, gone.Process.Pid)
+	if out, err := exec.Command(ip, "netns", "add", leftover).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", leftover, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(ip, "netns", "del", leftover).Run() })
+
+	first := newNetns(t)
+	if _, err := os.Stat(filepath.Join("/run/netns", leftover)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the leftover %s is still there (%v)", leftover, err)
+	}
+	second := newNetns(t)
+	if _, err := os.Stat(filepath.Join("/run/netns", first.name)); err != nil {
+		t.Errorf("a live namespace was swept: %v", err)
+	}
+	if first.hostIP == second.hostIP || first.hostIf == second.hostIf {
+		t.Errorf("two namespaces share %s/%s", first.hostIP, first.hostIf)
+	}
+
+	l, err := second.listen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = fmt.Fprintf(c, "from %s\n", c.LocalAddr())
+	}()
+	c, err := net.DialTimeout("tcp", l.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dialing the listener in the namespace: %v", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if want := "from " + l.Addr().String() + "\n"; err != nil || line != want {
+		t.Errorf("read %q, %v; want %q", line, err, want)
+	}
+	// The listener is not on the host: nothing listens at the host side.
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort(second.hostIP, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), time.Second); err == nil {
+		c.Close()
+		t.Errorf("the namespace's listener is reachable on the host address too")
+	}
+}
