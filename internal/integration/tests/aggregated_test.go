@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -363,4 +364,89 @@ func TestPythonWatch(t *testing.T) {
 		t.Errorf("watch.py printed %q, want %q then DELETED py-watched with a resourceVersion above %s", got, want, updated.GetResourceVersion())
 	}
 	t.Logf("watch.py (%s): %q", python, got)
+}
+
+// TestAggregationDelegatedServer: a k8s.io/apiserver-based server (built
+// like kubeatlas-apiserver, from testdata/aggregation/delegated) started
+// in the namespace with aggregation.serverArgs is registered and
+// Available, authenticates the user the aggregator asserts and authorizes
+// them with a SubjectAccessReview, authenticates a bearer token with a
+// TokenReview, and is Available again after a restart.
+func TestAggregationDelegatedServer(t *testing.T) {
+	kubectl := testenv.Tool(t, "kubectl")
+	goTool := testenv.Tool(t, "go")
+	a := startAggregation(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "delegated")
+	if out, err := exec.Command(goTool, "build", "-o", bin, "./testdata/aggregation/delegated").CombinedOutput(); err != nil {
+		t.Fatalf("building the delegated server: %v: %s", err, out)
+	}
+
+	// The namespace is the server's alone: any port is free there.
+	const port = 8443
+	svc := serviceFor("delegated")
+	args := a.serverArgs(t, svc, port)
+	logPath := filepath.Join(dir, "delegated.log")
+	proc := a.netns.start(t, logPath, bin, args...)
+	a.register(t, svc, tinyGV, port)
+
+	// The viewer may list whoami, in the kube-apiserver's RBAC, which both
+	// the kube-apiserver and the delegated server's SubjectAccessReview
+	// consult; system:masters would skip the review.
+	rbac := filepath.Join(dir, "rbac.yaml")
+	if err := os.WriteFile(rbac, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: whoami}
+rules:
+- apiGroups: [test.kubeatlas.io]
+  resources: [whoami]
+  verbs: [list] # GET /apis/GROUP/VERSION/whoami reads as a list of whoami
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: whoami-viewer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: whoami}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: viewer}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := a.writeKubeconfig(t, t.TempDir())
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", rbac).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v: %s", err, out)
+	}
+	whoami := func() (bool, string) {
+		out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "--token", viewerToken, "get", "--raw", "/apis/test.kubeatlas.io/v1/whoami").CombinedOutput()
+		var who struct{ User string }
+		if err != nil || json.Unmarshal(out, &who) != nil {
+			return false, fmt.Sprintf("%v: %s", err, out)
+		}
+		return who.User == "viewer", string(out)
+	}
+	// RBAC's cache takes a moment to see the new binding.
+	eventually(t, "whoami through the aggregator says viewer", 30*time.Second, whoami)
+
+	// A bearer token straight to the server, from the host: TokenReview.
+	pool := x509.NewCertPool()
+	pool.AddCert(a.servingCA.cert)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: svc.host()}}}
+	defer hc.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s:%d/apis/test.kubeatlas.io/v1/whoami", a.netns.nsIP, port), nil)
+	req.Header.Set("Authorization", "Bearer "+viewerToken)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var who struct{ User string }
+	err = json.NewDecoder(resp.Body).Decode(&who)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || who.User != "viewer" {
+		t.Errorf("whoami with the viewer's token, directly: %s, %+v, %v", resp.Status, who, err)
+	}
+
+	proc.stop()
+	a.waitAPIService(t, "v1.test.kubeatlas.io", "False", 90*time.Second)
+	a.netns.start(t, logPath, bin, args...)
+	a.waitAPIService(t, "v1.test.kubeatlas.io", "True", 90*time.Second)
+	eventually(t, "whoami after the restart", 30*time.Second, whoami)
 }

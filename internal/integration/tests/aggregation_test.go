@@ -264,6 +264,27 @@ func (n *netnsLink) command(t testing.TB, name string, args ...string) *exec.Cmd
 	return cmd
 }
 
+// start runs name with args inside the namespace, its output in
+// logPath, and stops it at the test's end. Stop it earlier (and start it
+// again) to test what clients see while an aggregated server is away.
+func (n *netnsLink) start(t testing.TB, logPath, name string, args ...string) *haProc {
+	t.Helper()
+	cmd := n.command(t, name, args...)
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &haProc{cmd: cmd, exited: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(p.stop)
+	return p
+}
+
 // aggregation is a kube-apiserver set up to aggregate, and a network
 // namespace for the aggregated server.
 type aggregation struct {
@@ -513,6 +534,32 @@ current-context: c
 		t.Fatal(err)
 	}
 	return path
+}
+
+// serverArgs are the flags of k8s.io/apiserver's RecommendedOptions (less
+// etcd) that start an aggregated server, such as kubeatlas-apiserver, in
+// the namespace, to be registered as svc: serving at nsIP:port with the
+// certificate servingCert issues for svc, the kube-apiserver reached
+// through kubeconfigInNetns for its own client and for delegated
+// authentication (TokenReview, kube-system/extension-apiserver-
+// authentication) and authorization (SubjectAccessReview), and the
+// front-proxy CA and headers the aggregator uses.
+func (a *aggregation) serverArgs(t testing.TB, svc aggregatedService, port int) []string {
+	t.Helper()
+	crt, key := a.servingCert(t, svc)
+	kubeconfig := a.kubeconfigInNetns(t, t.TempDir())
+	return []string{
+		"--secure-port=" + strconv.Itoa(port), "--bind-address=" + a.netns.nsIP,
+		"--tls-cert-file=" + crt, "--tls-private-key-file=" + key,
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--requestheader-client-ca-file=" + a.frontProxyCAFile,
+		"--requestheader-allowed-names=" + frontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
