@@ -64,8 +64,15 @@ func newTinyServer(t *testing.T, a *aggregation, svc aggregatedService) *tinySer
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The file an aggregated server gets as --requestheader-client-ca-file.
+	caPEM, err := os.ReadFile(a.frontProxyCAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	clientCAs := x509.NewCertPool()
-	clientCAs.AddCert(a.frontProxyCA.cert)
+	if !clientCAs.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("no certificate in %s", a.frontProxyCAFile)
+	}
 	s := &tinyServer{n: a.netns, tls: &tls.Config{
 		Certificates: []tls.Certificate{pair},
 		// The availability check and the proxy both present the

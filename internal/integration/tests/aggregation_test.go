@@ -9,9 +9,10 @@ package tests
 // aggregated server on 127.0.0.1 cannot be registered; one in a namespace
 // at the far end of a veth pair can.
 //
-// For a server binary (kubeatlas-apiserver), see aggregation.command and
-// aggregation.kubeconfigInNetns; for a server in the test's own process,
-// netnsLink.listen.
+// For a server binary (kubeatlas-apiserver): startAggregation, then
+// netnsLink.start with aggregation.serverArgs, then aggregation.register
+// (TestAggregationDelegatedServer does this). For a server in the test's
+// own process: netnsLink.listen (the tiny server of aggregated_test.go).
 
 import (
 	"bufio"
