@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -90,7 +90,7 @@ func replica() error {
 type fleet struct {
 	redis  *redisServer
 	admin  *redis.Client
-	srv    *discoverytest.Server
+	srv    *docserver.Server
 	url    string
 	prefix string
 	max    int64
@@ -98,7 +98,7 @@ type fleet struct {
 
 func newFleet(t *testing.T) *fleet {
 	r := startRedis(t)
-	srv, url := discoverytest.Start(t, discoverytest.WithCRDs(40, 8))
+	srv, url := docserver.Start(t, docserver.WithCRDs(40, 8))
 	return &fleet{redis: r, admin: r.client(t), srv: srv, url: url, prefix: "fleet:", max: DefaultMaxValueBytes}
 }
 
@@ -190,20 +190,17 @@ func TestFleetFetchesEachDocumentOnce(t *testing.T) {
 }
 
 // TestFleetValuesOverTheLimitAreNotStored: with a limit below some
-// documents' size, those are not stored (each process fetches them) and
-// the rest are shared.
+// values' size, those are not stored (each process fetches them) and the
+// rest are shared. The limit is on the value the cache hands the store
+// (a document's JSON and its HTTP headers), so the sizes come from the
+// values the first run stored.
 func TestFleetValuesOverTheLimitAreNotStored(t *testing.T) {
 	f := newFleet(t)
 	f.prefix = "small:"
-	probe, _ := f.run(t)
-	sizes := slices.Sorted(func(yield func(int) bool) {
-		for _, n := range probe.Sizes {
-			if !yield(n) {
-				return
-			}
-		}
-	})
-	f.max = int64(sizes[len(sizes)/2]) // the median document
+	f.run(t)
+	values := f.valueSizes(t)
+	sizes := slices.Sorted(maps.Values(values))
+	f.max = int64(sizes[len(sizes)/2]) // the median value
 	if err := f.admin.FlushDB(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -211,25 +208,54 @@ func TestFleetValuesOverTheLimitAreNotStored(t *testing.T) {
 	_, fetched1 := f.run(t)
 	_, fetched2 := f.run(t)
 	var over, under int
-	for path, size := range probe.Sizes {
+	for path, size := range values {
 		got := fetched1[path] + fetched2[path]
-		switch {
-		case int64(size) > f.max:
+		if int64(size) > f.max {
 			over++
 			if got != 2 {
-				t.Errorf("%s (%d bytes, over the limit of %d) was fetched %d times, want once by each process", path, size, f.max, got)
+				t.Errorf("%s (a %d-byte value, over the limit of %d) was fetched %d times, want once by each process", path, size, f.max, got)
 			}
-		case int64(size) < f.max-4096: // a value is the JSON and its HTTP headers
-			under++
-			if got != 1 {
-				t.Errorf("%s (%d bytes, under the limit of %d) was fetched %d times, want once", path, size, f.max, got)
-			}
+			continue
+		}
+		under++
+		if got != 1 {
+			t.Errorf("%s (a %d-byte value, within the limit of %d) was fetched %d times, want once", path, size, f.max, got)
 		}
 	}
 	if over == 0 || under == 0 {
-		t.Fatalf("%d documents over the limit and %d under it: the test proves nothing", over, under)
+		t.Fatalf("%d values over the limit and %d within it: the test proves nothing", over, under)
 	}
-	t.Logf("limit %d bytes: %d documents over it fetched by each process, %d under it fetched once", f.max, over, under)
+	t.Logf("limit %d bytes: %d documents over it fetched by each process, %d within it fetched once", f.max, over, under)
+}
+
+// valueSizes returns the size of each OpenAPI document's stored value,
+// by its path ("apis/apps/v1").
+func (f *fleet) valueSizes(t *testing.T) map[string]int {
+	t.Helper()
+	keys, err := f.admin.Keys(t.Context(), f.prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int{}
+	for _, rk := range keys {
+		raw, err := f.admin.Get(t.Context(), rk).Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, key, value, err := decode(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", rk, err)
+		}
+		name, _, _ := strings.Cut(key.Name, "\n")
+		if _, path, ok := strings.Cut(name, "/openapi/v3/"); ok {
+			path, _, _ = strings.Cut(path, "?")
+			sizes[path] = len(value)
+		}
+	}
+	if len(sizes) < 10 {
+		t.Fatalf("%d OpenAPI documents stored; the server serves more", len(sizes))
+	}
+	return sizes
 }
 
 // redisKeyOf finds the Redis key of an OpenAPI document by the keys the

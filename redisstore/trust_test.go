@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 )
 
@@ -164,8 +164,8 @@ func TestLargeForeignValues(t *testing.T) {
 // one server's key space to another's is refused.
 func TestDiscoveryKeySpacePerServer(t *testing.T) {
 	r := startRedis(t)
-	_, urlA := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
-	srvB, urlB := discoverytest.Start(t, discoverytest.WithCRDs(2, 1))
+	_, urlA := docserver.Start(t, docserver.WithCRDs(30, 5))
+	srvB, urlB := docserver.Start(t, docserver.WithCRDs(2, 1))
 	rdb := r.client(t)
 	newDiscovery := func(url string) (*discovery.Client, *Store) {
 		s, err := New(rdb, url)

@@ -1,6 +1,7 @@
 // Package docserver is a small API server for the core module's own
 // internal tests (package discovery, fleet, openapi3, restmapper tests that
-// reach unexported code): aggregated discovery v2 of a real kube-apiserver
+// reach unexported code) and redisstore's tests (so that redisstore's go.mod,
+// and its users' module graphs, do not get k8s.io/apiserver either): aggregated discovery v2 of a real kube-apiserver
 // v1.36.3 (recorded, see ../shared/fixtures) plus synthetic CRDs, with the
 // real server's ETags, 304s, negotiation and gzip, and OpenAPI v3 through
 // kube-openapi's handler3.

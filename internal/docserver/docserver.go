@@ -74,9 +74,9 @@ type Fault struct {
 
 // Request is one request a Server answered.
 type Request struct {
-	Path, Accept, IfNoneMatch string
-	Status                    int
-	Bytes                     int64
+	Method, Path, Accept, IfNoneMatch string
+	Status                            int
+	Bytes                             int64
 }
 
 // Stats sums a Server's Requests.
@@ -439,7 +439,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(rec, r)
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Path: r.URL.Path, Accept: r.Header.Get("Accept"),
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Accept: r.Header.Get("Accept"),
 		IfNoneMatch: r.Header.Get("If-None-Match"), Status: rec.Code, Bytes: int64(rec.Body.Len())})
 	s.mu.Unlock()
 	maps.Copy(w.Header(), rec.Header())

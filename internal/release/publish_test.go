@@ -32,11 +32,13 @@ var consumers = map[string][]string{
 	"github.com/kubeatlas/kubeatlas/redisstore":              {"redisstore"},
 }
 
-// lean names the consumers of the core module alone, whose module graphs
-// must not hold the server-side modules (serverSide): the core's go.mod
-// does not require k8s.io/apiserver, which only the fake server's module
-// (discovery/discoverytest) needs.
-var lean = []string{"discovery-only", "discovery-restmapper", "openapi3", "fleet"}
+// lean names the consumers whose module graphs must not hold the
+// server-side modules (serverSide): the core's and redisstore's go.mod do
+// not require k8s.io/apiserver, which only the fake server's module
+// (discovery/discoverytest) needs (their tests that need a server use the
+// core's internal/docserver). integrations gets them from
+// controller-runtime and cli-runtime.
+var lean = []string{"discovery-only", "discovery-restmapper", "openapi3", "fleet", "redisstore"}
 
 // serverSide is what k8s.io/apiserver brings into a module graph.
 var serverSide = []string{"k8s.io/apiserver", "google.golang.org/grpc", "go.opentelemetry.io/otel", "github.com/prometheus/client_golang", "github.com/google/cel-go"}
