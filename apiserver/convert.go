@@ -18,7 +18,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
 )
 
-// Labels on APIGroup objects, for label selectors: each is "true" or
+// Labels on Group objects (apigroups), for label selectors: each is "true" or
 // "false" on every object.
 const (
 	// LabelStale: some version of the group is Stale (its aggregated API
@@ -37,16 +37,16 @@ func groupObjectName(group string) string {
 	return group
 }
 
-// apiGroups turns a snapshot into one APIGroup per group, in the snapshot's
+// apiGroups turns a snapshot into one Group per API group, in the snapshot's
 // order. differences are the last check's, by group (nil before the first
 // check), and prior the stored objects, whose condition transition times are
 // kept while the verdict holds.
-func apiGroups(s *discovery.Snapshot, differences map[string][]consistency.Difference, checked bool, prior func(name string) *v1alpha1.APIGroup) []*v1alpha1.APIGroup {
-	out := make([]*v1alpha1.APIGroup, 0, len(s.Groups()))
+func apiGroups(s *discovery.Snapshot, differences map[string][]consistency.Difference, checked bool, prior func(name string) *v1alpha1.Group) []*v1alpha1.Group {
+	out := make([]*v1alpha1.Group, 0, len(s.Groups()))
 	for _, g := range s.Groups() {
-		obj := &v1alpha1.APIGroup{
+		obj := &v1alpha1.Group{
 			ObjectMeta: metav1.ObjectMeta{Name: groupObjectName(g.Name)},
-			Status:     v1alpha1.APIGroupStatus{Group: g.Name},
+			Status:     v1alpha1.GroupStatus{Group: g.Name},
 		}
 		if p := g.PreferredVersion(); p != nil {
 			obj.Status.PreferredVersion = p.Version

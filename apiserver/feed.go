@@ -133,9 +133,9 @@ func (f *Feed) applyGroupsLocked() {
 		diffs = differencesByGroup(f.report)
 	}
 	st := f.Stores.Groups
-	prior := func(name string) *v1alpha1.APIGroup {
+	prior := func(name string) *v1alpha1.Group {
 		if o, ok := st.Peek(name); ok {
-			return o.(*v1alpha1.APIGroup)
+			return o.(*v1alpha1.Group)
 		}
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	apirest "k8s.io/apiserver/pkg/registry/rest"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/component-base/compatibility"
 
 	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
+	"github.com/kubeatlas/kubeatlas/apiserver/openapi"
 )
 
 // NewScheme returns the scheme of the served API.
@@ -91,8 +93,9 @@ func (o *Options) Upstream() (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", path)
 }
 
-// Config builds the generic server's configuration for codecs.
-func (o *Options) Config(codecs serializer.CodecFactory) (*genericapiserver.RecommendedConfig, error) {
+// Config builds the generic server's configuration for scheme (NewScheme)
+// and its codecs.
+func (o *Options) Config(scheme *runtime.Scheme, codecs serializer.CodecFactory) (*genericapiserver.RecommendedConfig, error) {
 	r := o.Recommended
 	if o.Local {
 		if r.SecureServing.Listener == nil {
@@ -118,6 +121,11 @@ func (o *Options) Config(codecs serializer.CodecFactory) (*genericapiserver.Reco
 	}
 	c := genericapiserver.NewRecommendedConfig(codecs)
 	c.EffectiveVersion = compatibility.NewEffectiveVersionFromString("1.37", "", "")
+	namer := openapinamer.NewDefinitionNamer(scheme)
+	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIConfig.Info.Title = "kubeatlas"
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIV3Config.Info.Title = "kubeatlas"
 	if err := r.ApplyTo(c); err != nil {
 		return nil, err
 	}

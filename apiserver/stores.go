@@ -30,7 +30,7 @@ func NewStores(tune func(*registry.Config)) Stores {
 	return Stores{
 		Groups: mk(registry.Config{
 			Resource: v1alpha1.SchemeGroupVersion.WithResource("apigroups").GroupResource(), SingularName: "apigroup",
-			New: func() registry.Object { return &v1alpha1.APIGroup{} }, NewList: func() runtime.Object { return &v1alpha1.APIGroupList{} },
+			New: func() registry.Object { return &v1alpha1.Group{} }, NewList: func() runtime.Object { return &v1alpha1.GroupList{} },
 			Columns: []metav1.TableColumnDefinition{
 				{Name: "Name", Type: "string", Format: "name"},
 				{Name: "Preferred", Type: "string", Description: "the preferred version"},
@@ -41,7 +41,7 @@ func NewStores(tune func(*registry.Config)) Stores {
 				{Name: "Age", Type: "string"},
 			},
 			Cells: func(o registry.Object) []any {
-				g := o.(*v1alpha1.APIGroup)
+				g := o.(*v1alpha1.Group)
 				var versions []string
 				resources, freshness := 0, v1alpha1.FreshnessCurrent
 				for _, v := range g.Status.Versions {

@@ -286,7 +286,8 @@ func (s *Store) recordLocked(e event) {
 // Watch implements rest.Watcher:
 //   - resourceVersion "" or "0", or sendInitialEvents=true: an ADDED event
 //     per current object, then changes; with sendInitialEvents, a bookmark
-//     annotated k8s.io/initial-events-end after the ADDED events;
+//     annotated k8s.io/initial-events-end after the ADDED events when
+//     bookmarks are allowed too (a WatchList request);
 //   - another resourceVersion: the changes after it, from the window of
 //     kept events, or 410 Gone when it is older than the window (or from
 //     before a restart) or newer than the store;
@@ -333,7 +334,10 @@ func (s *Store) Watch(ctx context.Context, opts *metainternalversion.ListOptions
 	for _, e := range replay {
 		s.sendLocked(w, e)
 	}
-	if initial {
+	// As the watch cache does, the end of the initial events is told only to
+	// a WatchList request (both options); k8s.io/apiserver's watch handler
+	// expects it from no other.
+	if initial && opts.AllowWatchBookmarks {
 		w.ch <- s.bookmarkLocked(map[string]string{initialEventsEnd: "true"})
 	}
 	s.watchers[w] = struct{}{}

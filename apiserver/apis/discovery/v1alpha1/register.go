@@ -12,7 +12,7 @@ const GroupName = "discovery.kubeatlas.io"
 // SchemeGroupVersion is the served group-version.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 
-// CoreGroupName is the APIGroup object name of the core group ("").
+// CoreGroupName is the Group object name of the core group ("").
 const CoreGroupName = "core"
 
 // AddToScheme registers the types in v1alpha1 and, because the API is
@@ -22,7 +22,7 @@ const CoreGroupName = "core"
 func AddToScheme(s *runtime.Scheme) error {
 	for _, gv := range []schema.GroupVersion{SchemeGroupVersion, {Group: GroupName, Version: runtime.APIVersionInternal}} {
 		s.AddKnownTypes(gv,
-			&APIGroup{}, &APIGroupList{},
+			&Group{}, &GroupList{},
 			&APIServer{}, &APIServerList{},
 			&ClusterConsistency{}, &ClusterConsistencyList{},
 		)

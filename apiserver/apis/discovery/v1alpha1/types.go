@@ -4,19 +4,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// APIGroup is one API group the upstream cluster serves; its name is the
+// Group is one API group the upstream cluster serves; its name is the
 // group's name, or CoreGroupName for the core group ("" is not a valid
 // object name, and no CRD or APIService group can be "core": theirs need a
 // dot).
-type APIGroup struct {
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type Group struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Status APIGroupStatus `json:"status"`
+	Status GroupStatus `json:"status"`
 }
 
-// APIGroupStatus is what discovery says of the group.
-type APIGroupStatus struct {
+// GroupStatus is what discovery says of the group.
+type GroupStatus struct {
 	// Group is the group's name as the API uses it: "" for the core group.
 	Group string `json:"group"`
 	// PreferredVersion is the version clients should use.
@@ -69,16 +70,18 @@ type APISubresource struct {
 	Verbs []string `json:"verbs,omitempty"`
 }
 
-// APIGroupList is a list of APIGroups.
-type APIGroupList struct {
+// GroupList is a list of Groups.
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type GroupList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 
-	Items []APIGroup `json:"items"`
+	Items []Group `json:"items"`
 }
 
 // APIServer is one API server of the upstream cluster, named by its identity
 // lease (or, for a server seen without one, by how the check named it).
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type APIServer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -111,6 +114,7 @@ type APIServerStatus struct {
 }
 
 // APIServerList is a list of APIServers.
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type APIServerList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
@@ -122,12 +126,13 @@ type APIServerList struct {
 const ClusterConsistencyName = "cluster"
 
 // ConditionConsistent is the condition type of the cluster's verdict, on the
-// ClusterConsistency object and on each APIGroup.
+// ClusterConsistency object and on each Group.
 const ConditionConsistent = "Consistent"
 
 // ClusterConsistency is the cluster's verdict, where the coordinated
 // discovery proposal put it: one object, named "cluster", whose Consistent
 // condition says whether every API server serves the same discovery.
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type ClusterConsistency struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -160,6 +165,7 @@ type Difference struct {
 }
 
 // ClusterConsistencyList is a list of ClusterConsistency objects (one).
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type ClusterConsistencyList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
