@@ -27,6 +27,7 @@ type served struct {
 	URL        string
 	Config     *rest.Config // reaches the served API
 	Kubeconfig string
+	CertDir    string
 	Stores     apiserver.Stores
 	stop       func()
 }
@@ -34,6 +35,7 @@ type served struct {
 type serveOptions struct {
 	tune     func(*registry.Config)
 	addr     string // host:port to listen on; "" for any port
+	certDir  string // where the serving certificate is (reused) or made; "" for a new one
 	checkInt time.Duration
 }
 
@@ -58,7 +60,10 @@ func serve(t testing.TB, upstream string, so serveOptions) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := so.certDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	o := apiserver.NewOptions()
 	o.Local = true
 	o.Recommended.SecureServing.Listener = ln
@@ -88,7 +93,7 @@ func serve(t testing.TB, upstream string, so serveOptions) *served {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	s := &served{URL: "https://" + ln.Addr().String(), Stores: feed.Stores, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+	s := &served{URL: "https://" + ln.Addr().String(), Stores: feed.Stores, Kubeconfig: filepath.Join(dir, "kubeconfig"), CertDir: dir}
 	certFile := o.Recommended.SecureServing.ServerCert.CertKey.CertFile
 	if err := apiserver.WriteLocalKubeconfig(s.Kubeconfig, s.URL, certFile); err != nil {
 		t.Fatal(err)

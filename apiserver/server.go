@@ -129,6 +129,9 @@ func (o *Options) Config(scheme *runtime.Scheme, codecs serializer.CodecFactory)
 	if err := r.ApplyTo(c); err != nil {
 		return nil, err
 	}
+	// Open watches end at shutdown (their clients resume elsewhere or after
+	// the restart) instead of holding the process for the request timeout.
+	c.ShutdownWatchTerminationGracePeriod = 2 * time.Second
 	if o.Local {
 		c.Authentication.Authenticator = authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
 			return &authenticator.Response{User: &user.DefaultInfo{Name: "local", Groups: []string{user.AllAuthenticated}}}, true, nil

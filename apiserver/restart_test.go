@@ -1,0 +1,63 @@
+package apiserver_test
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+// An informer watching across a restart of the server resumes from a
+// resourceVersion the new process never issued: it gets 410 Gone, relists,
+// and ends up with what the upstream serves, a change made while the server
+// was down included.
+func TestInformerAcrossRestart(t *testing.T) {
+	fake, url := startFake(t)
+	first := serve(t, url, serveOptions{})
+	r := newRecorder()
+	startInformer(t, first, r)
+	if err := fake.AddCRD(discoverytest.CRD{Group: "before.example.com", Versions: []string{"v1"}, Kind: "Before"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first group", func() bool { _, ok := r.get("before.example.com"); return ok })
+
+	first.stop()
+	if err := fake.AddCRD(discoverytest.CRD{Group: "during.example.com", Versions: []string{"v1"}, Kind: "During"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.RemoveGroup("before.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	second := serve(t, url, serveOptions{addr: first.URL[len("https://"):], certDir: first.CertDir})
+
+	eventually(t, "the change made while the server was down", func() bool {
+		_, during := r.get("during.example.com")
+		_, before := r.get("before.example.com")
+		return during && !before
+	})
+	// Nothing missed: the informer holds exactly what the server lists.
+	dc, err := dynamic.NewForConfig(second.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := dc.Resource(apigroupsGVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the informer to hold the server's list", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.state) != len(list.Items) {
+			return false
+		}
+		for _, it := range list.Items {
+			if _, ok := r.state[it.GetName()]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+}
