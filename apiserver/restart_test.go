@@ -2,8 +2,10 @@ package apiserver_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
@@ -33,16 +35,26 @@ func TestInformerAcrossRestart(t *testing.T) {
 	}
 	second := serve(t, url, serveOptions{addr: first.URL[len("https://"):], certDir: first.CertDir})
 
+	// What the informer's reflector meets when it resumes: 410 Gone.
+	r.mu.Lock()
+	lastRV := r.rvs[len(r.rvs)-1]
+	r.mu.Unlock()
+	dc, err := dynamic.NewForConfig(second.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := dc.Resource(apigroupsGVR).Watch(context.Background(), metav1.ListOptions{ResourceVersion: strconv.FormatUint(lastRV, 10)}); !apierrors.IsResourceExpired(err) {
+		if err == nil {
+			w.Stop()
+		}
+		t.Fatalf("watch from the first process's resourceVersion %d: %v, want 410 Expired", lastRV, err)
+	}
 	eventually(t, "the change made while the server was down", func() bool {
 		_, during := r.get("during.example.com")
 		_, before := r.get("before.example.com")
 		return during && !before
 	})
 	// Nothing missed: the informer holds exactly what the server lists.
-	dc, err := dynamic.NewForConfig(second.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	list, err := dc.Resource(apigroupsGVR).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

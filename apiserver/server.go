@@ -19,8 +19,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	apirest "k8s.io/apiserver/pkg/registry/rest"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	apirest "k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
@@ -187,7 +187,9 @@ func WriteLocalKubeconfig(path, url, certFile string) error {
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["kubeatlas"] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: ca}
-	cfg.AuthInfos["local"] = &clientcmdapi.AuthInfo{}
+	// Local mode authenticates nobody; a token stops kubectl from asking
+	// for a user name.
+	cfg.AuthInfos["local"] = &clientcmdapi.AuthInfo{Token: "local"}
 	cfg.Contexts["kubeatlas"] = &clientcmdapi.Context{Cluster: "kubeatlas", AuthInfo: "local"}
 	cfg.CurrentContext = "kubeatlas"
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

@@ -115,4 +115,3 @@ func age(t metav1.Time) string {
 	}
 	return duration.HumanDuration(time.Since(t.Time))
 }
-
