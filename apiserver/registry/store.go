@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -160,9 +161,20 @@ func (s *Store) Get(ctx context.Context, name string, _ *metav1.GetOptions) (run
 	if !ok {
 		return nil, apierrors.NewNotFound(s.cfg.Resource, name)
 	}
-	// Stored objects are never changed in place (Upsert stores a copy), so
-	// sharing one with the encoder is safe.
-	return o, nil
+	return shallowCopy(o), nil
+}
+
+// shallowCopy copies o's top-level struct. Stored objects are never changed
+// (Upsert stores a deep copy) and are shared by every reader, but
+// k8s.io/apiserver's encoders set and restore an object's apiVersion and
+// kind while they encode it, so each reader needs a TypeMeta of its own;
+// the rest is only read. One small allocation per event and watcher, where
+// a deep copy would cost the whole object (a group's resources).
+func shallowCopy(o Object) Object {
+	v := reflect.ValueOf(o).Elem()
+	c := reflect.New(v.Type())
+	c.Elem().Set(v)
+	return c.Interface().(Object)
 }
 
 // List implements rest.Lister. It answers the current state whatever
@@ -379,18 +391,19 @@ func (s *Store) sendLocked(w *watcher, e event) {
 	var out watch.Event
 	switch {
 	case e.typ == watch.Deleted && was:
-		out = watch.Event{Type: watch.Deleted, Object: e.obj}
+		out.Type = watch.Deleted
 	case e.typ == watch.Deleted:
 		return
 	case now && was:
-		out = watch.Event{Type: watch.Modified, Object: e.obj}
+		out.Type = watch.Modified
 	case now:
-		out = watch.Event{Type: watch.Added, Object: e.obj}
+		out.Type = watch.Added
 	case was: // no longer selected: gone, for this watcher
-		out = watch.Event{Type: watch.Deleted, Object: e.obj}
+		out.Type = watch.Deleted
 	default:
 		return
 	}
+	out.Object = shallowCopy(e.obj)
 	select {
 	case w.ch <- out:
 	default:

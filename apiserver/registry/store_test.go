@@ -287,3 +287,25 @@ func TestSlowWatcherClosedWithoutBlocking(t *testing.T) {
 		t.Fatalf("the slow watcher kept %d events, want its buffer's worth", kept)
 	}
 }
+
+// Encoders set an object's apiVersion and kind while they encode it, so two
+// watchers (or a watcher and a GET) must never share one object.
+func TestReadersDoNotShareObjects(t *testing.T) {
+	s := newStore(clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), nil)
+	rv := strconv.FormatUint(s.ResourceVersion(), 10)
+	w1 := watchFrom(t, s, metainternalversion.ListOptions{ResourceVersion: rv})
+	w2 := watchFrom(t, s, metainternalversion.ListOptions{ResourceVersion: rv})
+	s.Upsert(group("a", "v1", nil))
+	o1, o2 := next(t, w1).Object, next(t, w2).Object
+	got, err := s.Get(context.Background(), "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o1 == o2 || o1 == got || o2 == got {
+		t.Fatal("readers share an object")
+	}
+	o1.GetObjectKind().SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("Group"))
+	if !o2.GetObjectKind().GroupVersionKind().Empty() || !got.GetObjectKind().GroupVersionKind().Empty() {
+		t.Fatal("setting one reader's kind changed another's")
+	}
+}
