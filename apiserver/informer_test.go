@@ -125,10 +125,15 @@ func TestInformerSeesAddUpdateDelete(t *testing.T) {
 	synced := len(r.rvs)
 	r.mu.Unlock()
 
+	apps, _ := s.Stores.Groups.Peek("apps")
 	if err := fake.AddCRD(discoverytest.CRD{Group: "widgets.example.com", Versions: []string{"v1"}, Kind: "Widget"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the new group's add", func() bool { return r.has("add widgets.example.com") })
+	// A group the change did not touch keeps its object: no event for it.
+	if now, _ := s.Stores.Groups.Peek("apps"); now != apps {
+		t.Errorf("apps changed from resourceVersion %s to %s though its discovery did not", apps.GetResourceVersion(), now.GetResourceVersion())
+	}
 	if err := fake.AddCRD(discoverytest.CRD{Group: "widgets.example.com", Versions: []string{"v2", "v1"}, Kind: "Widget"}); err != nil {
 		t.Fatal(err)
 	}
