@@ -1,0 +1,207 @@
+package apiserver
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeatlas/kubeatlas/consistency"
+	"github.com/kubeatlas/kubeatlas/discovery"
+
+	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
+)
+
+// Labels on Group objects (apigroups), for label selectors: each is "true" or
+// "false" on every object.
+const (
+	// LabelStale: some version of the group is Stale (its aggregated API
+	// server could not be reached).
+	LabelStale = v1alpha1.GroupName + "/stale"
+	// LabelServedEverywhere: every API server the last consistency check
+	// reached serves the group alike ("true" before the first check).
+	LabelServedEverywhere = v1alpha1.GroupName + "/served-everywhere"
+)
+
+// groupObjectName is the object name of an API group: its name, or "core".
+func groupObjectName(group string) string {
+	if group == "" {
+		return v1alpha1.CoreGroupName
+	}
+	return group
+}
+
+// apiGroups turns a snapshot into one Group per API group, in the snapshot's
+// order. differences are the last check's, by group (nil before the first
+// check), and prior the stored objects, whose condition transition times are
+// kept while the verdict holds.
+func apiGroups(s *discovery.Snapshot, differences map[string][]consistency.Difference, checked bool, prior func(name string) *v1alpha1.Group) []*v1alpha1.Group {
+	out := make([]*v1alpha1.Group, 0, len(s.Groups()))
+	for _, g := range s.Groups() {
+		obj := &v1alpha1.Group{
+			ObjectMeta: metav1.ObjectMeta{Name: groupObjectName(g.Name)},
+			Status:     v1alpha1.GroupStatus{Group: g.Name},
+		}
+		if p := g.PreferredVersion(); p != nil {
+			obj.Status.PreferredVersion = p.Version
+		}
+		stale := false
+		for _, v := range g.Versions {
+			gv := v1alpha1.GroupVersion{Version: v.Version, Freshness: v1alpha1.FreshnessCurrent, Resources: []v1alpha1.APIResource{}}
+			if v.Freshness != discovery.FreshnessCurrent {
+				gv.Freshness = v1alpha1.FreshnessStale
+				stale = true
+			}
+			for _, r := range v.Resources {
+				gv.Resources = append(gv.Resources, apiResource(r))
+			}
+			obj.Status.Versions = append(obj.Status.Versions, gv)
+		}
+		diffs := differences[g.Name]
+		obj.Labels = map[string]string{
+			LabelStale:            fmt.Sprint(stale),
+			LabelServedEverywhere: fmt.Sprint(len(diffs) == 0),
+		}
+		if checked {
+			if p := prior(obj.Name); p != nil {
+				obj.Status.Conditions = slices.Clone(p.Status.Conditions)
+			}
+			meta.SetStatusCondition(&obj.Status.Conditions, groupCondition(diffs))
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+func groupCondition(diffs []consistency.Difference) metav1.Condition {
+	if len(diffs) == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: "ServedAlike",
+			Message: "every API server reached serves this group alike"}
+	}
+	var parts []string
+	for _, d := range diffs {
+		what := d.GroupVersion.String()
+		if d.Resource != "" {
+			what += "/" + d.Resource
+		}
+		parts = append(parts, fmt.Sprintf("%s served by %s, missing from %s", what, strings.Join(d.ServedBy, ","), strings.Join(d.MissingFrom, ",")))
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionConsistent, Status: metav1.ConditionFalse, Reason: "NotServedByEveryServer",
+		Message: strings.Join(parts, "; ")}
+}
+
+func apiResource(r discovery.Resource) v1alpha1.APIResource {
+	out := v1alpha1.APIResource{
+		Name: r.Name, SingularName: r.SingularName, Kind: r.Kind.Kind, Scope: v1alpha1.ScopeCluster,
+		Verbs: slices.Clone(r.Verbs), ShortNames: slices.Clone(r.ShortNames), Categories: slices.Clone(r.Categories),
+	}
+	if r.Namespaced {
+		out.Scope = v1alpha1.ScopeNamespaced
+	}
+	for _, s := range r.Subresources {
+		out.Subresources = append(out.Subresources, v1alpha1.APISubresource{Name: s.Name, Kind: s.Kind.Kind, Verbs: slices.Clone(s.Verbs)})
+	}
+	return out
+}
+
+// differencesByGroup indexes a report's differences by API group.
+func differencesByGroup(r *consistency.Report) map[string][]consistency.Difference {
+	out := map[string][]consistency.Difference{}
+	for _, d := range r.Differences {
+		out[d.GroupVersion.Group] = append(out[d.GroupVersion.Group], d)
+	}
+	return out
+}
+
+// invalidName matches what may not be in an object name.
+var invalidName = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// serverObjectName names a server's object: its identity lease's name, or
+// what the report calls it, made a valid name.
+func serverObjectName(s *consistency.Server) string {
+	n := s.Identity
+	if n == "" {
+		n = s.Name()
+	}
+	n = strings.Trim(invalidName.ReplaceAllString(strings.ToLower(n), "-"), "-.")
+	if len(n) > 253 {
+		n = n[:253]
+	}
+	if n == "" {
+		n = "unnamed"
+	}
+	return n
+}
+
+// apiServers turns a report into one APIServer per server; a server not
+// reached keeps the LastSeen of its prior object.
+func apiServers(r *consistency.Report, at time.Time, prior func(name string) *v1alpha1.APIServer) []*v1alpha1.APIServer {
+	var out []*v1alpha1.APIServer
+	seen := map[string]bool{}
+	for i := range r.Servers {
+		s := &r.Servers[i]
+		name := serverObjectName(s)
+		if seen[name] {
+			continue // two unnamed servers alike: the report told them apart by what we cannot name
+		}
+		seen[name] = true
+		obj := &v1alpha1.APIServer{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1alpha1.APIServerStatus{
+			Identity: s.Identity, Hostname: s.Hostname, Address: s.Address, Version: s.Version,
+			BuiltinDiscoveryHash: s.ETag, Alive: s.Alive,
+		}}
+		if s.View != nil {
+			api, apis := s.View.ETags()
+			sum := sha256.Sum256([]byte(api + "\x00" + apis))
+			obj.Status.ViewHash = hex.EncodeToString(sum[:8])
+		}
+		for _, gvr := range s.FromPeers {
+			obj.Status.FromPeers = append(obj.Status.FromPeers, gvr.GroupVersion().String()+"/"+gvr.Resource)
+		}
+		if s.Err != nil {
+			obj.Status.Error = s.Err.Error()
+		}
+		if s.Version != "" {
+			t := metav1.NewTime(at)
+			obj.Status.LastSeen = &t
+		} else if p := prior(name); p != nil {
+			obj.Status.LastSeen = p.Status.LastSeen.DeepCopy()
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+// verdict is the cluster's ClusterConsistency object from a report.
+func verdict(r *consistency.Report, at time.Time, prior *v1alpha1.ClusterConsistency) *v1alpha1.ClusterConsistency {
+	obj := &v1alpha1.ClusterConsistency{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterConsistencyName}}
+	if prior != nil {
+		obj.Status.Conditions = slices.Clone(prior.Status.Conditions)
+	}
+	c := metav1.Condition{Type: v1alpha1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: "SameDiscovery",
+		Message: "every API server reached serves the same discovery"}
+	if !r.Consistent() {
+		c.Status, c.Reason = metav1.ConditionFalse, "Differ"
+		c.Message = fmt.Sprintf("%d differences between the API servers' discovery", len(r.Differences))
+		if len(r.Differences) == 0 {
+			c.Message = "the API servers' discovery or storage versions differ"
+		}
+	}
+	meta.SetStatusCondition(&obj.Status.Conditions, c)
+	obj.Status.Certainty = r.Certainty.String()
+	obj.Status.Servers = len(r.Servers)
+	for _, d := range r.Differences {
+		obj.Status.Differences = append(obj.Status.Differences, v1alpha1.Difference{
+			Group: d.GroupVersion.Group, Version: d.GroupVersion.Version, Resource: d.Resource,
+			ServedBy: slices.Clone(d.ServedBy), MissingFrom: slices.Clone(d.MissingFrom),
+		})
+	}
+	t := metav1.NewTime(at)
+	obj.Status.LastChecked = &t
+	return obj
+}

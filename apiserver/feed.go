@@ -1,0 +1,188 @@
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeatlas/kubeatlas/consistency"
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
+
+	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
+)
+
+// Defaults of a Feed.
+const (
+	DefaultCheckInterval = time.Minute
+	DefaultCheckDelay    = 2 * time.Second
+)
+
+// Feed keeps the stores equal to what the upstream cluster serves: one
+// discovery.Client kept current by discovery/watch.Run (one upstream watch
+// set, however many clients watch this server), its changes applied to the
+// apigroups store, and consistency.Check run every CheckInterval and
+// CheckDelay after a change, for apiservers and the cluster's verdict.
+type Feed struct {
+	Client *discovery.Client
+	Stores Stores
+	// CheckInterval and CheckDelay: see DefaultCheckInterval and
+	// DefaultCheckDelay. A negative CheckInterval turns the check off.
+	CheckInterval, CheckDelay time.Duration
+	// CheckOptions are passed to consistency.Check.
+	CheckOptions []consistency.Option
+	// WatchOptions are passed to watch.Run.
+	WatchOptions []watch.Option
+	Logger       *slog.Logger
+	Clock        clock.Clock
+
+	// mu serializes applying to the stores (memory only: never held across
+	// I/O); it guards the last snapshot and report.
+	mu       sync.Mutex
+	snapshot *discovery.Snapshot
+	report   *consistency.Report
+}
+
+// Run feeds the stores until ctx ends. It returns after its goroutines have.
+func (f *Feed) Run(ctx context.Context) error {
+	if f.Logger == nil {
+		f.Logger = slog.Default()
+	}
+	if f.Clock == nil {
+		f.Clock = clock.RealClock{}
+	}
+	if f.CheckInterval == 0 {
+		f.CheckInterval = DefaultCheckInterval
+	}
+	if f.CheckDelay <= 0 {
+		f.CheckDelay = DefaultCheckDelay
+	}
+	changed := make(chan struct{}, 1)
+	unsubscribe := f.Client.Subscribe(func(c discovery.Change) {
+		f.applySnapshot(c.New)
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	defer unsubscribe()
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := watch.Run(ctx, f.Client, f.WatchOptions...); err != nil {
+			f.Logger.Error("watching the upstream cluster", "err", err)
+		}
+	})
+	defer wg.Wait()
+	// The first snapshot reaches the subscriber too; this read only starts
+	// it when watch.Run has not yet.
+	if _, err := f.Client.Snapshot(ctx); err != nil && ctx.Err() == nil {
+		f.Logger.Warn("reading the upstream cluster's discovery", "err", err)
+	}
+	if f.CheckInterval < 0 {
+		<-ctx.Done()
+		return nil
+	}
+	next := f.Clock.NewTimer(0)
+	defer next.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			next.Stop()
+			next = f.Clock.NewTimer(f.CheckDelay)
+			continue
+		case <-next.C():
+		}
+		f.check(ctx)
+		next = f.Clock.NewTimer(f.CheckInterval)
+	}
+}
+
+func (f *Feed) check(ctx context.Context) {
+	r, err := consistency.Check(ctx, f.Client, f.CheckOptions...)
+	if err != nil {
+		if ctx.Err() == nil {
+			f.Logger.Warn("checking the API servers' consistency", "err", err)
+		}
+		return
+	}
+	f.applyReport(r, f.Clock.Now())
+}
+
+// applySnapshot brings the apigroups store to s: an unchanged group keeps
+// its object and resourceVersion, and emits no event.
+func (f *Feed) applySnapshot(s *discovery.Snapshot) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.snapshot = s
+	f.applyGroupsLocked()
+}
+
+func (f *Feed) applyGroupsLocked() {
+	if f.snapshot == nil {
+		return
+	}
+	var diffs map[string][]consistency.Difference
+	if f.report != nil {
+		diffs = differencesByGroup(f.report)
+	}
+	st := f.Stores.Groups
+	prior := func(name string) *v1alpha1.Group {
+		if o, ok := st.Peek(name); ok {
+			return o.(*v1alpha1.Group)
+		}
+		return nil
+	}
+	want := map[string]bool{}
+	for _, g := range apiGroups(f.snapshot, diffs, f.report != nil, prior) {
+		want[g.Name] = true
+		if p := prior(g.Name); p != nil && equality.Semantic.DeepEqual(p.Status, g.Status) && equality.Semantic.DeepEqual(p.Labels, g.Labels) {
+			continue
+		}
+		st.Upsert(g)
+	}
+	for _, name := range st.Names() {
+		if !want[name] {
+			st.Delete(name)
+		}
+	}
+}
+
+// applyReport updates apiservers and the verdict, and the groups' Consistent
+// conditions.
+func (f *Feed) applyReport(r *consistency.Report, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.report = r
+	st := f.Stores.Servers
+	want := map[string]bool{}
+	for _, s := range apiServers(r, at, func(name string) *v1alpha1.APIServer {
+		if o, ok := st.Peek(name); ok {
+			return o.(*v1alpha1.APIServer)
+		}
+		return nil
+	}) {
+		want[s.Name] = true
+		if o, ok := st.Peek(s.Name); ok && equality.Semantic.DeepEqual(o.(*v1alpha1.APIServer).Status, s.Status) {
+			continue
+		}
+		st.Upsert(s)
+	}
+	for _, name := range st.Names() {
+		if !want[name] {
+			st.Delete(name)
+		}
+	}
+	var prior *v1alpha1.ClusterConsistency
+	if o, ok := f.Stores.Consistency.Peek(v1alpha1.ClusterConsistencyName); ok {
+		prior = o.(*v1alpha1.ClusterConsistency)
+	}
+	f.Stores.Consistency.Upsert(verdict(r, at, prior))
+	f.applyGroupsLocked()
+}
