@@ -35,7 +35,9 @@ type Feed struct {
 	CheckInterval, CheckDelay time.Duration
 	// CheckOptions are passed to consistency.Check.
 	CheckOptions []consistency.Option
-	// WatchOptions are passed to watch.Run.
+	// WatchOptions are passed to watch.Run, after WithoutServedAPI: the
+	// upstream cluster serves this very API once this server is registered,
+	// and a feed that watched its own output would never see a change.
 	WatchOptions []watch.Option
 	Logger       *slog.Logger
 	Clock        clock.Clock
@@ -73,7 +75,8 @@ func (f *Feed) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := watch.Run(ctx, f.Client, f.WatchOptions...); err != nil {
+		opts := append([]watch.Option{watch.WithoutServedAPI()}, f.WatchOptions...)
+		if err := watch.Run(ctx, f.Client, opts...); err != nil {
 			f.Logger.Error("watching the upstream cluster", "err", err)
 		}
 	})
@@ -139,8 +142,10 @@ func (f *Feed) applyGroupsLocked() {
 		}
 		return nil
 	}
+	groups := apiGroups(f.snapshot, diffs, f.report != nil, prior)
+	groups = append(groups, onlyElsewhere(f.snapshot, f.report, diffs, prior)...)
 	want := map[string]bool{}
-	for _, g := range apiGroups(f.snapshot, diffs, f.report != nil, prior) {
+	for _, g := range groups {
 		want[g.Name] = true
 		if p := prior(g.Name); p != nil && equality.Semantic.DeepEqual(p.Status, g.Status) && equality.Semantic.DeepEqual(p.Labels, g.Labels) {
 			continue
@@ -152,6 +157,40 @@ func (f *Feed) applyGroupsLocked() {
 			st.Delete(name)
 		}
 	}
+}
+
+// onlyElsewhere returns the objects of the groups that r finds some
+// servers serve and s does not have: the client's URL answered from
+// servers without them (through a load balancer, its snapshot is one
+// server's view until it sees two disagree), but the cluster serves them,
+// so they have objects, built from the view of a server that serves them,
+// with their Consistent condition False.
+func onlyElsewhere(s *discovery.Snapshot, r *consistency.Report, diffs map[string][]consistency.Difference, prior func(name string) *v1alpha1.Group) []*v1alpha1.Group {
+	if r == nil {
+		return nil
+	}
+	var out []*v1alpha1.Group
+	for group := range diffs {
+		if _, ok := s.Group(group); ok {
+			continue
+		}
+		for i := range r.Servers {
+			view := r.Servers[i].View
+			if view == nil {
+				continue
+			}
+			if _, ok := view.Group(group); !ok {
+				continue
+			}
+			for _, g := range apiGroups(view, diffs, true, prior) {
+				if g.Status.Group == group {
+					out = append(out, g)
+				}
+			}
+			break
+		}
+	}
+	return out
 }
 
 // applyReport updates apiservers and the verdict, and the groups' Consistent

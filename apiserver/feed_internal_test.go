@@ -1,0 +1,77 @@
+package apiserver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
+	"github.com/kubeatlas/kubeatlas/consistency"
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+)
+
+// snapshotOf reads the discovery of a fake server with the given CRDs.
+func snapshotOf(t *testing.T, crds ...discoverytest.CRD) *discovery.Snapshot {
+	t.Helper()
+	srv, url := discoverytest.Start(t)
+	for _, crd := range crds {
+		if err := srv.AddCRD(crd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := discovery.NewForHTTPClient(nil, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestGroupOnlyOneServerServesHasAnObject: when the client's URL has
+// answered only from a server without a group (behind a load balancer, its
+// snapshot is one server's view until it sees two disagree) and the check
+// finds another server that serves it, the group has an object all the
+// same, built from that server's view, with Consistent False; the groups
+// every server serves are Consistent True.
+func TestGroupOnlyOneServerServesHasAnObject(t *testing.T) {
+	extra := discoverytest.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "New"}
+	older, newer := snapshotOf(t), snapshotOf(t, extra)
+	f := &Feed{Stores: NewStores(nil)}
+	f.applySnapshot(older)
+	if _, ok := f.Stores.Groups.Peek("new.example.com"); ok {
+		t.Fatal("a group nobody was found to serve has an object")
+	}
+	f.applyReport(&consistency.Report{
+		Servers: []consistency.Server{{Identity: "old", Alive: true, View: older}, {Identity: "new", Alive: true, View: newer}},
+		Differences: []consistency.Difference{{GroupVersion: schema.GroupVersion{Group: "new.example.com", Version: "v1"},
+			ServedBy: []string{"new"}, MissingFrom: []string{"old"}}},
+	}, time.Now())
+	o, ok := f.Stores.Groups.Peek("new.example.com")
+	if !ok {
+		t.Fatal("the group one server serves has no object")
+	}
+	g := o.(*v1alpha1.Group)
+	if c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionConsistent); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("its Consistent condition is %+v, want False", c)
+	}
+	if len(g.Status.Versions) != 1 || g.Status.Versions[0].Version != "v1" || len(g.Status.Versions[0].Resources) == 0 {
+		t.Errorf("its versions are %+v, want v1 with the CRD's resource", g.Status.Versions)
+	}
+	o, _ = f.Stores.Groups.Peek("apps")
+	if c := meta.FindStatusCondition(o.(*v1alpha1.Group).Status.Conditions, v1alpha1.ConditionConsistent); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("apps's Consistent condition is %+v, want True", c)
+	}
+	// Once the servers agree again without it, it is gone.
+	f.applyReport(&consistency.Report{Servers: []consistency.Server{{Identity: "old", Alive: true, View: older}}}, time.Now())
+	if _, ok := f.Stores.Groups.Peek("new.example.com"); ok {
+		t.Error("the group no server serves any more still has an object")
+	}
+}
