@@ -21,8 +21,9 @@
 // # Files
 //
 //   - server.go: Options (k8s.io/apiserver's recommended options, no etcd,
-//     no admission; local mode), the generic server's configuration, New and
-//     Run, and the local kubeconfig.
+//     no admission; local mode), the generic server's configuration, New,
+//     NewUnlistened (no listener: a caller's handler serves it, as
+//     discoverytest.WithServedAPI does) and Run, and the local kubeconfig.
 //   - feed.go: Feed, which keeps the stores equal to the upstream cluster.
 //   - convert.go: snapshots and consistency reports as API objects.
 //   - stores.go: the three resources' stores and their kubectl tables.

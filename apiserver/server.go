@@ -97,7 +97,7 @@ func (o *Options) Upstream() (*rest.Config, error) {
 // and its codecs.
 func (o *Options) Config(scheme *runtime.Scheme, codecs serializer.CodecFactory) (*genericapiserver.RecommendedConfig, error) {
 	r := o.Recommended
-	if o.Local {
+	if o.Local && r.SecureServing != nil {
 		if r.SecureServing.Listener == nil {
 			r.SecureServing.BindAddress = net.IPv4(127, 0, 0, 1)
 		}
@@ -108,15 +108,27 @@ func (o *Options) Config(scheme *runtime.Scheme, codecs serializer.CodecFactory)
 			}
 			r.SecureServing.ServerCert.CertDirectory = dir
 		}
+	}
+	if o.Local {
 		r.Authentication, r.Authorization, r.CoreAPI = nil, nil, nil
 		if r.Features != nil {
 			r.Features.EnablePriorityAndFairness = false // needs the core API
 		}
 	}
-	if err := r.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
-		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
+	if r.SecureServing != nil {
+		if err := r.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
+			return nil, fmt.Errorf("self-signed serving certificate: %w", err)
+		}
 	}
-	if errs := r.Validate(); len(errs) > 0 {
+	validated := r
+	if r.SecureServing == nil {
+		// RecommendedOptions.Validate dereferences SecureServing; without
+		// a listener there is nothing of it to validate.
+		copied := *r
+		copied.SecureServing = genericoptions.NewSecureServingOptions().WithLoopback()
+		validated = &copied
+	}
+	if errs := validated.Validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	c := genericapiserver.NewRecommendedConfig(codecs)
@@ -145,7 +157,52 @@ func (o *Options) Config(scheme *runtime.Scheme, codecs serializer.CodecFactory)
 type Server struct {
 	Generic *genericapiserver.GenericAPIServer
 	Feed    *Feed
+
+	// unlistened: built by NewUnlistened, prepared, serving no listener.
+	unlistened bool
 }
+
+// NewUnlistened builds the served API over feed without a listener of its
+// own, for a program that routes requests to it itself, as
+// discoverytest.WithServedAPI does in the kube-aggregator's place: Handler
+// serves it, ready when NewUnlistened returns, with local mode's
+// authentication and authorization (every request is an authenticated
+// user's, and allowed). Run feeds the stores until ctx ends, then closes
+// every open watch at once (no listener's close ends them) and releases
+// the server's storage; it returns when all that is done. The generic
+// server's post-start hooks do not run: they maintain a listening server's
+// flow control and health checks, and k8s.io/apiserver's own run loop
+// waits for a listener that is not there.
+func NewUnlistened(feed *Feed) (*Server, error) {
+	o := NewOptions()
+	o.Local = true
+	o.Recommended.SecureServing = nil
+	scheme := NewScheme()
+	codecs := serializer.NewCodecFactory(scheme)
+	c, err := o.Config(scheme, codecs)
+	if err != nil {
+		return nil, err
+	}
+	// Completing the config derives it from the listener otherwise; it
+	// only names the server in legacy discovery's
+	// serverAddressByClientCIDRs.
+	c.ExternalAddress = "localhost:443"
+	// New requires a loopback configuration; without authentication,
+	// authorization, priority and fairness or post-start hooks, nothing
+	// uses it.
+	c.LoopbackClientConfig = &rest.Config{Host: "https://" + c.ExternalAddress}
+	s, err := New(c, scheme, codecs, feed)
+	if err != nil {
+		return nil, err
+	}
+	s.Generic.PrepareRun() // installs the routes Handler serves
+	s.unlistened = true
+	return s, nil
+}
+
+// Handler serves the API through the generic server's whole filter chain.
+// Serve it only after NewUnlistened (or, after New, once Run has begun).
+func (s *Server) Handler() http.Handler { return s.Generic.Handler }
 
 // New builds the server over c, serving the feed's stores.
 func New(c *genericapiserver.RecommendedConfig, scheme *runtime.Scheme, codecs serializer.CodecFactory, feed *Feed) (*Server, error) {
@@ -173,6 +230,12 @@ func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.Feed.Run(ctx) })
 	defer wg.Wait()
+	if s.unlistened {
+		<-ctx.Done()
+		s.Feed.Stores.closeWatches()
+		s.Generic.Destroy()
+		return nil
+	}
 	err := s.Generic.PrepareRun().RunWithContext(ctx)
 	cancel()
 	return err

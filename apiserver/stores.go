@@ -18,6 +18,13 @@ type Stores struct {
 	Groups, Servers, Consistency *registry.Store
 }
 
+// closeWatches ends every open watch of the three stores.
+func (s Stores) closeWatches() {
+	for _, st := range []*registry.Store{s.Groups, s.Servers, s.Consistency} {
+		st.Destroy()
+	}
+}
+
 // NewStores makes the three stores; tune adjusts each Config (tests shrink
 // windows and buffers) and may be nil.
 func NewStores(tune func(*registry.Config)) Stores {

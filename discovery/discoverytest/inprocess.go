@@ -54,8 +54,8 @@ func StartInProcess(tb testing.TB, opts ...Option) (*Server, *http.Client, strin
 	}()
 	tr := &http.Transport{DialContext: l.dial} // no Proxy: the host is not real
 	tb.Cleanup(func() {
-		srv.StopWatches() // open watches end, so their handlers return
-		_ = hs.Close()    // closes l and every connection; Serve returns
+		srv.Close()    // open watches end, so their handlers return
+		_ = hs.Close() // closes l and every connection; Serve returns
 		tr.CloseIdleConnections()
 		<-served
 	})

@@ -39,6 +39,7 @@ type options struct {
 	bookmarks       time.Duration
 	discoveryDelay  time.Duration
 	watchForbidden  bool
+	served          bool
 	specs           *specCache // set by NewFleet for its Servers
 }
 
@@ -180,6 +181,7 @@ type Server struct {
 	leases         *leaseStore
 	discoveryDelay time.Duration
 	applying       sync.Mutex // serializes delayed changes (see applyDue)
+	served         *servedAPI // WithServedAPI; set by NewServer
 }
 
 // NewServer builds a server. With no options it serves the discovery of a
@@ -206,7 +208,17 @@ func NewServer(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	return newServer(o, func(int) *content { return base.clone() })
+	if o.served && o.specs != nil {
+		return nil, errors.New("discoverytest: WithServedAPI cannot be used in a Fleet")
+	}
+	s, err := newServer(o, func(int) *content { return base.clone() })
+	if err != nil || !o.served {
+		return s, err
+	}
+	if _, err := startServedAPI(s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // newServer builds a server whose i-th backend starts from contentOf(i),
@@ -294,6 +306,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 // serves alike.
 func (s *Server) serve(b *Backend, w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(backendHeader, b.id)
+	if s.served != nil && isServedAPIPath(r.URL.Path) {
+		s.served.ServeHTTP(w, r)
+		return
+	}
 	if _, _, ok := objectRoute(r.URL.Path); ok {
 		s.objects.ServeHTTP(w, r)
 		return

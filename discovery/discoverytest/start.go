@@ -22,7 +22,7 @@ func Start(tb testing.TB, opts ...Option) (*Server, string) {
 	}
 	ts := httptest.NewServer(srv)
 	tb.Cleanup(func() {
-		srv.StopWatches() // or Close would wait for the watches of clients still running
+		srv.Close() // or ts.Close would wait for the watches of clients still running
 		ts.Close()
 		stopBackends()
 	})

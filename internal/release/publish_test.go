@@ -44,11 +44,20 @@ var lean = []string{"discovery-only", "discovery-restmapper", "openapi3", "fleet
 var serverSide = []string{"k8s.io/apiserver", "google.golang.org/grpc", "go.opentelemetry.io/otel", "github.com/prometheus/client_golang", "github.com/google/cel-go"}
 
 // commands lists, for each module of programs, the commands go install
-// puts on the PATH.
+// puts on the PATH: the module's root package, or every package under it
+// when it names several, or what install names.
 var commands = map[string][]string{
+	"github.com/kubeatlas/kubeatlas/apiserver":              {"kubeatlas-apiserver"},
 	"github.com/kubeatlas/kubeatlas/examples":               {"api-resources", "consistency", "explain", "fake-apiserver", "fleet", "watch-apis"},
 	"github.com/kubeatlas/kubeatlas/examples/controller":    {"controller"},
 	"github.com/kubeatlas/kubeatlas/examples/kubectl-atlas": {"kubectl-atlas"},
+}
+
+// install names the package go install installs of a module whose command
+// is not at its root: the apiserver module is a library (the served API,
+// which discoverytest.WithServedAPI runs) with its command beneath.
+var install = map[string]string{
+	"github.com/kubeatlas/kubeatlas/apiserver": "github.com/kubeatlas/kubeatlas/apiserver/cmd/kubeatlas-apiserver",
 }
 
 // TestConsumersBuildFromFileProxy publishes every module of this checkout
@@ -84,6 +93,7 @@ func TestConsumersBuildFromFileProxy(t *testing.T) {
 	}
 	want := []string{
 		"github.com/kubeatlas/kubeatlas",
+		"github.com/kubeatlas/kubeatlas/apiserver",
 		"github.com/kubeatlas/kubeatlas/discovery/discoverytest",
 		"github.com/kubeatlas/kubeatlas/examples",
 		"github.com/kubeatlas/kubeatlas/examples/controller",
@@ -113,7 +123,9 @@ func TestConsumersBuildFromFileProxy(t *testing.T) {
 			t.Run(filepath.Base(m.Path), func(t *testing.T) {
 				bin := t.TempDir()
 				pattern := m.Path
-				if len(cmds) > 1 {
+				if p, ok := install[m.Path]; ok {
+					pattern = p
+				} else if len(cmds) > 1 {
 					pattern += "/..."
 				}
 				run(t, t.TempDir(), append(env, "GOBIN="+bin), "go", "install", pattern+"@"+testVersion)

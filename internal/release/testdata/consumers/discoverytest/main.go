@@ -1,6 +1,7 @@
 // A program that imports the fake API server, as a user's tests do:
 // discoverytest is a module of its own (it needs k8s.io/apiserver, which
-// stays out of the core's module graph).
+// stays out of the core's module graph), and serves the discovery API
+// through the apiserver module (WithServedAPI).
 package main
 
 import (
@@ -14,12 +15,13 @@ import (
 )
 
 func main() {
-	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(10, 2))
+	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(10, 2), discoverytest.WithServedAPI())
 	if err != nil {
 		log.Fatal(err)
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
+	defer srv.Close()
 	c, err := discovery.NewForHTTPClient(nil, ts.URL)
 	if err != nil {
 		log.Fatal(err)

@@ -1,4 +1,4 @@
-package apiserver
+package apiserver_test
 
 import (
 	"context"
@@ -9,10 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
 	"github.com/kubeatlas/kubeatlas/consistency"
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+
+	"github.com/kubeatlas/kubeatlas/apiserver"
+	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
 )
 
 // snapshotOf reads the discovery of a fake server with the given CRDs.
@@ -44,12 +46,12 @@ func snapshotOf(t *testing.T, crds ...discoverytest.CRD) *discovery.Snapshot {
 func TestGroupOnlyOneServerServesHasAnObject(t *testing.T) {
 	extra := discoverytest.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "New"}
 	older, newer := snapshotOf(t), snapshotOf(t, extra)
-	f := &Feed{Stores: NewStores(nil)}
-	f.applySnapshot(older)
+	f := &apiserver.Feed{Stores: apiserver.NewStores(nil)}
+	f.ApplySnapshot(older)
 	if _, ok := f.Stores.Groups.Peek("new.example.com"); ok {
 		t.Fatal("a group nobody was found to serve has an object")
 	}
-	f.applyReport(&consistency.Report{
+	f.ApplyReport(&consistency.Report{
 		Servers: []consistency.Server{{Identity: "old", Alive: true, View: older}, {Identity: "new", Alive: true, View: newer}},
 		Differences: []consistency.Difference{{GroupVersion: schema.GroupVersion{Group: "new.example.com", Version: "v1"},
 			ServedBy: []string{"new"}, MissingFrom: []string{"old"}}},
@@ -70,7 +72,7 @@ func TestGroupOnlyOneServerServesHasAnObject(t *testing.T) {
 		t.Errorf("apps's Consistent condition is %+v, want True", c)
 	}
 	// Once the servers agree again without it, it is gone.
-	f.applyReport(&consistency.Report{Servers: []consistency.Server{{Identity: "old", Alive: true, View: older}}}, time.Now())
+	f.ApplyReport(&consistency.Report{Servers: []consistency.Server{{Identity: "old", Alive: true, View: older}}}, time.Now())
 	if _, ok := f.Stores.Groups.Peek("new.example.com"); ok {
 		t.Error("the group no server serves any more still has an object")
 	}

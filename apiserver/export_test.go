@@ -1,0 +1,15 @@
+package apiserver
+
+import (
+	"time"
+
+	"github.com/kubeatlas/kubeatlas/consistency"
+	"github.com/kubeatlas/kubeatlas/discovery"
+)
+
+// The feed's steps, for feed_groups_test.go, an external test: an internal
+// one may not import discoverytest, which imports this package.
+
+func (f *Feed) ApplySnapshot(s *discovery.Snapshot) { f.applySnapshot(s) }
+
+func (f *Feed) ApplyReport(r *consistency.Report, at time.Time) { f.applyReport(r, at) }

@@ -1,0 +1,139 @@
+package watch_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
+)
+
+const servedAPIGroups = "/apis/discovery.kubeatlas.io/v1alpha1/apigroups"
+
+// directRequests counts the client's requests for CRDs and APIServices
+// (the served API's feed does not appear in the fake's log).
+func directRequests(srv *discoverytest.Server) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if strings.HasPrefix(r.Path, "/apis/apiextensions.k8s.io/") || strings.HasPrefix(r.Path, "/apis/apiregistration.k8s.io/") {
+			n++
+		}
+	}
+	return n
+}
+
+// servedWatches counts the client's watches of the served apigroups.
+func servedWatches(srv *discoverytest.Server) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.Path == servedAPIGroups && r.Watch {
+			n++
+		}
+	}
+	return n
+}
+
+// waitWithin polls cond until it holds, for at most d.
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, d)
+		}
+	}
+}
+
+// TestWatchUsesServedAPI: where the cluster serves the discovery API and
+// the client may not list CRDs or APIServices, Run watches the served
+// apigroups (not forbidden, watching), and a new CRD reaches a subscriber
+// as the Change that adds it within the settle time, without one request
+// for CRDs or APIServices.
+func TestWatchUsesServedAPI(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI(), discoverytest.WithWatchForbidden())
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got changes
+	c.Subscribe(got.add)
+	startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithFallbackPoll(time.Hour))
+	waitFor(t, "watching", c.Watching)
+	if st := c.Stats(); st.WatchForbidden {
+		t.Fatalf("forbidden: %+v", st)
+	}
+	if servedWatches(srv) == 0 {
+		t.Fatal("no watch of the served apigroups")
+	}
+
+	gvr := schema.GroupVersionResource{Group: "served.example.com", Version: "v1", Resource: "serveds"}
+	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Served"}); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, watch.DefaultSettle, "Change that adds the CRD", func() bool { return got.added(gvr) })
+	if st := c.Stats(); st.WatchForbidden || !c.Watching() || st.WatchEvents == 0 {
+		t.Errorf("stats: %+v, watching %v", st, c.Watching())
+	}
+	if n := directRequests(srv); n != 0 {
+		t.Errorf("%d requests for CRDs or APIServices", n)
+	}
+}
+
+// TestWatchFallsBackWhenServedAPIUnavailable: the served API going away
+// mid-run (the aggregator's 503, its group Stale) makes Run fall back: to
+// CRDs and APIServices, forbidden here, so to polling; a later CRD still
+// arrives.
+func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI(), discoverytest.WithWatchForbidden())
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got changes
+	c.Subscribe(got.add)
+	startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithFallbackPoll(50*time.Millisecond))
+	waitFor(t, "watching", c.Watching)
+	if err := srv.SetServedAPIUnavailable(true); err != nil {
+		t.Fatal(err)
+	}
+	// servedGiveUp failed lists or watches in a row, with backoff: seconds.
+	waitWithin(t, 30*time.Second, "fallback to polling", func() bool { return c.Stats().WatchForbidden })
+	if c.Watching() {
+		t.Error("Watching() while polling")
+	}
+	gvr := schema.GroupVersionResource{Group: "later.example.com", Version: "v1", Resource: "laters"}
+	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Later"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the polled Change that adds the CRD", func() bool { return got.added(gvr) })
+}
+
+// TestWithoutServedAPIIgnoresIt: WithoutServedAPI watches CRDs and
+// APIServices where the served API is served, and never asks it.
+func TestWithoutServedAPIIgnoresIt(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI())
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got changes
+	c.Subscribe(got.add)
+	startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithoutServedAPI())
+	waitFor(t, "watching", c.Watching)
+	gvr := schema.GroupVersionResource{Group: "direct.example.com", Version: "v1", Resource: "directs"}
+	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Direct"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Change that adds the CRD", func() bool { return got.added(gvr) })
+	if directRequests(srv) == 0 {
+		t.Error("no request for CRDs or APIServices")
+	}
+	for _, r := range srv.Requests() {
+		if strings.HasPrefix(r.Path, "/apis/discovery.kubeatlas.io/") {
+			t.Errorf("asked the served API: %s %s", r.Method, r.Path)
+		}
+	}
+}
