@@ -490,6 +490,12 @@ func TestServedInformer(t *testing.T) {
 		}
 	})
 	waitEvent(g2, "add", []string{"v1"})
+	// resourceVersions keep growing across the restart (their base is
+	// the clock at start), so a client's last one is never mistaken for
+	// a later state.
+	if rv, err := strconv.ParseUint(events(g2)[0].rv, 10, 64); err != nil || rv <= last {
+		t.Errorf("after the restart, %s was added at resourceVersion %s, not above %d", g2, events(g2)[0].rv, last)
+	}
 	// And after the restart, the informer still follows: a delete.
 	if err := crds.Delete(ctx, "gizmos."+g2, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
