@@ -310,6 +310,8 @@ func benchWatchers(b *testing.B, n int) {
 		// One connection per watcher, as separate clients would have.
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
 		MaxIdleConnsPerHost: -1,
+		// A watch queued (APF) past this fails the benchmark, not hangs it.
+		ResponseHeaderTimeout: time.Minute,
 	}}
 	defer hc.CloseIdleConnections()
 	url := fmt.Sprintf("https://%s:%d", s.netns.nsIP, s.port)
