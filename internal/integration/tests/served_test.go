@@ -122,8 +122,8 @@ type served struct {
 // can list apigroups.
 func startServed(t testing.TB, extra ...string) *served {
 	t.Helper()
+	a := startAggregation(t) // first: it skips when the harness's needs are missing
 	bin := atlasBinary(t)
-	a := startAggregation(t)
 	s := &served{aggregation: a, bin: bin, logPath: filepath.Join(a.dir, "kubeatlas-apiserver.log"), port: 8443, svc: serviceFor("kubeatlas-apiserver")}
 	s.args = append(a.serverArgs(t, s.svc, s.port), extra...)
 	applyDeployReadRole(t, a.config)
@@ -717,6 +717,24 @@ func TestServedChangeSource(t *testing.T) {
 	if _, err := dynamic.NewForConfigOrDie(check).Resource(crdGVR).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the viewer may list CRDs (%v): the test needs it not to", err)
 	}
+	// watch.Run chooses its change source once, at its start: the served
+	// API if the client's discovery lists it Current then. Just after
+	// registration the aggregator may still list it Stale (its first
+	// discovery of the new APIService), and Run would poll for good; so
+	// wait for Current, as a client starting against a settled cluster
+	// would find it.
+	probe, err := discovery.New(s.viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the viewer's discovery lists apigroups Current", 30*time.Second, func() (bool, string) {
+		snap, err := probe.Refresh(ctx)
+		if snap == nil {
+			return false, fmt.Sprint(err)
+		}
+		v, ok := snap.Version(servedGV)
+		return ok && v.Freshness == discovery.FreshnessCurrent, fmt.Sprintf("%+v (%v)", v, err)
+	})
 	w := startWatched(t, viewer)
 	waitUntil(t, "watching", 30*time.Second, w.dc.Watching)
 
@@ -764,8 +782,8 @@ func TestServedConsistency(t *testing.T) {
 		sameVersion bool
 	}{{"v1.36.3+v1.37.1", false}, {"v1.36.3+v1.36.3", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := atlasBinary(t)
 			p := startHA(t, haOptions{sameVersion: tc.sameVersion})
+			bin := atlasBinary(t)
 			dir := t.TempDir()
 			upstream := filepath.Join(dir, "upstream.kubeconfig")
 			if err := os.WriteFile(upstream, fmt.Appendf(nil, `apiVersion: v1
