@@ -303,6 +303,11 @@ type aggregation struct {
 	// servingCA signs aggregated servers' serving certificates; its PEM
 	// goes into APIServices' caBundle.
 	servingCA *testCA
+	// auditLog is the kube-apiserver's audit log (JSON lines, level
+	// Metadata, every request once complete or, for a watch, once
+	// started too): who asked it what, for tests that count what an
+	// aggregated server or a client costs it (see auditEvents).
+	auditLog string
 }
 
 // frontProxyClientName is the common name of the aggregator's client
@@ -337,6 +342,11 @@ func startAggregation(t testing.TB) *aggregation {
 	writePEM(t, a.frontProxyCAFile, "CERTIFICATE", a.frontProxyCA.cert.Raw)
 	proxyCrt, proxyKey := a.frontProxyCA.issue(t, dir, frontProxyClientName, frontProxyClientName, false)
 	a.servingCA = newTestCA(t, "kubeatlas-aggregated-serving-ca")
+	a.auditLog = filepath.Join(dir, "audit.log")
+	auditPolicy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	args := apiserverFlags(etcdURL, dir, a.port, filepath.Join(dir, "certs"), crt, key)
 	for i, f := range args {
@@ -354,6 +364,7 @@ func startAggregation(t testing.TB) *aggregation {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file="+proxyCrt, "--proxy-client-key-file="+proxyKey,
 		"--enable-aggregator-routing=true",
+		"--audit-policy-file="+auditPolicy, "--audit-log-path="+a.auditLog,
 	)
 	cmd := exec.Command(bin, args...)
 	log := logFile(t, dir, "kube-apiserver.log")

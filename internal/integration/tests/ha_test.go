@@ -63,6 +63,9 @@ type haOptions struct {
 	// internal.apiserver.k8s.io/v1alpha1 (storageversions) on both; the
 	// same two flags work on v1.36.3 and v1.37.1.
 	storageVersionAPI bool
+	// sameVersion starts both servers from KUBEATLAS_KUBE_APISERVER
+	// (v1.36.3): a pair that agrees.
+	sameVersion bool
 }
 
 // haServer is one kube-apiserver of an haPlane.
@@ -135,6 +138,9 @@ func haMissing(t testing.TB, format string, args ...any) {
 func startHA(t testing.TB, o haOptions) *haPlane {
 	t.Helper()
 	bins := []string{os.Getenv("KUBEATLAS_KUBE_APISERVER"), os.Getenv(nextAPIServerVar)}
+	if o.sameVersion {
+		bins[1] = bins[0]
+	}
 	if bins[0] == "" || bins[1] == "" {
 		haMissing(t, "the HA pair needs KUBEATLAS_KUBE_APISERVER (v1.36.3, built in internal/integration/kube-apiserver) and %s (v1.37.1, built in internal/integration/kube-apiserver-v1.37)", nextAPIServerVar)
 	}
