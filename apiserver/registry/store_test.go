@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
@@ -372,5 +373,32 @@ func TestUnreadyUntilFilled(t *testing.T) {
 	s.MarkReady()
 	if _, err := s.List(context.Background(), &metainternalversion.ListOptions{}); err != nil {
 		t.Fatalf("list after MarkReady: %v", err)
+	}
+}
+
+// signal records whether API priority and fairness was told that a watch
+// is set up.
+type signal struct{ done chan struct{} }
+
+func (s signal) Signal() { close(s.done) }
+func (s signal) Wait()   { <-s.done }
+
+// TestWatchReleasesItsSeat: a watch tells API priority and fairness that
+// it is set up, as the watch cache does, so that its seat goes to the next
+// request instead of being held for the watch's life (with APF on, behind
+// the aggregator, new watches otherwise queue and get 429s).
+func TestWatchReleasesItsSeat(t *testing.T) {
+	s := newStore(clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), nil)
+	s.Upsert(group("a", "v1", nil))
+	sig := signal{done: make(chan struct{})}
+	w, err := s.Watch(utilflowcontrol.WithInitializationSignal(context.Background(), sig), &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case <-sig.done:
+	default:
+		t.Fatal("the watch is set up and API priority and fairness was not told: it holds its seat")
 	}
 }
