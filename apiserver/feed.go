@@ -72,6 +72,12 @@ func (f *Feed) Run(ctx context.Context) error {
 		}
 	})
 	defer unsubscribe()
+	// A client that had a snapshot before it was handed over (read
+	// already, or from a disk cache) tells subscribers only of changes
+	// after it.
+	if s := f.Client.Current(); s != nil {
+		f.applySnapshot(s)
+	}
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -81,28 +87,37 @@ func (f *Feed) Run(ctx context.Context) error {
 		}
 	})
 	defer wg.Wait()
-	// The first snapshot reaches the subscriber too; this read only starts
-	// it when watch.Run has not yet.
-	if _, err := f.Client.Snapshot(ctx); err != nil && ctx.Err() == nil {
+	if s, err := f.Client.Snapshot(ctx); err != nil && ctx.Err() == nil {
 		f.Logger.Warn("reading the upstream cluster's discovery", "err", err)
+	} else if s != nil {
+		f.applySnapshot(s)
 	}
 	if f.CheckInterval < 0 {
+		f.Stores.Servers.MarkReady()
+		f.Stores.Consistency.MarkReady()
 		<-ctx.Done()
 		return nil
 	}
+	// A check runs CheckDelay after a change, later changes postponing it,
+	// but never more than CheckInterval after the last one: a group that
+	// changes every second must not keep apiservers from being checked.
+	var last time.Time
 	next := f.Clock.NewTimer(0)
-	defer next.Stop()
+	defer func() { next.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
 			next.Stop()
-			next = f.Clock.NewTimer(f.CheckDelay)
+			next = f.Clock.NewTimer(min(f.CheckDelay, max(0, f.CheckInterval-f.Clock.Since(last))))
 			continue
 		case <-next.C():
 		}
+		last = f.Clock.Now()
 		f.check(ctx)
+		f.Stores.Servers.MarkReady() // after the first check, whatever it found
+		f.Stores.Consistency.MarkReady()
 		next = f.Clock.NewTimer(f.CheckInterval)
 	}
 }
@@ -123,8 +138,12 @@ func (f *Feed) check(ctx context.Context) {
 func (f *Feed) applySnapshot(s *discovery.Snapshot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.snapshot != nil && s.Generation() <= f.snapshot.Generation() {
+		return // told already, or older than what was
+	}
 	f.snapshot = s
 	f.applyGroupsLocked()
+	f.Stores.Groups.MarkReady()
 }
 
 func (f *Feed) applyGroupsLocked() {

@@ -3,10 +3,12 @@ package apiserver_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -43,11 +45,16 @@ func TestInformerAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, err := dc.Resource(apigroupsGVR).Watch(context.Background(), metav1.ListOptions{ResourceVersion: strconv.FormatUint(lastRV, 10)}); !apierrors.IsResourceExpired(err) {
-		if err == nil {
-			w.Stop()
-		}
-		t.Fatalf("watch from the first process's resourceVersion %d: %v, want 410 Expired", lastRV, err)
+	// As from the API server's watch cache, the watch is opened and its one
+	// event is the error.
+	w, err := dc.Resource(apigroupsGVR).Watch(context.Background(), metav1.ListOptions{ResourceVersion: strconv.FormatUint(lastRV, 10)})
+	if err != nil {
+		t.Fatalf("watch from the first process's resourceVersion %d failed as a request: %v; want an ERROR event", lastRV, err)
+	}
+	e := <-w.ResultChan()
+	w.Stop()
+	if err := apierrors.FromObject(e.Object); e.Type != watch.Error || !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch from the first process's resourceVersion %d: %v %v, want an ERROR event with 410 Expired", lastRV, e.Type, err)
 	}
 	eventually(t, "the change made while the server was down", func() bool {
 		_, during := r.get("during.example.com")
@@ -72,4 +79,15 @@ func TestInformerAcrossRestart(t *testing.T) {
 		}
 		return true
 	})
+	// The new process answered nothing before its feed had filled it
+	// (429, as the API server while its watch cache initializes): had it
+	// listed an empty store, the informer would have deleted every group
+	// and added it back.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if e != "delete before.example.com" && strings.HasPrefix(e, "delete ") {
+			t.Errorf("the informer was told %q across the restart; only before.example.com went", e)
+		}
+	}
 }

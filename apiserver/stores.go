@@ -29,6 +29,7 @@ func (s Stores) closeWatches() {
 // windows and buffers) and may be nil.
 func NewStores(tune func(*registry.Config)) Stores {
 	mk := func(c registry.Config) *registry.Store {
+		c.Unready = true // until the feed has filled it (Feed.Run)
 		if tune != nil {
 			tune(&c)
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
 
@@ -68,6 +70,12 @@ type Config struct {
 	// Clock gives the resourceVersion base and drives bookmarks (the real
 	// clock by default).
 	Clock clock.WithTicker
+	// Unready makes the Store answer lists and watches with 429 and
+	// Retry-After: 1 s until MarkReady, as the API server does while its
+	// watch cache initializes: a store its feed has not filled yet would
+	// otherwise list nothing, and an informer relisting after a restart
+	// would delete every object and add it back a moment later.
+	Unready bool
 }
 
 // event is one change, kept for watches that resume.
@@ -96,6 +104,7 @@ type Store struct {
 	dropped  uint64  // rv of the newest event dropped from history (0: none)
 	base     uint64
 	watchers map[*watcher]struct{}
+	ready    atomic.Bool
 }
 
 // NewStore returns an empty Store.
@@ -113,7 +122,21 @@ func NewStore(cfg Config) *Store {
 		cfg.Clock = clock.RealClock{}
 	}
 	base := uint64(cfg.Clock.Now().UnixMicro())
-	return &Store{cfg: cfg, objects: map[string]Object{}, rv: base, base: base, watchers: map[*watcher]struct{}{}}
+	s := &Store{cfg: cfg, objects: map[string]Object{}, rv: base, base: base, watchers: map[*watcher]struct{}{}}
+	s.ready.Store(!cfg.Unready)
+	return s
+}
+
+// MarkReady ends what Config.Unready began: from now on lists and watches
+// are answered.
+func (s *Store) MarkReady() { s.ready.Store(true) }
+
+// errUnready is the API server's answer while its watch cache initializes.
+func (s *Store) errUnready() error {
+	if s.ready.Load() {
+		return nil
+	}
+	return apierrors.NewTooManyRequests(fmt.Sprintf("%s: storage is initializing", s.cfg.Resource), 1)
 }
 
 var (
@@ -155,6 +178,9 @@ func (s *Store) ResourceVersion() uint64 {
 
 // Get implements rest.Getter.
 func (s *Store) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	if err := s.errUnready(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	o, ok := s.objects[name]
 	s.mu.Unlock()
@@ -182,6 +208,9 @@ func shallowCopy(o Object) Object {
 // or expired) and does not paginate: the lists are small (one object per API
 // group).
 func (s *Store) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if err := s.errUnready(); err != nil {
+		return nil, err
+	}
 	match, err := s.matcher(opts)
 	if err != nil {
 		return nil, err
@@ -296,15 +325,23 @@ func (s *Store) recordLocked(e event) {
 }
 
 // Watch implements rest.Watcher:
-//   - resourceVersion "" or "0", or sendInitialEvents=true: an ADDED event
-//     per current object, then changes; with sendInitialEvents, a bookmark
-//     annotated k8s.io/initial-events-end after the ADDED events when
-//     bookmarks are allowed too (a WatchList request);
+//   - resourceVersion "" or "0" (without sendInitialEvents=false), or
+//     sendInitialEvents=true: an ADDED event per current object, then
+//     changes; with sendInitialEvents, a bookmark annotated
+//     k8s.io/initial-events-end after the ADDED events when bookmarks are
+//     allowed too (a WatchList request);
+//   - resourceVersion "" or "0" with sendInitialEvents=false: the changes
+//     from now on;
 //   - another resourceVersion: the changes after it, from the window of
-//     kept events, or 410 Gone when it is older than the window (or from
-//     before a restart) or newer than the store;
+//     kept events; older than the window (or from before a restart): an
+//     ERROR event with 410 Gone (Expired); newer than the store: an ERROR
+//     event with a timeout whose cause is ResourceVersionTooLarge. As from
+//     the API server's watch cache, the request itself succeeds;
 //   - allowWatchBookmarks: a bookmark every BookmarkInterval.
 func (s *Store) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	if err := s.errUnready(); err != nil {
+		return nil, err
+	}
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
@@ -327,17 +364,22 @@ func (s *Store) Watch(ctx context.Context, opts *metainternalversion.ListOptions
 	w := &watcher{store: s, match: match, bookmarks: opts.AllowWatchBookmarks}
 	var replay []event
 	switch {
-	case fromNow || initial:
+	case !fromNow && from > s.rv:
+		// From a store ahead of this one (another process, during a
+		// rollout): the API server's answer after waiting in vain.
+		return errWatch(tooLarge(from, s.rv)), nil
+	case initial || fromNow && opts.SendInitialEvents == nil:
 		for _, name := range slices.Sorted(maps.Keys(s.objects)) {
 			replay = append(replay, event{typ: watch.Added, obj: s.objects[name], rv: s.rv})
 		}
+	case fromNow: // sendInitialEvents=false: the changes from now on
 	default:
 		oldest := s.base // every change after the base is kept...
 		if s.dropped != 0 {
 			oldest = s.dropped // ...until the window drops some
 		}
-		if from < oldest || from > s.rv {
-			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, oldest))
+		if from < oldest {
+			return errWatch(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, oldest))), nil
 		}
 		i, _ := slices.BinarySearchFunc(s.history, from+1, func(e event, rv uint64) int { return cmpUint(e.rv, rv) })
 		replay = s.history[i:]
@@ -353,12 +395,39 @@ func (s *Store) Watch(ctx context.Context, opts *metainternalversion.ListOptions
 		w.ch <- s.bookmarkLocked(map[string]string{initialEventsEnd: "true"})
 	}
 	s.watchers[w] = struct{}{}
+	// The watch is set up: API priority and fairness may give its seat to
+	// the next request (it holds it for the watch's whole life otherwise,
+	// so that with APF on, as behind the aggregator, new watches queued and
+	// got 429s: 368 of 1,000 watchers connected in 12 minutes). The
+	// watch cache signals the same as it starts sending.
+	utilflowcontrol.WatchInitialized(ctx)
 	if w.bookmarks {
 		w.ticker = s.cfg.Clock.NewTicker(s.cfg.BookmarkInterval)
 		w.done = make(chan struct{})
 		go w.tick()
 	}
 	return w, nil
+}
+
+// errWatch is a watch that sends err as its only event and ends, which is
+// how the API server's watch cache answers a resourceVersion it cannot
+// serve (the request itself succeeds): clients of every language handle a
+// 410 Gone there, as an ERROR event.
+func errWatch(err *apierrors.StatusError) watch.Interface {
+	ch := make(chan watch.Event, 1)
+	status := err.Status()
+	ch <- watch.Event{Type: watch.Error, Object: &status}
+	close(ch)
+	return watch.NewProxyWatcher(ch)
+}
+
+// tooLarge is the API server's error for a resourceVersion newer than it
+// has: a timeout to retry after a second, with the cause that tells clients
+// (client-go's reflector) to list anew.
+func tooLarge(asked, current uint64) *apierrors.StatusError {
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", asked, current), 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return err
 }
 
 func cmpUint(a, b uint64) int {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
@@ -102,10 +103,30 @@ func TestResourceVersionsGrowAcrossRestart(t *testing.T) {
 	if rv := rvOf(t, o); rv <= last {
 		t.Fatalf("resourceVersion after the restart %d is not above %d", rv, last)
 	}
-	_, err = after.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: strconv.FormatUint(last, 10)})
-	if !apierrors.IsResourceExpired(err) {
+	if err := watchError(t, after, metainternalversion.ListOptions{ResourceVersion: strconv.FormatUint(last, 10)}); !apierrors.IsResourceExpired(err) {
 		t.Fatalf("watch from before the restart: %v, want 410 Expired", err)
 	}
+}
+
+// watchError opens a watch with opts, which must succeed, and returns the
+// error of its one event, which must be an ERROR, before the watch ends:
+// how the API server's watch cache answers a resourceVersion it cannot
+// serve.
+func watchError(t *testing.T, s *registry.Store, opts metainternalversion.ListOptions) error {
+	t.Helper()
+	w, err := s.Watch(context.Background(), &opts)
+	if err != nil {
+		t.Fatalf("watch %+v failed as a request (%v); the API server answers with an ERROR event", opts, err)
+	}
+	defer w.Stop()
+	e, ok := <-w.ResultChan()
+	if !ok || e.Type != watch.Error {
+		t.Fatalf("watch %+v: first event %v (open %v), want ERROR", opts, e.Type, ok)
+	}
+	if _, ok := <-w.ResultChan(); ok {
+		t.Fatalf("watch %+v: more after the ERROR event", opts)
+	}
+	return apierrors.FromObject(e.Object)
 }
 
 func TestWatchResumesAndExpiresPastWindow(t *testing.T) {
@@ -124,11 +145,19 @@ func TestWatchResumesAndExpiresPastWindow(t *testing.T) {
 	}
 	nothing(t, w)
 	// After a, b's event is gone: 410, so the client relists.
-	if _, err := s.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: strconv.FormatUint(rvs[0], 10)}); !apierrors.IsResourceExpired(err) {
+	if err := watchError(t, s, metainternalversion.ListOptions{ResourceVersion: strconv.FormatUint(rvs[0], 10)}); !apierrors.IsResourceExpired(err) {
 		t.Fatalf("watch past the window: %v, want 410 Expired", err)
 	}
-	if _, err := s.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: strconv.FormatUint(rvs[4]+1, 10)}); !apierrors.IsResourceExpired(err) {
-		t.Fatalf("watch from the future: %v, want 410 Expired", err)
+	// From a store ahead of this one (another process during a rollout),
+	// plain or WatchList: too large, so that the client lists anew.
+	yes := true
+	for _, opts := range []metainternalversion.ListOptions{
+		{ResourceVersion: strconv.FormatUint(rvs[4]+1, 10)},
+		{ResourceVersion: strconv.FormatUint(rvs[4]+1, 10), SendInitialEvents: &yes, AllowWatchBookmarks: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+	} {
+		if err := watchError(t, s, opts); !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+			t.Fatalf("watch %+v from the future: %v, want a timeout with cause ResourceVersionTooLarge", opts, err)
+		}
 	}
 	if _, err := s.Watch(context.Background(), &metainternalversion.ListOptions{ResourceVersion: "x"}); !apierrors.IsBadRequest(err) {
 		t.Fatalf("watch from a bad resourceVersion: %v, want 400", err)
@@ -162,6 +191,15 @@ func TestListAndWatchFromNow(t *testing.T) {
 	e := next(t, w)
 	if e.Type != watch.Deleted || name(e) != "b" || rvOf(t, e.Object) != s.ResourceVersion() {
 		t.Fatalf("got %v %s at %d, want DELETED b at %d", e.Type, name(e), rvOf(t, e.Object), s.ResourceVersion())
+	}
+	nothing(t, w)
+	// sendInitialEvents=false: no ADDED for what is there, only changes.
+	no := false
+	w = watchFrom(t, s, metainternalversion.ListOptions{ResourceVersion: "", SendInitialEvents: &no})
+	nothing(t, w)
+	s.Upsert(group("c", "v1", nil))
+	if e := next(t, w); e.Type != watch.Added || name(e) != "c" {
+		t.Fatalf("sendInitialEvents=false: got %v %s, want ADDED c (the change after the watch began) alone", e.Type, name(e))
 	}
 	nothing(t, w)
 	if _, err := s.Get(context.Background(), "b", nil); !apierrors.IsNotFound(err) {
@@ -307,5 +345,60 @@ func TestReadersDoNotShareObjects(t *testing.T) {
 	o1.GetObjectKind().SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("Group"))
 	if !o2.GetObjectKind().GroupVersionKind().Empty() || !got.GetObjectKind().GroupVersionKind().Empty() {
 		t.Fatal("setting one reader's kind changed another's")
+	}
+}
+
+// TestUnreadyUntilFilled: a store made Unready answers gets, lists and
+// watches with 429 and Retry-After 1 s (the API server's answer while its
+// watch cache initializes, which clients retry) until MarkReady, not an
+// empty list that would make informers delete what they hold.
+func TestUnreadyUntilFilled(t *testing.T) {
+	s := newStore(clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), func(c *registry.Config) { c.Unready = true })
+	s.Upsert(group("a", "v1", nil))
+	check := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsTooManyRequests(err) {
+			t.Fatalf("%s before MarkReady: %v, want 429", what, err)
+		}
+		if d, ok := apierrors.SuggestsClientDelay(err); !ok || d != 1 {
+			t.Fatalf("%s before MarkReady: Retry-After %d (%v), want 1", what, d, ok)
+		}
+	}
+	_, err := s.List(context.Background(), &metainternalversion.ListOptions{})
+	check("list", err)
+	_, err = s.Get(context.Background(), "a", nil)
+	check("get", err)
+	_, err = s.Watch(context.Background(), &metainternalversion.ListOptions{})
+	check("watch", err)
+	s.MarkReady()
+	if _, err := s.List(context.Background(), &metainternalversion.ListOptions{}); err != nil {
+		t.Fatalf("list after MarkReady: %v", err)
+	}
+}
+
+// signal records whether API priority and fairness was told that a watch
+// is set up.
+type signal struct{ done chan struct{} }
+
+func (s signal) Signal() { close(s.done) }
+func (s signal) Wait()   { <-s.done }
+
+// TestWatchReleasesItsSeat: a watch tells API priority and fairness that
+// it is set up, as the watch cache does, so that its seat goes to the next
+// request instead of being held for the watch's life (with APF on, behind
+// the aggregator, new watches otherwise queue and get 429s).
+func TestWatchReleasesItsSeat(t *testing.T) {
+	s := newStore(clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), nil)
+	s.Upsert(group("a", "v1", nil))
+	sig := signal{done: make(chan struct{})}
+	w, err := s.Watch(utilflowcontrol.WithInitializationSignal(context.Background(), sig), &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case <-sig.done:
+	default:
+		t.Fatal("the watch is set up and API priority and fairness was not told: it holds its seat")
 	}
 }
