@@ -142,9 +142,12 @@ func WithoutServedAPI() Option {
 // authenticated user where the API is deployed as its manifests say, whose
 // server changes an object when its group's discovery changes; each event
 // revalidates discovery at once and once more a moment later. When it is
-// forbidden, or 4 lists or watches of it fail in a row (its server gone:
-// about 9 s), Run falls back to what follows for the rest of its run
-// (WithoutServedAPI: always).
+// forbidden (for the rest of the run), or 4 lists or watches of it fail
+// in a row (its server gone: about 9 s), or while discovery lists it
+// Stale (an APIService just registered, or its server down), Run does what
+// follows instead, and returns to the served API within a second of
+// discovery listing it current again, 30 s after a failure at the
+// earliest (WithoutServedAPI: never).
 //
 // Otherwise it watches CustomResourceDefinitions (metadata only) and APIServices and
 // revalidates discovery (two conditional requests) when an event can change
@@ -180,14 +183,91 @@ func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 	}
 	w := &watcher{c: c, hook: c.WatchHook(), o: o, wake: make(chan struct{}, 1),
 		refreshes: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
-	if err := w.run(ctx); err != nil {
-		if errors.Is(err, errForbidden) {
-			w.hook.Forbidden()
+	for ctx.Err() == nil {
+		// Watch the served API while it can be; then what changes
+		// discovery directly, or poll, until the served API can be watched
+		// again.
+		if w.mayUseServed() {
+			w.useServed(ctx)
 		}
-		w.hook.Logger().Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
-		c.Poll(ctx, o.fallbackPoll)
+		dctx, cancel := context.WithCancel(ctx)
+		stop := w.untilServed(dctx, cancel)
+		if err := w.run(dctx); err != nil && dctx.Err() == nil {
+			if errors.Is(err, errForbidden) {
+				w.hook.Forbidden()
+			}
+			w.hook.Logger().Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
+			c.Poll(dctx, o.fallbackPoll)
+		}
+		stop()
+		cancel()
 	}
 	return nil
+}
+
+// servedRetry is how long after the served API failed Run waits before it
+// tries it again, once discovery lists it current again; servedRecheck is
+// how often it looks meanwhile (in memory: the snapshot Run keeps current
+// by other means).
+const (
+	servedRetry   = 30 * time.Second
+	servedRecheck = time.Second
+)
+
+// mayUseServed says whether the served API is to be watched now: it is
+// served, current and watchable, not refused (a 403 is for good), and not
+// failed within servedRetry.
+func (w *watcher) mayUseServed() bool {
+	return !w.o.direct && !w.servedForbidden && !time.Now().Before(w.servedRetryAt) && servesAPIGroups(w.c.Current())
+}
+
+// useServed watches the served API until ctx ends or it fails; a failure
+// is logged and remembered.
+func (w *watcher) useServed(ctx context.Context) {
+	hc, cfg := w.hook.Connection()
+	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err == nil {
+		err = w.watchServed(ctx, dc)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	w.servedForbidden = errors.Is(err, errForbidden)
+	w.servedRetryAt = time.Now().Add(servedRetry)
+	w.hook.Logger().Info("discovery: cannot watch the served discovery API; watching CustomResourceDefinitions and APIServices instead", "err", err, "forbidden", w.servedForbidden)
+}
+
+// untilServed calls cancel, from a goroutine of its own, once the served
+// API may be watched (again): listed current after an outage, or after
+// Run started while it was Stale (its APIService just registered). stop
+// ends the goroutine and waits for it.
+func (w *watcher) untilServed(ctx context.Context, cancel func()) (stop func()) {
+	done := make(chan struct{})
+	if w.o.direct || w.servedForbidden {
+		close(done)
+		return func() {}
+	}
+	quit := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(servedRecheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if w.mayUseServed() {
+					w.hook.Logger().Info("discovery: the served discovery API is served again; watching it")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // expectation is what an event leads Run to expect of discovery.
@@ -214,6 +294,11 @@ type watcher struct {
 	seq     uint64 // of the last expectation
 
 	wake chan struct{} // an event came
+
+	// Written by Run's goroutine while no untilServed goroutine (which
+	// reads them) runs.
+	servedForbidden bool      // the served API answered 403: not tried again
+	servedRetryAt   time.Time // the served API failed: not tried again before
 	// refreshes paces the rounds events ask for.
 	refreshes *rate.Limiter
 }
@@ -234,13 +319,6 @@ func (w *watcher) run(ctx context.Context) error {
 	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return err
-	}
-	if !w.o.direct && servesAPIGroups(w.c.Current()) {
-		err := w.watchServed(ctx, dc)
-		if err == nil || ctx.Err() != nil {
-			return nil
-		}
-		w.hook.Logger().Info("discovery: cannot watch the served discovery API; watching CustomResourceDefinitions and APIServices instead", "err", err)
 	}
 	mc, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
@@ -267,10 +345,11 @@ func (w *watcher) run(ctx context.Context) error {
 var servedAPIGroups = schema.GroupVersionResource{Group: "discovery.kubeatlas.io", Version: "v1alpha1", Resource: "apigroups"}
 
 // servedGiveUp is how many lists or watches of the served API in a row
-// may fail before Run watches CRDs and APIServices instead, for the rest
-// of the run: with the reflector's backoff and the pacer's, about 9 s
-// (TestServedAPIGivenUpAfterFailures), so a server that is gone is not
-// waited for long, and a 403 is not waited for at all.
+// may fail before Run watches CRDs and APIServices instead (until
+// discovery lists the served API current again): with the reflector's
+// backoff and the pacer's, about 9 s (TestServedAPIGivenUpAfterFailures),
+// so a server that is gone is not waited for long, and a 403 is not waited
+// for at all.
 const servedGiveUp = 4
 
 // servesAPIGroups says whether s serves servedAPIGroups, currently, with
