@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/consistency"
 	"github.com/kubeatlas/kubeatlas/discovery"
@@ -29,10 +30,15 @@ const (
 	LabelServedEverywhere = v1alpha1.GroupName + "/served-everywhere"
 )
 
-// groupObjectName is the object name of an API group: its name, or "core".
+// groupObjectName is the object name of an API group: its name, "core" for
+// the core group, and "group:core" for a group named core (an APIService's
+// may be), which no group's name can be (':' is not in DNS names).
 func groupObjectName(group string) string {
-	if group == "" {
+	switch group {
+	case "":
 		return v1alpha1.CoreGroupName
+	case v1alpha1.CoreGroupName:
+		return "group:" + group
 	}
 	return group
 }
@@ -59,7 +65,7 @@ func apiGroups(s *discovery.Snapshot, differences map[string][]consistency.Diffe
 				stale = true
 			}
 			for _, r := range v.Resources {
-				gv.Resources = append(gv.Resources, apiResource(r))
+				gv.Resources = append(gv.Resources, apiResource(schema.GroupVersion{Group: g.Name, Version: v.Version}, r))
 			}
 			obj.Status.Versions = append(obj.Status.Versions, gv)
 		}
@@ -96,16 +102,25 @@ func groupCondition(diffs []consistency.Difference) metav1.Condition {
 		Message: strings.Join(parts, "; ")}
 }
 
-func apiResource(r discovery.Resource) v1alpha1.APIResource {
+// apiResource is r, a resource of gv; its kind's group and version are
+// told where they are not gv.
+func apiResource(gv schema.GroupVersion, r discovery.Resource) v1alpha1.APIResource {
 	out := v1alpha1.APIResource{
 		Name: r.Name, SingularName: r.SingularName, Kind: r.Kind.Kind, Scope: v1alpha1.ScopeCluster,
 		Verbs: slices.Clone(r.Verbs), ShortNames: slices.Clone(r.ShortNames), Categories: slices.Clone(r.Categories),
+	}
+	if kgv := r.Kind.GroupVersion(); kgv != gv && r.Kind.Kind != "" {
+		out.Group, out.Version = kgv.Group, kgv.Version
 	}
 	if r.Namespaced {
 		out.Scope = v1alpha1.ScopeNamespaced
 	}
 	for _, s := range r.Subresources {
-		out.Subresources = append(out.Subresources, v1alpha1.APISubresource{Name: s.Name, Kind: s.Kind.Kind, Verbs: slices.Clone(s.Verbs)})
+		sub := v1alpha1.APISubresource{Name: s.Name, Kind: s.Kind.Kind, Verbs: slices.Clone(s.Verbs)}
+		if kgv := s.Kind.GroupVersion(); kgv != gv && s.Kind.Kind != "" {
+			sub.Group, sub.Version = kgv.Group, kgv.Version
+		}
+		out.Subresources = append(out.Subresources, sub)
 	}
 	return out
 }

@@ -112,6 +112,19 @@ func schema_apiserver_apis_discovery_v1alpha1_APIResource(ref common.ReferenceCa
 							Format:  "",
 						},
 					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Group and Version are the kind's where they are not the resource's own group-version (autoscaling/v1 Scale for a scale subresource, a resource answering in another version); empty otherwise.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
 					"scope": {
 						SchemaProps: spec.SchemaProps{
 							Default: "",
@@ -379,6 +392,19 @@ func schema_apiserver_apis_discovery_v1alpha1_APISubresource(ref common.Referenc
 							Format: "",
 						},
 					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Group and Version: as APIResource's.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
 					"verbs": {
 						SchemaProps: spec.SchemaProps{
 							Type: []string{"array"},
@@ -615,7 +641,7 @@ func schema_apiserver_apis_discovery_v1alpha1_Group(ref common.ReferenceCallback
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "Group is one API group the upstream cluster serves; its name is the group's name, or CoreGroupName for the core group (\"\" is not a valid object name, and no CRD or APIService group can be \"core\": theirs need a dot).",
+				Description: "Group is one API group the upstream cluster serves; its name is the group's name, or CoreGroupName for the core group (\"\" is not a valid object name). No CRD group can be \"core\" (theirs need a dot), but an APIService's can: such a group's object is named \"group:core\", a name no group can have.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {

@@ -6,8 +6,9 @@ import (
 
 // Group is one API group the upstream cluster serves; its name is the
 // group's name, or CoreGroupName for the core group ("" is not a valid
-// object name, and no CRD or APIService group can be "core": theirs need a
-// dot).
+// object name). No CRD group can be "core" (theirs need a dot), but an
+// APIService's can: such a group's object is named "group:core", a name no
+// group can have.
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type Group struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -53,9 +54,14 @@ const (
 
 // APIResource is one resource of a group-version.
 type APIResource struct {
-	Name         string           `json:"name"`
-	SingularName string           `json:"singularName,omitempty"`
-	Kind         string           `json:"kind"`
+	Name         string `json:"name"`
+	SingularName string `json:"singularName,omitempty"`
+	Kind         string `json:"kind"`
+	// Group and Version are the kind's where they are not the resource's
+	// own group-version (autoscaling/v1 Scale for a scale subresource, a
+	// resource answering in another version); empty otherwise.
+	Group        string           `json:"group,omitempty"`
+	Version      string           `json:"version,omitempty"`
 	Scope        string           `json:"scope"`
 	Verbs        []string         `json:"verbs,omitempty"`
 	ShortNames   []string         `json:"shortNames,omitempty"`
@@ -65,9 +71,12 @@ type APIResource struct {
 
 // APISubresource is a subresource of an APIResource (status, scale).
 type APISubresource struct {
-	Name  string   `json:"name"`
-	Kind  string   `json:"kind,omitempty"`
-	Verbs []string `json:"verbs,omitempty"`
+	Name string `json:"name"`
+	Kind string `json:"kind,omitempty"`
+	// Group and Version: as APIResource's.
+	Group   string   `json:"group,omitempty"`
+	Version string   `json:"version,omitempty"`
+	Verbs   []string `json:"verbs,omitempty"`
 }
 
 // GroupList is a list of Groups.
