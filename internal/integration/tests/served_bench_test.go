@@ -279,13 +279,12 @@ func diffCounts(after, before map[string]int) map[string]int {
 // polling alternative is computed: N clients polling discovery every 30 s
 // with 2 GETs each (/api, /apis) send N·2/30 requests a second.
 //
-// API priority and fairness is off in kubeatlas-apiserver here
-// (--enable-priority-and-fairness=false; long-running requests are then
-// outside the max-in-flight limit): its registry never tells APF that a
-// watch is initialized (utilflowcontrol.WatchInitialized, which
-// k8s.io/apiserver's cacher and etcd3 watcher call), so each watch holds
-// an APF seat for its whole life, and with APF on new watches queue, get
-// 429 and stall: 368 watchers after 12 minutes (-served-apf=true shows it).
+// API priority and fairness is on in kubeatlas-apiserver, as deployed
+// (-served-apf=false turns it off). Before its registry told APF that a
+// watch is initialized (utilflowcontrol.WatchInitialized, as
+// k8s.io/apiserver's cacher does), each watch held an APF seat for its
+// whole life: new watches queued, got 429 and stalled, 368 watchers after
+// 12 minutes; now 1,000 connect in about 2.6 s with no 429.
 func BenchmarkServedWatchers(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) {
@@ -296,7 +295,7 @@ func BenchmarkServedWatchers(b *testing.B) {
 	}
 }
 
-var servedAPF = flag.Bool("served-apf", false, "BenchmarkServedWatchers: leave API priority and fairness on in kubeatlas-apiserver")
+var servedAPF = flag.Bool("served-apf", true, "BenchmarkServedWatchers: API priority and fairness on in kubeatlas-apiserver (as deployed)")
 
 func benchWatchers(b *testing.B, n int) {
 	b.StopTimer()
