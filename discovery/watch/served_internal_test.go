@@ -158,3 +158,20 @@ var (
 	metav1CreateOptions = metav1.CreateOptions{}
 	metav1DeleteOptions = metav1.DeleteOptions{}
 )
+
+// TestRefreshLimitOption: WithRefreshLimit sets the pace of refreshes
+// events ask for, and refuses what cannot be a pace.
+func TestRefreshLimitOption(t *testing.T) {
+	var o watchOptions
+	if err := WithRefreshLimit(200*time.Millisecond, 10)(&o); err != nil || o.refreshEvery != 200*time.Millisecond || o.refreshBurst != 10 {
+		t.Fatalf("WithRefreshLimit(200ms, 10): %+v, %v", o, err)
+	}
+	for _, bad := range []struct {
+		every time.Duration
+		burst int
+	}{{0, 10}, {time.Second, 0}, {-time.Second, 1}} {
+		if err := WithRefreshLimit(bad.every, bad.burst)(&o); err == nil {
+			t.Errorf("WithRefreshLimit(%v, %d) was accepted", bad.every, bad.burst)
+		}
+	}
+}

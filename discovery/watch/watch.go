@@ -78,6 +78,8 @@ var (
 type watchOptions struct {
 	upgradePoll, fallbackPoll, settle, debounce time.Duration
 	direct                                      bool
+	refreshEvery                                time.Duration
+	refreshBurst                                int
 }
 
 // Option configures Run.
@@ -119,6 +121,23 @@ func WithSettle(d time.Duration) Option {
 // DefaultDebounce (50ms).
 func WithDebounce(d time.Duration) Option {
 	return func(o *watchOptions) error { return setPositive("debounce", d, &o.debounce) }
+}
+
+// WithRefreshLimit sets how many refreshes events may ask for at once
+// (burst), and then how often (one per every). Default: 5, then one a
+// second: a flood of events costs about one refresh (two conditional
+// requests) a second, and a steady stream of changes, each needing a
+// refresh or two before discovery shows it, reaches subscribers about a
+// second apart. A client that serves many others (kubeatlas-apiserver)
+// may spend more to keep a stream of changes faster.
+func WithRefreshLimit(every time.Duration, burst int) Option {
+	return func(o *watchOptions) error {
+		if burst < 1 {
+			return fmt.Errorf("discovery/watch: refresh burst must be at least 1, got %d", burst)
+		}
+		o.refreshBurst = burst
+		return setPositive("refresh interval", every, &o.refreshEvery)
+	}
 }
 
 // WithoutServedAPI makes Run watch CRDs and APIServices even where the
@@ -171,7 +190,8 @@ func WithoutServedAPI() Option {
 // logs so once (to c's logger), reports it in Stats.WatchForbidden, and
 // polls every fallback interval instead (see Client.Poll).
 func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
-	o := watchOptions{upgradePoll: DefaultUpgradePoll, fallbackPoll: DefaultFallbackPoll, settle: DefaultSettle, debounce: DefaultDebounce}
+	o := watchOptions{upgradePoll: DefaultUpgradePoll, fallbackPoll: DefaultFallbackPoll, settle: DefaultSettle, debounce: DefaultDebounce,
+		refreshEvery: refreshEvery, refreshBurst: refreshBurst}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return err
@@ -182,7 +202,7 @@ func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 		return nil
 	}
 	w := &watcher{c: c, hook: c.WatchHook(), o: o, wake: make(chan struct{}, 1),
-		refreshes: rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)}
+		refreshes: rate.NewLimiter(rate.Every(o.refreshEvery), o.refreshBurst)}
 	for ctx.Err() == nil {
 		// Watch the served API while it can be; then what changes
 		// discovery directly, or poll, until the served API can be watched
