@@ -180,7 +180,7 @@ type Server struct {
 	objects        *objectStore
 	leases         *leaseStore
 	discoveryDelay time.Duration
-	applying       sync.Mutex // serializes delayed changes (see applyDue)
+	applying       sync.Mutex                       // serializes delayed changes (see applyDue)
 	aggregated     atomic.Pointer[[]*aggregatedAPI] // WithAggregatedAPI; set by NewServer
 }
 
