@@ -74,6 +74,9 @@ func (w *widgetsAPI) serve(rw http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(rw, `{"type":"ADDED","object":{"metadata":{"name":"one"}}}`+"\n")
 	_ = http.NewResponseController(rw).Flush()
 	<-r.Context().Done()
+	// Ending takes a moment, as a real server's watch does (it flushes,
+	// unregisters): Close must wait for it.
+	time.Sleep(50 * time.Millisecond)
 }
 
 // widgetsVersion returns widgets.example.com/v1 in base's aggregated
