@@ -23,11 +23,13 @@
 //   - server.go: Options (k8s.io/apiserver's recommended options, no etcd,
 //     no admission; local mode), the generic server's configuration, New,
 //     NewUnlistened (no listener: a caller's handler serves it, as
-//     discoverytest.WithServedAPI does) and Run, and the local kubeconfig.
+//     servedtest.WithServedAPI does on the fake) and Run, and the local
+//     kubeconfig.
 //   - feed.go: Feed, which keeps the stores equal to the upstream cluster.
 //   - convert.go: snapshots and consistency reports as API objects.
 //   - stores.go: the three resources' stores and their kubectl tables.
 //
 // The types are in apis/discovery/v1alpha1, their OpenAPI definitions in
-// openapi, the store in registry and the command in cmd/kubeatlas-apiserver.
+// openapi, the store in registry, the command in cmd/kubeatlas-apiserver,
+// and this API served on the fake API server, for tests, in servedtest.
 package apiserver

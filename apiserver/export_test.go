@@ -7,8 +7,8 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 )
 
-// The feed's steps, for feed_groups_test.go, an external test: an internal
-// one may not import discoverytest, which imports this package.
+// The feed's steps, for feed_groups_test.go, an external test as every
+// other test of this package is (they go through the public API).
 
 func (f *Feed) ApplySnapshot(s *discovery.Snapshot) { f.applySnapshot(s) }
 

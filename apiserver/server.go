@@ -164,7 +164,7 @@ type Server struct {
 
 // NewUnlistened builds the served API over feed without a listener of its
 // own, for a program that routes requests to it itself, as
-// discoverytest.WithServedAPI does in the kube-aggregator's place: Handler
+// servedtest.WithServedAPI does in the kube-aggregator's place: Handler
 // serves it, ready when NewUnlistened returns, with local mode's
 // authentication and authorization (every request is an authenticated
 // user's, and allowed). Run feeds the stores until ctx ends, then closes

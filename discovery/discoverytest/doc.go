@@ -55,12 +55,16 @@
 //     expire (clients relist); WithWatchForbidden and SetWatchForbidden
 //     answer 403 as RBAC would; WithDiscoveryDelay sends a CRD's watch
 //     events before discovery shows it, as a real cluster does.
-//   - the served discovery API (WithServedAPI): discovery.kubeatlas.io
-//     apigroups, apiservers and clusterconsistencies, served by the
-//     apiserver module's own server, fed by a discovery.Client on this
-//     fake, listed in discovery as the kube-aggregator lists it;
-//     SetServedAPIUnavailable answers the aggregator's 503 and turns its
-//     group Stale. Close stops it.
+//   - aggregated API servers ([WithAggregatedAPI]): a group served beside
+//     the fake by a handler of the caller's, listed in discovery as the
+//     kube-aggregator lists it, its requests proxied after the fake's log,
+//     faults and authentication; the API's own client reaches the fake in
+//     memory, unlogged and never refused. SetAggregatedAPIUnavailable
+//     answers the aggregator's 503 and turns the group Stale; Close stops
+//     it. kubeatlas's served discovery API (discovery.kubeatlas.io) is
+//     served this way by github.com/kubeatlas/kubeatlas/apiserver/servedtest,
+//     in the apiserver module, so that this package does not link
+//     k8s.io/apiserver's generic server.
 //   - observation: Server.Requests logs every request (method, path, Accept,
 //     If-None-Match, status, bytes, backend; a watch while it is open) and
 //     Server.Stats sums it.
@@ -100,9 +104,8 @@
 // This package is the module github.com/kubeatlas/kubeatlas/discovery/discoverytest
 // (go get it beside the core): k8s.io/apiserver, which it runs, brings grpc,
 // otel, prometheus and cel-go, which stay out of the module graph of
-// programs that import only the core's packages. It requires the apiserver
-// module, whose server WithServedAPI runs (and which requires this one
-// for its tests).
+// programs that import only the core's packages. It does not require the
+// apiserver module (which requires this one, for apiserver/servedtest).
 //
 // # Files
 //
@@ -116,8 +119,9 @@
 //   - objects.go, watch.go: CRD and APIService objects, LIST, GET and WATCH.
 //   - leases.go: the backends' identity leases, LIST and GET.
 //   - faults.go: [Fault] and InjectFault; auth.go: bearer tokens.
-//   - served.go: WithServedAPI, SetServedAPIUnavailable, Close: the served
-//     discovery API and the feed's way in.
+//   - aggregated.go: [WithAggregatedAPI], [AggregatedAPI],
+//     SetAggregatedAPIUnavailable, Close: APIs served beside the fake, as
+//     the kube-aggregator proxies them, and their own clients' way in.
 //   - log.go: the request log ([Request], [Stats]).
 //   - start.go, inprocess.go: [Start] and [StartInProcess].
 //   - fleet.go: [Fleet], [Cluster], [StartFleet]: many clusters.

@@ -39,7 +39,7 @@ type options struct {
 	bookmarks       time.Duration
 	discoveryDelay  time.Duration
 	watchForbidden  bool
-	served          bool
+	aggregated      []func(*http.Client, string) (*AggregatedAPI, error)
 	specs           *specCache // set by NewFleet for its Servers
 }
 
@@ -180,8 +180,8 @@ type Server struct {
 	objects        *objectStore
 	leases         *leaseStore
 	discoveryDelay time.Duration
-	applying       sync.Mutex // serializes delayed changes (see applyDue)
-	served         *servedAPI // WithServedAPI; set by NewServer
+	applying       sync.Mutex                       // serializes delayed changes (see applyDue)
+	aggregated     atomic.Pointer[[]*aggregatedAPI] // WithAggregatedAPI; set by NewServer
 }
 
 // NewServer builds a server. With no options it serves the discovery of a
@@ -208,14 +208,14 @@ func NewServer(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	if o.served && o.specs != nil {
-		return nil, errors.New("discoverytest: WithServedAPI cannot be used in a Fleet")
+	if len(o.aggregated) > 0 && o.specs != nil {
+		return nil, errors.New("discoverytest: WithAggregatedAPI cannot be used in a Fleet")
 	}
 	s, err := newServer(o, func(int) *content { return base.clone() })
-	if err != nil || !o.served {
+	if err != nil || len(o.aggregated) == 0 {
 		return s, err
 	}
-	if _, err := startServedAPI(s); err != nil {
+	if err := startAggregatedAPIs(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -306,8 +306,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 // serves alike.
 func (s *Server) serve(b *Backend, w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(backendHeader, b.id)
-	if s.served != nil && isServedAPIPath(r.URL.Path) {
-		s.served.ServeHTTP(w, r)
+	if a := s.aggregatedFor(r.URL.Path); a != nil {
+		a.ServeHTTP(w, r)
 		return
 	}
 	if _, _, ok := objectRoute(r.URL.Path); ok {

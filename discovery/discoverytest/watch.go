@@ -199,7 +199,7 @@ func (st *objectStore) serveGet(w http.ResponseWriter, r *http.Request, t *resou
 // while a continue token comes back.
 func (st *objectStore) serveList(w http.ResponseWriter, r *http.Request, t *resourceType) {
 	st.mu.Lock()
-	if st.forbidden && !fromServedAPIFeed(r.Context()) {
+	if st.forbidden && !fromAggregatedAPI(r.Context()) {
 		st.mu.Unlock()
 		writeStatus(w, st.forbiddenError(t, "list"))
 		return
@@ -277,7 +277,7 @@ func (st *objectStore) serveWatch(w http.ResponseWriter, r *http.Request, t *res
 	}
 
 	st.mu.Lock()
-	if st.forbidden && !fromServedAPIFeed(r.Context()) {
+	if st.forbidden && !fromAggregatedAPI(r.Context()) {
 		st.mu.Unlock()
 		writeStatus(w, st.forbiddenError(t, "watch"))
 		return

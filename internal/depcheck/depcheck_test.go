@@ -172,6 +172,24 @@ func TestCommandsAreLight(t *testing.T) {
 	}
 }
 
+// TestFakeLinksNoServedAPI: the fake API server, and the command that
+// runs it, do not link the served discovery API (the apiserver module) or
+// k8s.io/apiserver's generic server behind it: with them, every test that
+// imported the fake linked 440 more packages (examples/fake-apiserver 118
+// MB instead of 67). apiserver/servedtest serves that API on the fake.
+func TestFakeLinksNoServedAPI(t *testing.T) {
+	if out, err := exec.Command("go", "env", "GOWORK").Output(); err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == "off" {
+		t.Skip("no go.work: the fake's module is not in this build (run from the repository's root workspace)")
+	}
+	for _, pkg := range []string{"discovery/discoverytest", "examples/fake-apiserver"} {
+		for _, dep := range deps(t, pkg) {
+			if under(dep, module+"apiserver") || dep == "k8s.io/apiserver/pkg/server" || under(dep, "k8s.io/kube-aggregator") {
+				t.Errorf("%s links %s", pkg, dep)
+			}
+		}
+	}
+}
+
 // TestFrameworksStayOut: controller-runtime, cli-runtime and Helm are
 // required by the integrations module only, and go-redis by the redisstore
 // module only, never by the core module that users of discovery and

@@ -28,6 +28,7 @@ var testVersion = fmt.Sprintf("v0.1.0-ci.%d", time.Now().UnixNano())
 var consumers = map[string][]string{
 	"github.com/kubeatlas/kubeatlas":                         {"discovery-only", "discovery-restmapper", "openapi3", "fleet"},
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest": {"discoverytest"},
+	"github.com/kubeatlas/kubeatlas/apiserver":               {"servedtest"},
 	"github.com/kubeatlas/kubeatlas/integrations":            {"integrations"},
 	"github.com/kubeatlas/kubeatlas/redisstore":              {"redisstore"},
 }
@@ -39,6 +40,13 @@ var consumers = map[string][]string{
 // core's internal/docserver). integrations gets them from
 // controller-runtime and cli-runtime.
 var lean = []string{"discovery-only", "discovery-restmapper", "openapi3", "fleet", "redisstore"}
+
+// without names, for a consumer, kubeatlas modules that must stay out of
+// its module graph: the fake's users do not get the served API's module
+// (and its kube-aggregator) unless they import apiserver/servedtest.
+var without = map[string][]string{
+	"discoverytest": {"github.com/kubeatlas/kubeatlas/apiserver"},
+}
 
 // serverSide is what k8s.io/apiserver brings into a module graph.
 var serverSide = []string{"k8s.io/apiserver", "google.golang.org/grpc", "go.opentelemetry.io/otel", "github.com/prometheus/client_golang", "github.com/google/cel-go"}
@@ -55,7 +63,7 @@ var commands = map[string][]string{
 
 // install names the package go install installs of a module whose command
 // is not at its root: the apiserver module is a library (the served API,
-// which discoverytest.WithServedAPI runs) with its command beneath.
+// and servedtest, which serves it on the fake) with its command beneath.
 var install = map[string]string{
 	"github.com/kubeatlas/kubeatlas/apiserver": "github.com/kubeatlas/kubeatlas/apiserver/cmd/kubeatlas-apiserver",
 }
@@ -135,9 +143,10 @@ func TestConsumersBuildFromFileProxy(t *testing.T) {
 					}
 				}
 			})
-			continue
-		}
-		if !ok {
+			if !ok {
+				continue // a module of programs only
+			}
+		} else if !ok {
 			t.Errorf("%s has no consumer", m.Path)
 		}
 		for _, name := range names {
@@ -154,6 +163,11 @@ func TestConsumersBuildFromFileProxy(t *testing.T) {
 				for _, line := range graph[1:] { // the first is the consumer
 					if f := strings.Fields(line); strings.HasPrefix(f[0], "github.com/kubeatlas/") && (len(f) != 2 || f[1] != testVersion) {
 						t.Errorf("go list -m all: %s, want %s", line, testVersion)
+					}
+				}
+				for _, line := range graph {
+					if f := strings.Fields(line); len(f) > 0 && slices.Contains(without[name], f[0]) {
+						t.Errorf("%s has %s in its module graph", name, f[0])
 					}
 				}
 				heavy := serverSideIn(graph)

@@ -10,9 +10,12 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/discovery/watch"
+
+	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
+	"github.com/kubeatlas/kubeatlas/apiserver/servedtest"
 )
 
-const servedAPIGroups = "/apis/discovery.kubeatlas.io/v1alpha1/apigroups"
+const servedAPIGroups = "/apis/" + v1alpha1.GroupName + "/v1alpha1/apigroups"
 
 // directRequests counts the client's requests for CRDs and APIServices
 // (the served API's feed does not appear in the fake's log).
@@ -53,7 +56,7 @@ func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
 // as the Change that adds it within the settle time, without one request
 // for CRDs or APIServices.
 func TestWatchUsesServedAPI(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI(), discoverytest.WithWatchForbidden())
+	srv, base := discoverytest.Start(t, servedtest.WithServedAPI(), discoverytest.WithWatchForbidden())
 	c, err := discovery.NewForHTTPClient(nil, base)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +90,7 @@ func TestWatchUsesServedAPI(t *testing.T) {
 // CRDs and APIServices, forbidden here, so to polling; a later CRD still
 // arrives.
 func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI(), discoverytest.WithWatchForbidden())
+	srv, base := discoverytest.Start(t, servedtest.WithServedAPI(), discoverytest.WithWatchForbidden())
 	c, err := discovery.NewForHTTPClient(nil, base)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +99,7 @@ func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
 	c.Subscribe(got.add)
 	startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithFallbackPoll(50*time.Millisecond))
 	waitFor(t, "watching", c.Watching)
-	if err := srv.SetServedAPIUnavailable(true); err != nil {
+	if err := srv.SetAggregatedAPIUnavailable(v1alpha1.GroupName, true); err != nil {
 		t.Fatal(err)
 	}
 	// servedGiveUp failed lists or watches in a row, with backoff: seconds.
@@ -114,7 +117,7 @@ func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
 // TestWithoutServedAPIIgnoresIt: WithoutServedAPI watches CRDs and
 // APIServices where the served API is served, and never asks it.
 func TestWithoutServedAPIIgnoresIt(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI())
+	srv, base := discoverytest.Start(t, servedtest.WithServedAPI())
 	c, err := discovery.NewForHTTPClient(nil, base)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // A program that imports the fake API server, as a user's tests do:
 // discoverytest is a module of its own (it needs k8s.io/apiserver, which
-// stays out of the core's module graph), and serves the discovery API
-// through the apiserver module (WithServedAPI).
+// stays out of the core's module graph), without the apiserver module
+// (see the servedtest consumer).
 package main
 
 import (
@@ -15,13 +15,12 @@ import (
 )
 
 func main() {
-	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(10, 2), discoverytest.WithServedAPI())
+	srv, err := discoverytest.NewServer(discoverytest.WithCRDs(10, 2))
 	if err != nil {
 		log.Fatal(err)
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	defer srv.Close()
 	c, err := discovery.NewForHTTPClient(nil, ts.URL)
 	if err != nil {
 		log.Fatal(err)

@@ -1,4 +1,4 @@
-package discoverytest_test
+package servedtest_test
 
 import (
 	"bufio"
@@ -17,9 +17,37 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+
+	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
+	"github.com/kubeatlas/kubeatlas/apiserver/servedtest"
 )
 
-const servedGroup = "discovery.kubeatlas.io"
+const (
+	servedGroup  = v1alpha1.GroupName
+	acceptV2JSON = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+)
+
+// get sends a GET with the given header name/value pairs and reads the body.
+func get(t testing.TB, url string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp, body
+}
 
 // servedVersion returns the served group's v1alpha1 in base's aggregated
 // discovery, or nil.
@@ -69,9 +97,10 @@ func apiGroupNames(t *testing.T, base string) (int, []string) {
 // TestServedAPI: WithServedAPI lists discovery.kubeatlas.io/v1alpha1 in
 // aggregated and legacy discovery, with the served server's resources and
 // verbs, Current, and serves apigroups, which follow a CRD added to the
-// fake; the feed's own requests are not in the request log.
+// fake although WithWatchForbidden refuses CRDs to clients; the feed's own
+// requests are not in the request log.
 func TestServedAPI(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI())
+	srv, base := discoverytest.Start(t, servedtest.WithServedAPI(), discoverytest.WithWatchForbidden())
 	v := servedVersion(t, base)
 	if v == nil {
 		t.Fatal("aggregated discovery does not list discovery.kubeatlas.io/v1alpha1")
@@ -98,7 +127,12 @@ func TestServedAPI(t *testing.T) {
 		t.Errorf("legacy /apis/%s/v1alpha1: %d %s", servedGroup, resp.StatusCode, body)
 	}
 
-	waitUntil(t, "the apigroups objects", func() bool { _, names := apiGroupNames(t, base); return slices.Contains(names, "apps") })
+	// The feed reads the fake's discovery after the group is listed: the
+	// served group has an object of its own, as in a cluster.
+	waitUntil(t, "the apigroups objects", func() bool {
+		_, names := apiGroupNames(t, base)
+		return slices.Contains(names, "apps") && slices.Contains(names, servedGroup)
+	})
 	if err := srv.AddCRD(discoverytest.CRD{Group: "served.example.com", Versions: []string{"v1"}, Kind: "Served"}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +157,8 @@ func TestServedAPI(t *testing.T) {
 // TestServedAPIUnavailable: the fault answers the aggregator's 503 and
 // turns the group Stale; undone, the API is served again and Current.
 func TestServedAPIUnavailable(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI())
-	if err := srv.SetServedAPIUnavailable(true); err != nil {
+	srv, base := discoverytest.Start(t, servedtest.WithServedAPI())
+	if err := srv.SetAggregatedAPIUnavailable(servedGroup, true); err != nil {
 		t.Fatal(err)
 	}
 	if code, _ := apiGroupNames(t, base); code != http.StatusServiceUnavailable {
@@ -133,7 +167,7 @@ func TestServedAPIUnavailable(t *testing.T) {
 	if v := servedVersion(t, base); v == nil || v.Freshness != apidiscoveryv2.DiscoveryFreshnessStale {
 		t.Errorf("unavailable: discovery %+v, want Stale", v)
 	}
-	if err := srv.SetServedAPIUnavailable(false); err != nil {
+	if err := srv.SetAggregatedAPIUnavailable(servedGroup, false); err != nil {
 		t.Fatal(err)
 	}
 	if code, _ := apiGroupNames(t, base); code != http.StatusOK {
@@ -143,15 +177,15 @@ func TestServedAPIUnavailable(t *testing.T) {
 		t.Errorf("available again: discovery %+v, want Current", v)
 	}
 	plain, _ := discoverytest.Start(t)
-	if err := plain.SetServedAPIUnavailable(true); err == nil {
-		t.Error("SetServedAPIUnavailable without WithServedAPI: no error")
+	if err := plain.SetAggregatedAPIUnavailable(servedGroup, true); err == nil {
+		t.Error("SetAggregatedAPIUnavailable without WithServedAPI: no error")
 	}
 }
 
 // TestServedAPIWatchEndsWhenUnavailable: an open watch of the served API
 // ends when it becomes unavailable, as a proxied connection does.
 func TestServedAPIWatchEndsWhenUnavailable(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithServedAPI())
+	srv, base := discoverytest.Start(t, servedtest.WithServedAPI())
 	waitUntil(t, "the apigroups objects", func() bool { _, names := apiGroupNames(t, base); return len(names) > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -169,7 +203,7 @@ func TestServedAPIWatchEndsWhenUnavailable(t *testing.T) {
 	if err := dec.Decode(&first); err != nil || first.Type != "ADDED" {
 		t.Fatalf("first event %+v, %v; want ADDED", first, err)
 	}
-	if err := srv.SetServedAPIUnavailable(true); err != nil {
+	if err := srv.SetAggregatedAPIUnavailable(servedGroup, true); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -188,7 +222,7 @@ func TestServedAPIWatchEndsWhenUnavailable(t *testing.T) {
 // ends; a Fleet refuses the option.
 func TestServedAPICloseLeavesNothingBehind(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	srv, err := discoverytest.NewServer(discoverytest.WithServedAPI())
+	srv, err := discoverytest.NewServer(servedtest.WithServedAPI())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +250,7 @@ func TestServedAPICloseLeavesNothingBehind(t *testing.T) {
 	ts.Close()
 	goleak.VerifyNone(t, ignore)
 
-	if _, err := discoverytest.NewFleet([]string{"a"}, []discoverytest.Surface{{discoverytest.WithServedAPI()}}); err == nil {
+	if _, err := discoverytest.NewFleet([]string{"a"}, []discoverytest.Surface{{servedtest.WithServedAPI()}}); err == nil {
 		t.Error("a Fleet with WithServedAPI: no error")
 	}
 }
@@ -233,7 +267,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // TestServedAPIInProcess: StartInProcess serves the served API too, to
 // the client it returns.
 func TestServedAPIInProcess(t *testing.T) {
-	_, hc, base := discoverytest.StartInProcess(t, discoverytest.WithServedAPI())
+	_, hc, base := discoverytest.StartInProcess(t, servedtest.WithServedAPI())
 	waitUntil(t, "the apigroups objects", func() bool {
 		resp, err := hc.Get(base + "/apis/" + servedGroup + "/v1alpha1/apigroups/apps")
 		if err != nil {
