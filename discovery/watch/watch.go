@@ -165,8 +165,9 @@ func WithoutServedAPI() Option {
 // in a row (its server gone: about 9 s), or while discovery lists it
 // Stale (an APIService just registered, or its server down), Run does what
 // follows instead, and returns to the served API within a second of
-// discovery listing it current again, 30 s after a failure at the
-// earliest (WithoutServedAPI: never).
+// discovery listing it current again: a second after a failure at the
+// earliest, doubling with each failure that follows a short watch, up to
+// 30 s (WithoutServedAPI: never).
 //
 // Otherwise it watches CustomResourceDefinitions (metadata only) and APIServices and
 // revalidates discovery (two conditional requests) when an event can change
@@ -225,18 +226,21 @@ func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 	return nil
 }
 
-// servedRetry is how long after the served API failed Run waits before it
-// tries it again, once discovery lists it current again; servedRecheck is
-// how often it looks meanwhile (in memory: the snapshot Run keeps current
-// by other means).
+// After the served API failed, Run tries it again once discovery lists it
+// current again, but not before servedRetryMin, doubling with each failure
+// that follows a short watch (under healthyServed) up to servedRetryMax;
+// servedRecheck is how often it looks (in memory: the snapshot Run keeps
+// current by other means).
 const (
-	servedRetry   = 30 * time.Second
-	servedRecheck = time.Second
+	servedRetryMin = time.Second
+	servedRetryMax = 30 * time.Second
+	healthyServed  = time.Minute
+	servedRecheck  = time.Second
 )
 
 // mayUseServed says whether the served API is to be watched now: it is
-// served, current and watchable, not refused (a 403 is for good), and not
-// failed within servedRetry.
+// served, current and watchable, not refused (a 403 is for good), and its
+// last failure's retry time has come.
 func (w *watcher) mayUseServed() bool {
 	return !w.o.direct && !w.servedForbidden && !time.Now().Before(w.servedRetryAt) && servesAPIGroups(w.c.Current())
 }
@@ -246,6 +250,7 @@ func (w *watcher) mayUseServed() bool {
 func (w *watcher) useServed(ctx context.Context) {
 	hc, cfg := w.hook.Connection()
 	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
+	start := time.Now()
 	if err == nil {
 		err = w.watchServed(ctx, dc)
 	}
@@ -253,7 +258,11 @@ func (w *watcher) useServed(ctx context.Context) {
 		return
 	}
 	w.servedForbidden = errors.Is(err, errForbidden)
-	w.servedRetryAt = time.Now().Add(servedRetry)
+	if time.Since(start) >= healthyServed {
+		w.servedFailures = 0
+	}
+	w.servedRetryAt = time.Now().Add(min(servedRetryMin<<min(w.servedFailures, 5), servedRetryMax))
+	w.servedFailures++
 	w.hook.Logger().Info("discovery: cannot watch the served discovery API; watching CustomResourceDefinitions and APIServices instead", "err", err, "forbidden", w.servedForbidden)
 }
 
@@ -319,6 +328,7 @@ type watcher struct {
 	// reads them) runs.
 	servedForbidden bool      // the served API answered 403: not tried again
 	servedRetryAt   time.Time // the served API failed: not tried again before
+	servedFailures  int       // in a row, each after a short watch
 	// refreshes paces the rounds events ask for.
 	refreshes *rate.Limiter
 }

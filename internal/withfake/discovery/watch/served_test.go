@@ -112,6 +112,26 @@ func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the polled Change that adds the CRD", func() bool { return got.added(gvr) })
+
+	// Served again: Run watches it again (not polling for good), and what
+	// changes next reaches the subscriber through it.
+	watches := servedWatches(srv)
+	if err := srv.SetAggregatedAPIUnavailable(v1alpha1.GroupName, false); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, 30*time.Second, "the served API watched again", func() bool { return servedWatches(srv) > watches && c.Watching() })
+	polls := len(srv.Requests())
+	again := schema.GroupVersionResource{Group: "again.example.com", Version: "v1", Resource: "agains"}
+	if err := srv.AddCRD(discoverytest.CRD{Group: again.Group, Versions: []string{"v1"}, Kind: "Again"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Change that adds the CRD, through the served API", func() bool { return got.added(again) })
+	// No more polling: a handful of requests (the watch, a refresh or
+	// two), not one /api and /apis every 50 ms.
+	time.Sleep(500 * time.Millisecond)
+	if n := len(srv.Requests()) - polls; n > 12 {
+		t.Errorf("%d requests in the 0.5 s after the served API came back and one CRD: still polling every 50 ms?", n)
+	}
 }
 
 // TestWithoutServedAPIIgnoresIt: WithoutServedAPI watches CRDs and
