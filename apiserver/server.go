@@ -60,6 +60,10 @@ type Options struct {
 	CheckInterval time.Duration
 }
 
+// LocalPort is the port local mode serves on when --secure-port is left at
+// its default (443, which only root may bind).
+const LocalPort = 8443
+
 // NewOptions returns the default options.
 func NewOptions() *Options {
 	r := genericoptions.NewRecommendedOptions("", nil)
@@ -75,7 +79,7 @@ func NewOptions() *Options {
 // configuration when it is empty.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
-	fs.BoolVar(&o.Local, "local", o.Local, "serve on 127.0.0.1 without authentication or authorization (development); writes a kubeconfig for kubectl (--local-kubeconfig)")
+	fs.BoolVar(&o.Local, "local", o.Local, "serve on 127.0.0.1 (port 8443 unless --secure-port is set to another than 443) without authentication or authorization (development); writes a kubeconfig for kubectl (--local-kubeconfig)")
 	fs.StringVar(&o.LocalKubeconfig, "local-kubeconfig", o.LocalKubeconfig, "where --local writes a kubeconfig that reaches this server (default: kubeconfig in --cert-dir)")
 	fs.DurationVar(&o.CheckInterval, "consistency-check-interval", o.CheckInterval, "how often the API servers' consistency is checked (and a moment after each discovery change); negative turns it off")
 }
@@ -100,6 +104,9 @@ func (o *Options) Config(scheme *runtime.Scheme, codecs serializer.CodecFactory)
 	if o.Local && r.SecureServing != nil {
 		if r.SecureServing.Listener == nil {
 			r.SecureServing.BindAddress = net.IPv4(127, 0, 0, 1)
+			if r.SecureServing.BindPort == 443 {
+				r.SecureServing.BindPort = LocalPort // a port a user may bind
+			}
 		}
 		if r.SecureServing.ServerCert.CertDirectory == "" {
 			dir, err := os.MkdirTemp("", "kubeatlas-apiserver")

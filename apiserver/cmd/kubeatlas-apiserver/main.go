@@ -19,6 +19,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 
@@ -38,6 +40,13 @@ func run(ctx context.Context, args []string) error {
 	o := apiserver.NewOptions()
 	fs := pflag.NewFlagSet("kubeatlas-apiserver", pflag.ContinueOnError)
 	o.AddFlags(fs)
+	// CBOR is served beside JSON and YAML (protobuf would need generated
+	// code): k8s.io/apiserver serves it behind an alpha gate, on here unless
+	// --feature-gates=CBORServingAndStorage=false.
+	if err := utilfeature.DefaultMutableFeatureGate.Set(string(features.CBORServingAndStorage) + "=true"); err != nil {
+		return err
+	}
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
