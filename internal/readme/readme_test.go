@@ -30,8 +30,9 @@ const module = "github.com/kubeatlas/kubeatlas"
 // needsCluster names the programs the README shows but this test cannot run:
 // they start no embedded fake cluster.
 var needsCluster = map[string]string{
-	"examples/controller":    "it reconciles objects, which the fake cluster does not serve: it needs a real cluster",
-	"examples/kubectl-atlas": "it starts no embedded cluster, as kubectl does not: it needs a real cluster",
+	"examples/controller":               "it reconciles objects, which the fake cluster does not serve: it needs a real cluster",
+	"examples/kubectl-atlas":            "it starts no embedded cluster, as kubectl does not: it needs a real cluster",
+	"apiserver/cmd/kubeatlas-apiserver": "it serves until stopped, the cluster its --kubeconfig names (the integration tier runs it on a real one)",
 }
 
 // block is a fenced code block of the README.
