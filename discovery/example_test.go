@@ -3,12 +3,18 @@ package discovery_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 func ExampleClient_Snapshot() {
-	ts := newExampleServer() // a kube-apiserver v1.36.3's recorded answers
+	srv, err := docserver.NewServer() // a kube-apiserver v1.36.3's recorded answers
+	if err != nil {
+		panic(err)
+	}
+	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
 	// With a kubeconfig: discovery.New(restConfig).

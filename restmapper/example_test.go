@@ -2,15 +2,21 @@ package restmapper_test
 
 import (
 	"fmt"
+	"net/http/httptest"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
 func ExampleMapper() {
-	ts := newExampleServer() // a kube-apiserver v1.36.3's recorded answers
+	srv, err := docserver.NewServer() // a kube-apiserver v1.36.3's recorded answers
+	if err != nil {
+		panic(err)
+	}
+	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
 	c, _ := discovery.NewForHTTPClient(nil, ts.URL)
