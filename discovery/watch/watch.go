@@ -212,7 +212,7 @@ func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 			w.useServed(ctx)
 		}
 		dctx, cancel := context.WithCancel(ctx)
-		stop := w.untilServed(dctx, cancel)
+		checked := w.untilServed(dctx, cancel)
 		if err := w.run(dctx); err != nil && dctx.Err() == nil {
 			if errors.Is(err, errForbidden) {
 				w.hook.Forbidden()
@@ -220,8 +220,8 @@ func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 			w.hook.Logger().Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
 			c.Poll(dctx, o.fallbackPoll)
 		}
-		stop()
 		cancel()
+		<-checked
 	}
 	return nil
 }
@@ -268,23 +268,20 @@ func (w *watcher) useServed(ctx context.Context) {
 
 // untilServed calls cancel, from a goroutine of its own, once the served
 // API may be watched (again): listed current after an outage, or after
-// Run started while it was Stale (its APIService just registered). stop
-// ends the goroutine and waits for it.
-func (w *watcher) untilServed(ctx context.Context, cancel func()) (stop func()) {
-	done := make(chan struct{})
+// Run started while it was Stale (its APIService just registered). The
+// goroutine ends with ctx; the returned channel is closed when it has.
+func (w *watcher) untilServed(ctx context.Context, cancel func()) (done <-chan struct{}) {
+	ended := make(chan struct{})
 	if w.o.direct || w.servedForbidden {
-		close(done)
-		return func() {}
+		close(ended)
+		return ended
 	}
-	quit := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(ended)
 		t := time.NewTicker(servedRecheck)
 		defer t.Stop()
 		for {
 			select {
-			case <-quit:
-				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
@@ -296,7 +293,7 @@ func (w *watcher) untilServed(ctx context.Context, cancel func()) (stop func()) 
 			}
 		}
 	}()
-	return func() { close(quit); <-done }
+	return ended
 }
 
 // expectation is what an event leads Run to expect of discovery.
