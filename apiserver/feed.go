@@ -84,12 +84,6 @@ func (f *Feed) Run(ctx context.Context) error {
 		}
 	})
 	defer unsubscribe()
-	// A client that had a snapshot before it was handed over (read
-	// already, or from a disk cache) tells subscribers only of changes
-	// after it.
-	if s := f.Client.Current(); s != nil {
-		f.applySnapshot(s)
-	}
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -99,6 +93,9 @@ func (f *Feed) Run(ctx context.Context) error {
 		}
 	})
 	defer wg.Wait()
+	// Subscribers are told only of changes after the snapshot the client
+	// has (read before it was handed over, or from a disk cache): that one
+	// is applied from here.
 	if s, err := f.Client.Snapshot(ctx); err != nil && ctx.Err() == nil {
 		f.Logger.Warn("reading the upstream cluster's discovery", "err", err)
 	} else if s != nil {

@@ -77,3 +77,35 @@ func TestGroupOnlyOneServerServesHasAnObject(t *testing.T) {
 		t.Error("the group no server serves any more still has an object")
 	}
 }
+
+// TestFeedTakesTheClientsSnapshot: a client that read its snapshot before
+// the feed got it (Subscribe tells only of later changes) fills the stores
+// all the same, with no change upstream.
+func TestFeedTakesTheClientsSnapshot(t *testing.T) {
+	_, url := discoverytest.Start(t)
+	c, err := discovery.NewForHTTPClient(nil, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := &apiserver.Feed{Client: c, Stores: apiserver.NewStores(nil), CheckInterval: -1}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := f.Stores.Groups.Peek("apps"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client's snapshot was not applied: no apps group after 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := f.Stores.Groups.List(context.Background(), nil); err != nil {
+		t.Fatalf("the groups store is filled but answers %v", err)
+	}
+}
