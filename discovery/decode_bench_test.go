@@ -62,7 +62,7 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-func fetchBody(b *testing.B, url, accept string) []byte {
+func fetchBody(b testing.TB, url, accept string) []byte {
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Accept", accept)
 	resp, err := http.DefaultClient.Do(req)

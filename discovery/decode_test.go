@@ -3,13 +3,19 @@ package discovery
 import (
 	"bytes"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 	"unsafe"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
+	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // generatedDecode is the reference: the generated protobuf decoder, then the
@@ -130,4 +136,122 @@ func aliasing(body []byte, vs ...any) string {
 		}
 	}
 	return ""
+}
+
+// TestProtobufDecoderMatchesGeneratedAtScale: the same on a document of
+// 3000 custom resources, where most lists are shared between resources
+// and every short name is a resource's own.
+func TestProtobufDecoderMatchesGeneratedAtScale(t *testing.T) {
+	srv, err := docserver.NewServer(docserver.WithCRDs(3000, 250))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	body := fetchBody(t, ts.URL+"/apis", mediatype.Aggregated("v2", true, ""))
+	got, gotFailed, err := decodeAggregatedProtobuf(body, "apidiscovery.k8s.io/v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantFailed, ok := generatedDecode(body)
+	if !ok {
+		t.Fatal("the generated decoder rejects the document")
+	}
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotFailed, wantFailed) {
+		t.Fatalf("decoders disagree on 3000 custom resources (%d groups vs %d)", len(got), len(want))
+	}
+	if where := aliasing(body, got, gotFailed); where != "" {
+		t.Errorf("a snapshot string points into the response body: %s", where)
+	}
+	// The promise of protobuf.go: identical verb lists are one list.
+	lists := map[*string]bool{}
+	resources := 0
+	for _, g := range got {
+		for _, v := range g.Versions {
+			for _, r := range v.Resources {
+				resources++
+				lists[unsafe.SliceData(r.Verbs)] = true
+			}
+		}
+	}
+	if resources < 3000 || len(lists) > 20 {
+		t.Errorf("%d resources hold %d distinct verb lists, want them shared (at most 20)", resources, len(lists))
+	}
+}
+
+// TestProtobufLists: a repeated field is read as protobuf defines it, even
+// where a list's fields are not next to each other or a string holds what
+// a joined key would use as a separator; lists that are equal are shared.
+func TestProtobufLists(t *testing.T) {
+	str := func(num protowire.Number, s string) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), []byte(s))
+	}
+	msg := func(num protowire.Number, fields ...[]byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), bytes.Join(fields, nil))
+	}
+	resource := func(name string, fields ...[]byte) []byte {
+		kind := msg(2, str(3, "Kind"+name))
+		return msg(2, append([]([]byte){str(1, name), kind, str(3, "Namespaced")}, fields...)...)
+	}
+	verbs := func(vs ...string) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = append(b, str(5, v)...)
+		}
+		return b
+	}
+	version := msg(2, str(1, "v1"),
+		resource("contiguous", verbs("get", "list")),
+		resource("apart", str(5, "get"), str(4, "apart"), str(5, "list")),
+		resource("nul", verbs("get\x00list")),
+		resource("reordered", verbs("list", "get")),
+		resource("again", verbs("get", "list"), str(6, "ag"), str(4, "again"), str(6, "ain")),
+		resource("subs", verbs("get", "list"), msg(8, str(1, "status"), msg(2, str(3, "Status")), str(4, "get"), str(4, "list"))),
+		resource("none"),
+	)
+	list := msg(2, msg(1, str(1, "example.com")), version)
+	envelope := bytes.Join([][]byte{msg(1, str(1, "apidiscovery.k8s.io/v2"), str(2, "APIGroupDiscoveryList")), str(2, string(list))}, nil)
+	body := append(append([]byte(nil), protobufMagic...), envelope...)
+
+	got, gotFailed, err := decodeAggregatedProtobuf(body, "apidiscovery.k8s.io/v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantFailed, ok := generatedDecode(body)
+	if !ok {
+		t.Fatal("the generated decoder rejects the document")
+	}
+	if !reflect.DeepEqual(gotFailed, wantFailed) || len(got) != 1 || len(want) != 1 {
+		t.Fatalf("decoders disagree: %d groups, want %d", len(got), len(want))
+	}
+	if g, w := got[0].Versions[0].Resources, want[0].Versions[0].Resources; !reflect.DeepEqual(g, w) {
+		for i := range min(len(g), len(w)) {
+			if !reflect.DeepEqual(g[i], w[i]) {
+				t.Errorf("resource %s: verbs %q short names %q, want %q %q", w[i].Name, g[i].Verbs, g[i].ShortNames, w[i].Verbs, w[i].ShortNames)
+			}
+		}
+		t.Fatalf("decoders disagree (%d resources, want %d)", len(g), len(w))
+	}
+	rs := got[0].Versions[0].Resources
+	byName := map[string]Resource{}
+	for _, r := range rs {
+		byName[r.Name] = r
+	}
+	if v := byName["nul"].Verbs; !slices.Equal(v, []string{"get\x00list"}) {
+		t.Errorf("verbs of nul: %q", v)
+	}
+	if v := byName["apart"].Verbs; !slices.Equal(v, []string{"get", "list"}) {
+		t.Errorf("verbs of apart: %q", v)
+	}
+	if s := byName["again"].ShortNames; !slices.Equal(s, []string{"ag", "ain"}) {
+		t.Errorf("short names of again: %q", s)
+	}
+	for _, name := range []string{"apart", "again", "subs"} {
+		if unsafe.SliceData(byName[name].Verbs) != unsafe.SliceData(byName["contiguous"].Verbs) {
+			t.Errorf("%s's verbs are a copy of an equal list, not the list", name)
+		}
+	}
+	if where := aliasing(body, got, gotFailed); where != "" {
+		t.Errorf("a snapshot string points into the body: %s", where)
+	}
 }

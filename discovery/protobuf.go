@@ -3,7 +3,6 @@ package discovery
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"unsafe"
 
@@ -16,8 +15,9 @@ import (
 // 3,000 CRDs) and then the model copies them again. Here the strings a
 // snapshot keeps are copied into a few large arena blocks, a kind's group and
 // version reuse the group-version's own strings, and the few
-// distinct verb, short-name and category lists are shared between the
-// resources that have them. The snapshot is immutable, so sharing is safe.
+// distinct verb and category lists are decoded once and shared between the
+// resources that have them, found by their encoded bytes (rawList). The
+// snapshot is immutable, so sharing is safe.
 //
 // Field numbers are those of k8s.io/api/apidiscovery/v2 (and v2beta1, which
 // has the same ones), k8s.io/apimachinery's meta/v1 GroupVersionKind and
@@ -39,6 +39,7 @@ type protoReader struct {
 	err      error
 	num      int32
 	typ      wireType
+	start    int // where the current field's tag is
 	// The current field's value, for the bytes type: body.s[vOff:vEnd].
 	vOff, vEnd int
 }
@@ -48,6 +49,16 @@ func (r *protoReader) next() bool {
 		return false
 	}
 	b := r.body.b[r.off:r.end]
+	r.start = r.off
+	// Most fields of discovery are a one-byte tag of a string or message
+	// with a one-byte length; read those without the general path.
+	if len(b) >= 2 && b[0] < 0x80 && b[0]&7 == byte(bytesType) && b[0] >= 8 && b[1] < 0x80 && int(b[1]) <= len(b)-2 {
+		r.num, r.typ = int32(b[0]>>3), bytesType
+		r.vOff = r.off + 2
+		r.vEnd = r.vOff + int(b[1])
+		r.off = r.vEnd
+		return true
+	}
 	num, typ, n, err := consumeTag(b)
 	if err != nil {
 		r.err = err
@@ -222,32 +233,109 @@ func (r *protoReader) sub() protoReader {
 	return protoReader{body: r.body, off: r.vOff, end: r.vEnd}
 }
 
-// listCache shares identical string lists between resources. Lookups build
-// their key in a reused buffer; Go does not allocate for m[string(buf)].
-type listCache struct {
-	lists map[string][]string
-	key   []byte
+// rawList gathers a repeated string field of one message (a resource's
+// verbs, say) as its fields' encoded bytes, which are both the key of the
+// list (length-prefixed, so unambiguous) and, on the first sight of a list,
+// what it is decoded from: a list is only decoded once per document.
+type rawList struct {
+	start, end int    // the fields, when each followed the last: body[start:end]
+	split      []byte // otherwise, copied together
+	n          int
 }
 
-func (c *listCache) intern(scratch []string, a *arena) []string {
-	if len(scratch) == 0 {
+func (l *rawList) reset() { l.n, l.split = 0, l.split[:0] }
+
+func (l *rawList) add(r *protoReader) {
+	switch {
+	case l.n == 0:
+		l.start, l.end = r.start, r.off
+	case len(l.split) == 0 && r.start == l.end:
+		l.end = r.off
+	default:
+		if len(l.split) == 0 {
+			l.split = append(l.split, r.body.b[l.start:l.end]...)
+		}
+		l.split = append(l.split, r.body.b[r.start:r.off]...)
+	}
+	l.n++
+}
+
+// listKind names a list's field, for listCache's last-list memory.
+type listKind int
+
+const (
+	verbsList listKind = iota
+	shortNamesList
+	categoriesList
+	subresourceVerbsList
+)
+
+// listCache shares identical string lists between resources. Neighbouring
+// resources mostly have the same lists (every custom resource the same
+// verbs), so the last list of each kind is compared first, before the map.
+// Short names are compared with the last only: they are mostly a
+// resource's own, and a map of them would cost more than it shares.
+type listCache struct {
+	lists map[string][]string
+	last  [4]struct {
+		key  string
+		list []string
+	}
+	slab []string // lists are cut from it, one allocation for many
+}
+
+func (c *listCache) intern(kind listKind, l *rawList, body *protoBody, a *arena) []string {
+	if l.n == 0 {
 		return nil
 	}
-	c.key = c.key[:0]
-	for _, s := range scratch {
-		c.key = append(c.key, s...)
-		c.key = append(c.key, 0)
+	last := &c.last[kind]
+	var list []string
+	var ok bool
+	key, fields := "", body
+	if len(l.split) == 0 {
+		key = body.s[l.start:l.end]
+		if last.list != nil && key == last.key {
+			return last.list
+		}
+		if kind != shortNamesList {
+			list, ok = c.lists[key]
+		}
+	} else {
+		if last.list != nil && string(l.split) == last.key {
+			return last.list
+		}
+		if kind != shortNamesList {
+			list, ok = c.lists[string(l.split)]
+		}
+		key = string(l.split)
+		fields = &protoBody{b: l.split, s: key}
 	}
-	if l, ok := c.lists[string(c.key)]; ok {
-		return l
+	if !ok {
+		// First sight: the strings are copied out of the body.
+		if cap(c.slab)-len(c.slab) < l.n {
+			c.slab = make([]string, 0, max(256, l.n))
+		}
+		start := len(c.slab)
+		r := protoReader{body: fields, end: len(fields.b)}
+		if len(l.split) == 0 {
+			r.off, r.end = l.start, l.end
+		}
+		for r.next() {
+			c.slab = append(c.slab, a.keep(r.str()))
+		}
+		list = c.slab[start:len(c.slab):len(c.slab)]
+		if kind != shortNamesList {
+			if c.lists == nil {
+				c.lists = map[string][]string{}
+			}
+			// The key may point into the body: the map is dropped with
+			// the decoder, the body with it, and the snapshot holds
+			// neither.
+			c.lists[key] = list
+		}
 	}
-	if c.lists == nil {
-		c.lists = map[string][]string{}
-	}
-	// The scratch strings point into the body: the kept list gets copies.
-	l := a.keepAll(slices.Clone(scratch))
-	c.lists[string(c.key)] = l
-	return l
+	last.key, last.list = key, list
+	return list
 }
 
 // decodeAggregatedProtobuf decodes a Kubernetes protobuf body holding an
@@ -303,10 +391,10 @@ type protoDecoder struct {
 	// before they are decoded (a group's name or a version's may come after
 	// them); reused, since neither nests in itself.
 	versionSpans, resourceSpans []span
-	// Scratch lists, reused for every resource before interning.
-	verbs, shortNames, categories []string
-	subs                          []Subresource
-	slab                          []Subresource
+	// A resource's lists, reused for every resource.
+	verbs, shortNames, categories, subVerbs rawList
+	subs                                    []Subresource
+	slab                                    []Subresource
 }
 
 // arena copies strings into shared blocks, so that a snapshot holds neither
@@ -437,12 +525,18 @@ func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {
 	var seen seenSet
 	d.resourceSpans = resources
 	for _, rs := range resources {
-		res, ok := d.resource(r.at(rs), gv)
+		// Decoded in place: a Resource is large, and copying it in would
+		// cost a write barrier per pointer while the collector runs.
+		n := len(v.Resources)
+		v.Resources = v.Resources[:n+1]
+		res := &v.Resources[n]
+		ok := d.resource(r.at(rs), gv, res)
 		if d.err != nil {
 			return v, false
 		}
-		if ok && seen.add(res.Name) {
-			v.Resources = append(v.Resources, res)
+		if !ok || !seen.add(res.Name) {
+			*res = Resource{}
+			v.Resources = v.Resources[:n]
 		}
 	}
 	return v, stale
@@ -480,10 +574,12 @@ func (d *protoDecoder) kind(r protoReader, gv schema.GroupVersion) (k schema.Gro
 	return k, explicit, given
 }
 
-func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource, bool) {
-	var res Resource
+// resource decodes into res, which is zero, and says whether to keep it.
+func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion, res *Resource) bool {
 	hasKind := false
-	verbs, shortNames, categories := d.verbs[:0], d.shortNames[:0], d.categories[:0]
+	d.verbs.reset()
+	d.shortNames.reset()
+	d.categories.reset()
 	subs := d.subs[:0]
 	for r.next() {
 		switch r.num {
@@ -496,31 +592,31 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion) (Resource
 		case 4:
 			res.SingularName = d.arena.keep(r.str())
 		case 5:
-			verbs = append(verbs, r.str())
+			d.verbs.add(&r)
 		case 6:
-			shortNames = append(shortNames, r.str())
+			d.shortNames.add(&r)
 		case 7:
-			categories = append(categories, r.str())
+			d.categories.add(&r)
 		case 8:
 			if s, ok := d.subresource(r.sub(), gv); ok {
 				subs = append(subs, s)
 			}
 		}
 	}
-	d.verbs, d.shortNames, d.categories, d.subs = verbs, shortNames, categories, subs
+	d.subs = subs
 	res.Subresources = d.subresourceSlab(subs)
 	if d.fail(&r) || res.Name == "" || !hasKind && len(res.Subresources) == 0 {
-		return res, false
+		return false
 	}
 	if !hasKind {
 		// Listed only for its subresources, as kube-aggregator lists
 		// custom and external metrics (fromAggregatedResources).
 		res.Kind, res.subresourcesOnly = schema.GroupVersionKind{}, true
 	}
-	res.Verbs = d.lists.intern(verbs, &d.arena)
-	res.ShortNames = d.lists.intern(shortNames, &d.arena)
-	res.Categories = d.lists.intern(categories, &d.arena)
-	return res, true
+	res.Verbs = d.lists.intern(verbsList, &d.verbs, r.body, &d.arena)
+	res.ShortNames = d.lists.intern(shortNamesList, &d.shortNames, r.body, &d.arena)
+	res.Categories = d.lists.intern(categoriesList, &d.categories, r.body, &d.arena)
+	return true
 }
 
 // subresourceSlab copies a resource's subresources into a shared block, one
@@ -541,8 +637,7 @@ func (d *protoDecoder) subresourceSlab(subs []Subresource) []Subresource {
 func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subresource, bool) {
 	var s Subresource
 	given := false
-	var buf [8]string // subresources have few verbs; intern copies them out
-	verbs := buf[:0]
+	d.subVerbs.reset()
 	for r.next() {
 		switch r.num {
 		case 1:
@@ -550,12 +645,12 @@ func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subre
 		case 2:
 			s.Kind, s.explicitKind, given = d.kind(r.sub(), gv)
 		case 4:
-			verbs = append(verbs, r.str())
+			d.subVerbs.add(&r)
 		}
 	}
 	if d.fail(&r) || s.Name == "" || !given {
 		return s, false
 	}
-	s.Verbs = d.lists.intern(verbs, &d.arena)
+	s.Verbs = d.lists.intern(subresourceVerbsList, &d.subVerbs, r.body, &d.arena)
 	return s, true
 }
