@@ -3,6 +3,7 @@ package restmapper
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,18 +49,36 @@ type nativeIndex struct {
 	usable      bool
 	entries     []nativeEntry
 	mappings    []meta.RESTMapping
+
+	// The first lookups scan the entries (tens of microseconds at 5,000
+	// resources); the maps, which cost a cold start more than a
+	// millisecond, are built by the lookup after scansBeforeIndex of a
+	// kind, or of a name: a process that maps a few kinds never builds them.
+	//
 	// byKind maps a group and kind to its first entry; nextKind chains the
 	// others (other versions) in discovery order, -1 ending a chain.
-	byKind   map[schema.GroupKind]int32
-	nextKind []int32
-
-	// The name index is built on first use too: a process that only maps
-	// kinds never needs it. byName maps a plural or singular name to its
-	// first slot; nextName chains the rest in discovery order. (Chains, not
-	// slices: a slice per key was most of a warm start's allocations.)
+	kindScans atomic.Int32
+	kindsOnce sync.Once
+	byKind    map[schema.GroupKind]int32
+	nextKind  []int32
+	// byName maps a plural or singular name to its first slot; nextName
+	// chains the rest in discovery order. (Chains, not slices: a slice per
+	// key was most of a warm start's allocations.)
+	nameScans           atomic.Int32
 	namesOnce           sync.Once
 	byName              map[string]int32
 	nextName, nameEntry []int32 // per name slot; -1 ends a chain
+}
+
+// scansBeforeIndex is how many lookups scan before the maps are built: a
+// scan costs about a fortieth of building a map.
+const scansBeforeIndex = 8
+
+// scanning says whether this lookup scans: one of the first
+// scansBeforeIndex counted by n. Once they are spent, n is only read, so
+// that parallel lookups do not contend on it.
+func scanning(n *atomic.Int32) bool {
+	return n.Load() < scansBeforeIndex && n.Add(1) <= scansBeforeIndex
 }
 
 func newNativeIndex(snap *discovery.Snapshot) *nativeIndex { return &nativeIndex{snap: snap} }
@@ -97,14 +116,16 @@ func (x *nativeIndex) buildEntries() {
 				}
 			}
 		}
-		for vi, v := range g.Versions {
+		for vi := range g.Versions {
+			v := &g.Versions[vi]
 			vrank := int64(vi) + 1
 			if vi == preferred {
 				vrank = 0
 			}
 			rank := int64(gi)<<32 | vrank
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
-			for _, r := range v.Resources {
+			for ri := range v.Resources {
+				r := &v.Resources[ri]
 				if r.SubresourcesOnly() {
 					continue // client-go never sees it
 				}
@@ -115,17 +136,21 @@ func (x *nativeIndex) buildEntries() {
 				if singular == "" {
 					singular = strings.ToLower(r.Kind.Kind)
 				}
-				if r.Name != strings.ToLower(r.Name) || singular != strings.ToLower(singular) || strings.Contains(r.Name, "/") {
+				if !isLower(r.Name) || !isLower(singular) || strings.Contains(r.Name, "/") {
 					x.usable = false // names client-go would treat in ways not modelled here
 				}
-				e := nativeEntry{gv: gv, plural: r.Name, singular: singular, kind: r.Kind.Kind, scope: scopeOf(&r), guessedSingular: r.SingularName == "", rank: rank}
+				e := nativeEntry{gv: gv, plural: r.Name, singular: singular, kind: r.Kind.Kind, scope: scopeOf(r), guessedSingular: r.SingularName == "", rank: rank}
 				x.entries = append(x.entries, e)
 				x.mappings = append(x.mappings, meta.RESTMapping{Resource: gv.WithResource(r.Name), GroupVersionKind: gv.WithKind(r.Kind.Kind), Scope: e.scope})
 			}
 		}
 	}
-	n = len(x.entries) // SubresourcesOnly resources have none
-	// Linked backwards, as the names are, to leave chains in order.
+}
+
+// buildKinds links every resource's kind, backwards, as the names are, to
+// leave chains in order.
+func (x *nativeIndex) buildKinds() {
+	n := len(x.entries) // SubresourcesOnly resources have none
 	x.byKind = make(map[schema.GroupKind]int32, n)
 	x.nextKind = make([]int32, n)
 	for i := n - 1; i >= 0; i-- {
@@ -143,7 +168,6 @@ func (x *nativeIndex) buildEntries() {
 // pointing at the previous one, which leaves every chain in discovery
 // order.
 func (x *nativeIndex) buildNames() {
-	x.entriesOnce.Do(x.buildEntries)
 	n := len(x.entries)
 	x.byName = make(map[string]int32, 2*n)
 	x.nextName = make([]int32, 0, 2*n)
@@ -172,16 +196,44 @@ func scopeOf(r *discovery.Resource) meta.RESTScope {
 	return meta.RESTScopeRoot
 }
 
-// firstName is the first slot of a name's chain, or -1; nextName[slot]
-// is the next. Each slot's entry is x.entries[x.nameEntry[slot]]. (Loops
-// over slots, not callbacks: the indirect call per entry was a third of a
-// lookup.)
-func (x *nativeIndex) firstName(name string) int32 {
-	x.namesOnce.Do(x.buildNames)
-	if slot, ok := x.byName[name]; ok {
-		return slot
+// nameEntries appends to buf the entries a plural or (listed or guessed)
+// singular name names, in discovery order, from a scan or from the chain.
+// (Loops over entries, not callbacks: the indirect call per entry was a
+// third of a lookup.)
+func (x *nativeIndex) nameEntries(name string, buf []int32) []int32 {
+	x.entriesOnce.Do(x.buildEntries)
+	if scanning(&x.nameScans) {
+		for i := range x.entries {
+			if e := &x.entries[i]; e.plural == name || e.singular == name {
+				buf = append(buf, int32(i))
+			}
+		}
+		return buf
 	}
-	return -1
+	x.namesOnce.Do(x.buildNames)
+	slot, ok := x.byName[name]
+	for ; ok && slot >= 0; slot = x.nextName[slot] {
+		buf = append(buf, x.nameEntry[slot])
+	}
+	return buf
+}
+
+// kindEntries is nameEntries for a group and kind.
+func (x *nativeIndex) kindEntries(gk schema.GroupKind, buf []int32) []int32 {
+	if scanning(&x.kindScans) {
+		for i := range x.entries {
+			if e := &x.entries[i]; e.kind == gk.Kind && e.gv.Group == gk.Group {
+				buf = append(buf, int32(i))
+			}
+		}
+		return buf
+	}
+	x.kindsOnce.Do(x.buildKinds)
+	slot, ok := x.byKind[gk]
+	for ; ok && slot >= 0; slot = x.nextKind[slot] {
+		buf = append(buf, slot)
+	}
+	return buf
 }
 
 // isName says whether name is a resource's plural or (listed) singular
@@ -192,8 +244,9 @@ func (x *nativeIndex) isName(group, name string) (found, known bool) {
 	if strings.Contains(name, "/") {
 		return false, false
 	}
-	for slot := x.firstName(name); slot >= 0; slot = x.nextName[slot] {
-		e := &x.entries[x.nameEntry[slot]]
+	var buf [8]int32
+	for _, i := range x.nameEntries(name, buf[:0]) {
+		e := &x.entries[i]
 		if (group == "" || e.gv.Group == group) && (e.plural == name || !e.guessedSingular) {
 			return true, true
 		}
@@ -214,14 +267,15 @@ func risky(name string) bool {
 // client-go. multi says there were several candidates: KindsFor and
 // ResourcesFor, which list them all, are then left to client-go.
 func (x *nativeIndex) resource(in schema.GroupVersionResource) (best *nativeEntry, ok, multi bool) {
-	x.namesOnce.Do(x.buildNames)
+	x.entriesOnce.Do(x.buildEntries)
 	if !x.usable || risky(in.Resource) || in.Resource != strings.ToLower(in.Resource) {
 		return nil, false, false
 	}
 	groupMatched := false
 	candidates, ties := 0, 0
-	for slot := x.firstName(in.Resource); slot >= 0; slot = x.nextName[slot] {
-		e := &x.entries[x.nameEntry[slot]]
+	var buf [8]int32
+	for _, i := range x.nameEntries(in.Resource, buf[:0]) {
+		e := &x.entries[i]
 		if in.Group != "" && e.gv.Group != in.Group {
 			// Without a version, client-go also matches groups that merely
 			// start with the one asked for.
@@ -262,13 +316,10 @@ func (x *nativeIndex) mapping(gk schema.GroupKind, version string) (*meta.RESTMa
 	if !x.usable {
 		return nil, false
 	}
-	slot, ok := x.byKind[gk]
-	if !ok {
-		return nil, false
-	}
+	var buf [8]int32
 	exact := version != ""
 	first, pick := int32(-1), int32(-1)
-	for ; slot >= 0; slot = x.nextKind[slot] {
+	for _, slot := range x.kindEntries(gk, buf[:0]) {
 		e := &x.entries[slot]
 		if first >= 0 && x.entries[first].gv == e.gv || pick >= 0 && x.entries[pick].gv == e.gv {
 			return nil, false // two resources of the kind in one version: client-go keeps the last registered
@@ -289,6 +340,19 @@ func (x *nativeIndex) mapping(gk schema.GroupKind, version string) (*meta.RESTMa
 		return nil, false
 	}
 	return &x.mappings[pick], true
+}
+
+// isLower reports whether strings.ToLower(s) == s, without its work for
+// the names servers send: ASCII, in lower case.
+func isLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 {
+			return strings.ToLower(s) == s
+		} else if 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // hasUpper reports whether s has an upper-case ASCII letter: a kind asked
