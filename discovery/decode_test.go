@@ -200,13 +200,24 @@ func TestProtobufLists(t *testing.T) {
 		}
 		return b
 	}
+	subresource := func(name string) []byte {
+		return msg(8, str(1, name), msg(2, str(3, "Status")), str(4, "get"))
+	}
+	// More subresources than a block holds (512), after other resources'
+	// and a dropped one's: the decoder moves them to a new block.
+	var many [][]byte
+	for i := range 600 {
+		many = append(many, subresource(fmt.Sprintf("s%03d", i)))
+	}
 	version := msg(2, str(1, "v1"),
+		msg(2, append([][]byte{str(3, "Namespaced")}, many[:3]...)...), // no name: dropped
 		resource("contiguous", verbs("get", "list")),
 		resource("apart", str(5, "get"), str(4, "apart"), str(5, "list")),
 		resource("nul", verbs("get\x00list")),
 		resource("reordered", verbs("list", "get")),
 		resource("again", verbs("get", "list"), str(6, "ag"), str(4, "again"), str(6, "ain")),
 		resource("subs", verbs("get", "list"), msg(8, str(1, "status"), msg(2, str(3, "Status")), str(4, "get"), str(4, "list"))),
+		resource("many", many...),
 		resource("none"),
 	)
 	list := msg(2, msg(1, str(1, "example.com")), version)
@@ -250,6 +261,9 @@ func TestProtobufLists(t *testing.T) {
 		if unsafe.SliceData(byName[name].Verbs) != unsafe.SliceData(byName["contiguous"].Verbs) {
 			t.Errorf("%s's verbs are a copy of an equal list, not the list", name)
 		}
+	}
+	if subs := byName["many"].Subresources; len(subs) != 600 || subs[599].Name != "s599" || len(byName["subs"].Subresources) != 1 {
+		t.Errorf("%d subresources of many, want 600", len(subs))
 	}
 	if where := aliasing(body, got, gotFailed); where != "" {
 		t.Errorf("a snapshot string points into the body: %s", where)

@@ -393,8 +393,7 @@ type protoDecoder struct {
 	versionSpans, resourceSpans []span
 	// A resource's lists, reused for every resource.
 	verbs, shortNames, categories, subVerbs rawList
-	subs                                    []Subresource
-	slab                                    []Subresource
+	slab                                    []Subresource // see subresource
 }
 
 // arena copies strings into shared blocks, so that a snapshot holds neither
@@ -580,7 +579,7 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion, res *Reso
 	d.verbs.reset()
 	d.shortNames.reset()
 	d.categories.reset()
-	subs := d.subs[:0]
+	subs := len(d.slab) // this resource's subresources are d.slab[subs:]
 	for r.next() {
 		switch r.num {
 		case 1:
@@ -598,14 +597,16 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion, res *Reso
 		case 7:
 			d.categories.add(&r)
 		case 8:
-			if s, ok := d.subresource(r.sub(), gv); ok {
-				subs = append(subs, s)
-			}
+			d.subresource(r.sub(), gv, &subs)
 		}
 	}
-	d.subs = subs
-	res.Subresources = d.subresourceSlab(subs)
+	if len(d.slab) > subs {
+		res.Subresources = d.slab[subs:len(d.slab):len(d.slab)]
+	}
 	if d.fail(&r) || res.Name == "" || !hasKind && len(res.Subresources) == 0 {
+		clear(d.slab[subs:])
+		d.slab = d.slab[:subs]
+		res.Subresources = nil
 		return false
 	}
 	if !hasKind {
@@ -619,23 +620,20 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion, res *Reso
 	return true
 }
 
-// subresourceSlab copies a resource's subresources into a shared block, one
-// allocation per many resources instead of one or two per resource. A full
-// block is left to the slices already cut from it.
-func (d *protoDecoder) subresourceSlab(subs []Subresource) []Subresource {
-	if len(subs) == 0 {
-		return nil
+// subresource decodes a subresource in place at the end of d.slab, a
+// shared block (one allocation for many resources' subresources), where
+// the resource's own begin at *first; a full block is left to the slices
+// already cut from it, and the resource's are moved to the next.
+func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion, first *int) {
+	if len(d.slab) == cap(d.slab) {
+		mine := d.slab[*first:]
+		d.slab = append(make([]Subresource, 0, max(512, 2*len(mine))), mine...)
+		clear(mine) // no slice was cut from them: they are dropped
+		*first = 0
 	}
-	if cap(d.slab)-len(d.slab) < len(subs) {
-		d.slab = make([]Subresource, 0, max(512, len(subs)))
-	}
-	start := len(d.slab)
-	d.slab = append(d.slab, subs...)
-	return d.slab[start:len(d.slab):len(d.slab)]
-}
-
-func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subresource, bool) {
-	var s Subresource
+	n := len(d.slab)
+	d.slab = d.slab[:n+1]
+	s := &d.slab[n]
 	given := false
 	d.subVerbs.reset()
 	for r.next() {
@@ -649,8 +647,9 @@ func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion) (Subre
 		}
 	}
 	if d.fail(&r) || s.Name == "" || !given {
-		return s, false
+		*s = Subresource{}
+		d.slab = d.slab[:n]
+		return
 	}
 	s.Verbs = d.lists.intern(subresourceVerbsList, &d.subVerbs, r.body, &d.arena)
-	return s, true
 }
