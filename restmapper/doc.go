@@ -16,12 +16,14 @@
 //
 // # Cost
 //
-// Common questions are answered from indexes of names and kinds built once
-// per snapshot generation, the rest by client-go's mapper once per
-// generation and input, then kept: a lookup takes a few hundred nanoseconds
-// or less, the first one included, and allocates nothing, where client-go's
-// deferred mapper scans every resource and its shortcut expander re-reads
-// all of discovery on every call.
+// Common questions are answered from the snapshot's resources (the first
+// few distinct questions of a generation by a scan, tens of microseconds
+// at 5,000 resources; after them from indexes of names and kinds, built
+// once per generation), the rest by client-go's mapper once per generation
+// and input, then kept: a lookup asked before takes a few hundred
+// nanoseconds or less and allocates nothing, where client-go's deferred
+// mapper scans every resource and its shortcut expander re-reads all of
+// discovery on every call.
 //
 // # Freshness
 //

@@ -23,12 +23,13 @@ import (
 // nativeEntry is one resource of one group-version, as client-go's
 // discovery mapper registers it.
 type nativeEntry struct {
-	gv     schema.GroupVersion
-	plural string
+	// mapping holds the group, version, plural, kind and scope, and is what
+	// a RESTMapping answer points to, so that it allocates nothing. (One
+	// slice of entries holding them: a cold start's first mapping builds
+	// it, and a second slice of mappings was a third of its cost.)
+	mapping meta.RESTMapping
 	// singular is the listed singular name, or client-go's guess.
 	singular string
-	kind     string
-	scope    meta.RESTScope
 	// guessedSingular: the server gave no singular name; client-go's mapper
 	// guesses one, but its short-name expander does not know it.
 	guessedSingular bool
@@ -41,14 +42,10 @@ type nativeEntry struct {
 type nativeIndex struct {
 	snap *discovery.Snapshot
 
-	// Built on first use. entries lists every resource in discovery order,
-	// mappings holds each one's REST mapping (one allocation for all, so a
-	// RESTMapping answer allocates nothing), and groups finds a group's
-	// position and its first entry.
+	// Built on first use: entries lists every resource in discovery order.
 	entriesOnce sync.Once
 	usable      bool
 	entries     []nativeEntry
-	mappings    []meta.RESTMapping
 
 	// The first lookups scan the entries (tens of microseconds at 5,000
 	// resources); the maps, which cost a cold start more than a
@@ -81,6 +78,10 @@ func scanning(n *atomic.Int32) bool {
 	return n.Load() < scansBeforeIndex && n.Add(1) <= scansBeforeIndex
 }
 
+func (e *nativeEntry) gv() schema.GroupVersion { return e.mapping.Resource.GroupVersion() }
+func (e *nativeEntry) plural() string          { return e.mapping.Resource.Resource }
+func (e *nativeEntry) kind() string            { return e.mapping.GroupVersionKind.Kind }
+
 func newNativeIndex(snap *discovery.Snapshot) *nativeIndex { return &nativeIndex{snap: snap} }
 
 // buildEntries lists every resource with its REST mapping.
@@ -93,7 +94,6 @@ func (x *nativeIndex) buildEntries() {
 	}
 	x.usable = true
 	x.entries = make([]nativeEntry, 0, n)
-	x.mappings = make([]meta.RESTMapping, 0, n)
 	seen := make(map[string]bool, len(x.snap.Groups()))
 	for gi, g := range x.snap.Groups() {
 		if seen[g.Name] {
@@ -139,9 +139,10 @@ func (x *nativeIndex) buildEntries() {
 				if !isLower(r.Name) || !isLower(singular) || strings.Contains(r.Name, "/") {
 					x.usable = false // names client-go would treat in ways not modelled here
 				}
-				e := nativeEntry{gv: gv, plural: r.Name, singular: singular, kind: r.Kind.Kind, scope: scopeOf(r), guessedSingular: r.SingularName == "", rank: rank}
-				x.entries = append(x.entries, e)
-				x.mappings = append(x.mappings, meta.RESTMapping{Resource: gv.WithResource(r.Name), GroupVersionKind: gv.WithKind(r.Kind.Kind), Scope: e.scope})
+				x.entries = append(x.entries, nativeEntry{
+					mapping:  meta.RESTMapping{Resource: gv.WithResource(r.Name), GroupVersionKind: gv.WithKind(r.Kind.Kind), Scope: scopeOf(r)},
+					singular: singular, guessedSingular: r.SingularName == "", rank: rank,
+				})
 			}
 		}
 	}
@@ -154,7 +155,7 @@ func (x *nativeIndex) buildKinds() {
 	x.byKind = make(map[schema.GroupKind]int32, n)
 	x.nextKind = make([]int32, n)
 	for i := n - 1; i >= 0; i-- {
-		gk := x.entries[i].gv.WithKind(x.entries[i].kind).GroupKind()
+		gk := x.entries[i].mapping.GroupVersionKind.GroupKind()
 		next, ok := x.byKind[gk]
 		if !ok {
 			next = -1
@@ -182,10 +183,10 @@ func (x *nativeIndex) buildNames() {
 		x.nameEntry = append(x.nameEntry, id)
 	}
 	for i := n - 1; i >= 0; i-- {
-		if e := &x.entries[i]; e.singular != e.plural {
+		if e := &x.entries[i]; e.singular != e.plural() {
 			push(e.singular, int32(i))
 		}
-		push(x.entries[i].plural, int32(i))
+		push(x.entries[i].plural(), int32(i))
 	}
 }
 
@@ -204,7 +205,7 @@ func (x *nativeIndex) nameEntries(name string, buf []int32) []int32 {
 	x.entriesOnce.Do(x.buildEntries)
 	if scanning(&x.nameScans) {
 		for i := range x.entries {
-			if e := &x.entries[i]; e.plural == name || e.singular == name {
+			if e := &x.entries[i]; e.plural() == name || e.singular == name {
 				buf = append(buf, int32(i))
 			}
 		}
@@ -222,7 +223,7 @@ func (x *nativeIndex) nameEntries(name string, buf []int32) []int32 {
 func (x *nativeIndex) kindEntries(gk schema.GroupKind, buf []int32) []int32 {
 	if scanning(&x.kindScans) {
 		for i := range x.entries {
-			if e := &x.entries[i]; e.kind == gk.Kind && e.gv.Group == gk.Group {
+			if e := &x.entries[i]; e.kind() == gk.Kind && e.mapping.Resource.Group == gk.Group {
 				buf = append(buf, int32(i))
 			}
 		}
@@ -247,7 +248,7 @@ func (x *nativeIndex) isName(group, name string) (found, known bool) {
 	var buf [8]int32
 	for _, i := range x.nameEntries(name, buf[:0]) {
 		e := &x.entries[i]
-		if (group == "" || e.gv.Group == group) && (e.plural == name || !e.guessedSingular) {
+		if (group == "" || e.mapping.Resource.Group == group) && (e.plural() == name || !e.guessedSingular) {
 			return true, true
 		}
 	}
@@ -276,16 +277,16 @@ func (x *nativeIndex) resource(in schema.GroupVersionResource) (best *nativeEntr
 	var buf [8]int32
 	for _, i := range x.nameEntries(in.Resource, buf[:0]) {
 		e := &x.entries[i]
-		if in.Group != "" && e.gv.Group != in.Group {
+		if in.Group != "" && e.mapping.Resource.Group != in.Group {
 			// Without a version, client-go also matches groups that merely
 			// start with the one asked for.
-			if in.Version == "" && strings.HasPrefix(e.gv.Group, in.Group) {
+			if in.Version == "" && strings.HasPrefix(e.mapping.Resource.Group, in.Group) {
 				return nil, false, false
 			}
 			continue
 		}
 		groupMatched = true
-		if in.Version != "" && e.gv.Version != in.Version {
+		if in.Version != "" && e.mapping.Resource.Version != in.Version {
 			continue
 		}
 		candidates++
@@ -321,7 +322,7 @@ func (x *nativeIndex) mapping(gk schema.GroupKind, version string) (*meta.RESTMa
 	first, pick := int32(-1), int32(-1)
 	for _, slot := range x.kindEntries(gk, buf[:0]) {
 		e := &x.entries[slot]
-		if first >= 0 && x.entries[first].gv == e.gv || pick >= 0 && x.entries[pick].gv == e.gv {
+		if first >= 0 && x.entries[first].gv() == e.gv() || pick >= 0 && x.entries[pick].gv() == e.gv() {
 			return nil, false // two resources of the kind in one version: client-go keeps the last registered
 		}
 		if first < 0 {
@@ -329,7 +330,7 @@ func (x *nativeIndex) mapping(gk schema.GroupKind, version string) (*meta.RESTMa
 		}
 		// Without a version asked for, the preferred version's (rank 0 in
 		// its group: the first that is not Stale).
-		if exact && e.gv.Version == version || !exact && e.rank&(1<<32-1) == 0 {
+		if exact && e.mapping.Resource.Version == version || !exact && e.rank&(1<<32-1) == 0 {
 			pick = slot
 		}
 	}
@@ -339,7 +340,7 @@ func (x *nativeIndex) mapping(gk schema.GroupKind, version string) (*meta.RESTMa
 	if pick < 0 {
 		return nil, false
 	}
-	return &x.mappings[pick], true
+	return &x.entries[pick].mapping, true
 }
 
 // isLower reports whether strings.ToLower(s) == s, without its work for

@@ -120,3 +120,117 @@ func newTestMapper(t *testing.T, srvOpts []docserver.Option, opts ...Option) *Ma
 	}
 	return m
 }
+
+// BenchmarkNativeIndex: what scansBeforeIndex weighs, at 3000 custom
+// resources: a lookup that scans the entries, against building the kind
+// and name maps and a lookup through them.
+func BenchmarkNativeIndex(b *testing.B) {
+	_, base := docserver.Start(b, docserver.WithCRDs(3000, 250))
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap, err := c.Snapshot(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	gk := schema.GroupKind{Group: "g017.stress.example.com", Kind: "Widget1017"}
+	var buf [8]int32
+	entries := func() *nativeIndex {
+		x := newNativeIndex(snap)
+		x.entriesOnce.Do(x.buildEntries)
+		return x
+	}
+	b.Run("entries", func(b *testing.B) {
+		for b.Loop() {
+			entries()
+		}
+	})
+	x := entries()
+	b.Run("kind-scan", func(b *testing.B) {
+		for b.Loop() {
+			x.kindScans.Store(0)
+			if len(x.kindEntries(gk, buf[:0])) != 2 {
+				b.Fatal("want the kind in two versions")
+			}
+		}
+	})
+	b.Run("kind-map", func(b *testing.B) {
+		for b.Loop() {
+			x.buildKinds()
+		}
+	})
+	b.Run("kind-indexed", func(b *testing.B) {
+		x.kindScans.Store(scansBeforeIndex)
+		for b.Loop() {
+			x.kindEntries(gk, buf[:0])
+		}
+	})
+	b.Run("name-scan", func(b *testing.B) {
+		for b.Loop() {
+			x.nameScans.Store(0)
+			x.nameEntries("widget1017s", buf[:0])
+		}
+	})
+	b.Run("name-map", func(b *testing.B) {
+		for b.Loop() {
+			x.buildNames()
+		}
+	})
+}
+
+// TestNativeScansMatchIndex: the first lookups, which scan, find the same
+// entries in the same order as the later ones, which go through the maps
+// (whose answers the differential test holds to client-go's).
+func TestNativeScansMatchIndex(t *testing.T) {
+	_, base := docserver.Start(t, docserver.WithCRDs(40, 6))
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newNativeIndex(snap)
+	x.entriesOnce.Do(x.buildEntries)
+	var kinds []schema.GroupKind
+	var names []string
+	for i := range x.entries {
+		e := &x.entries[i]
+		kinds = append(kinds, e.mapping.GroupVersionKind.GroupKind(), schema.GroupKind{Kind: e.kind()})
+		names = append(names, e.plural(), e.singular)
+	}
+	kinds = append(kinds, schema.GroupKind{Group: "nope", Kind: "Nope"})
+	names = append(names, "nope", "")
+	var buf [8]int32
+	for _, gk := range kinds {
+		x.kindScans.Store(0)
+		scanned := fmt.Sprint(x.kindEntries(gk, buf[:0]))
+		x.kindScans.Store(scansBeforeIndex)
+		if indexed := fmt.Sprint(x.kindEntries(gk, buf[:0])); scanned != indexed {
+			t.Errorf("kind %v: scan finds %s, the index %s", gk, scanned, indexed)
+		}
+	}
+	for _, name := range names {
+		x.nameScans.Store(0)
+		scanned := fmt.Sprint(x.nameEntries(name, buf[:0]))
+		x.nameScans.Store(scansBeforeIndex)
+		if indexed := fmt.Sprint(x.nameEntries(name, buf[:0])); scanned != indexed {
+			t.Errorf("name %q: scan finds %s, the index %s", name, scanned, indexed)
+		}
+	}
+	if len(x.entries) < 40 {
+		t.Fatalf("%d entries", len(x.entries))
+	}
+	// The maps are built once the scans are spent, and not before.
+	y := newNativeIndex(snap)
+	for i := range scansBeforeIndex {
+		if _, ok := y.mapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, ""); !ok || y.byKind != nil {
+			t.Fatalf("lookup %d: answered %v, kind map built: %v", i, ok, y.byKind != nil)
+		}
+	}
+	if _, ok := y.mapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, ""); !ok || y.byKind == nil {
+		t.Errorf("after %d scans: answered %v, kind map built: %v", scansBeforeIndex, ok, y.byKind != nil)
+	}
+}

@@ -169,13 +169,13 @@ func (st *state) computeNative(k memoKey, in schema.GroupVersionResource, versio
 		}
 		switch k.op {
 		case opKindFor:
-			a.gvk = e.gv.WithKind(e.kind)
+			a.gvk = e.mapping.GroupVersionKind
 		case opKindsFor:
-			a.gvks = []schema.GroupVersionKind{e.gv.WithKind(e.kind)}
+			a.gvks = []schema.GroupVersionKind{e.mapping.GroupVersionKind}
 		case opResourceFor:
-			a.gvr = e.gv.WithResource(e.plural)
+			a.gvr = e.mapping.Resource
 		case opResourcesFor:
-			a.gvrs = []schema.GroupVersionResource{e.gv.WithResource(e.plural)}
+			a.gvrs = []schema.GroupVersionResource{e.mapping.Resource}
 		}
 		return true
 	case opRESTMapping:
