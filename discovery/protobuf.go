@@ -423,14 +423,6 @@ func (a *arena) keep(s string) string {
 	return unsafe.String(&a.block[start], len(s))
 }
 
-// keepAll copies a list's strings into the arena.
-func (a *arena) keepAll(l []string) []string {
-	for i := range l {
-		l[i] = a.keep(l[i])
-	}
-	return l
-}
-
 func (d *protoDecoder) fail(r *protoReader) bool {
 	if r.err != nil && d.err == nil {
 		d.err = r.err
