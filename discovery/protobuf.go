@@ -289,38 +289,27 @@ func (c *listCache) intern(kind listKind, l *rawList, body *protoBody, a *arena)
 	if l.n == 0 {
 		return nil
 	}
-	last := &c.last[kind]
-	var list []string
-	var ok bool
-	key, fields := "", body
-	if len(l.split) == 0 {
-		key = body.s[l.start:l.end]
-		if last.list != nil && key == last.key {
-			return last.list
-		}
-		if kind != shortNamesList {
-			list, ok = c.lists[key]
-		}
-	} else {
-		if last.list != nil && string(l.split) == last.key {
-			return last.list
-		}
-		if kind != shortNamesList {
-			list, ok = c.lists[string(l.split)]
-		}
-		key = string(l.split)
-		fields = &protoBody{b: l.split, s: key}
+	r := protoReader{body: body, off: l.start, end: l.end}
+	if len(l.split) > 0 { // rare: the key is a copy
+		key := string(l.split)
+		r = protoReader{body: &protoBody{b: l.split, s: key}, end: len(key)}
 	}
-	if !ok {
-		// First sight: the strings are copied out of the body.
+	// The key may point into the body: the map is dropped with the decoder,
+	// the body with it, and the snapshot holds neither.
+	key := r.body.s[r.off:r.end]
+	last := &c.last[kind]
+	if last.list != nil && key == last.key {
+		return last.list
+	}
+	list, ok := []string(nil), false
+	if kind != shortNamesList {
+		list, ok = c.lists[key]
+	}
+	if !ok { // first sight: the strings are copied out of the body
 		if cap(c.slab)-len(c.slab) < l.n {
 			c.slab = make([]string, 0, max(256, l.n))
 		}
 		start := len(c.slab)
-		r := protoReader{body: fields, end: len(fields.b)}
-		if len(l.split) == 0 {
-			r.off, r.end = l.start, l.end
-		}
 		for r.next() {
 			c.slab = append(c.slab, a.keep(r.str()))
 		}
@@ -329,9 +318,6 @@ func (c *listCache) intern(kind listKind, l *rawList, body *protoBody, a *arena)
 			if c.lists == nil {
 				c.lists = map[string][]string{}
 			}
-			// The key may point into the body: the map is dropped with
-			// the decoder, the body with it, and the snapshot holds
-			// neither.
 			c.lists[key] = list
 		}
 	}
