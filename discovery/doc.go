@@ -53,8 +53,7 @@
 // slow poll that catches API server upgrades). Where watching is forbidden
 // it falls back to Poll. It is a package of its own, so that this one does
 // not link client-go's informers; it reaches the client through its public
-// API and one hook, [Client.WatchHook], and reports in [Stats] and
-// [Client.Watching].
+// API alone, and counts what it does in its own Stats.
 // A client whose requests reach API servers that disagree (mid-upgrade)
 // serves the union of their views ([Snapshot.Mixed], [Snapshot.Partial])
 // rather than flapping between them. Whether they disagree, and how (what
@@ -93,8 +92,7 @@
 //   - persist.go: warm starts from the disk cache, last known resources;
 //     with WithShared, checked documents persisted once under their ETag.
 //   - errors.go: typed errors.
-//   - stats.go: counters ([Stats]), and [Client.WatchHook], what
-//     discovery/watch needs of a client.
+//   - stats.go: counters ([Stats]).
 //   - elsewhere.go: for packages that read API servers the client does not
 //     (consistency): Client.Config, and NewSnapshot of documents they read.
 package discovery

@@ -316,7 +316,7 @@ func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion)
 		path = "/api/" + gv.Version
 	}
 	resp, err := r.get(ctx, r.http, httpx.Request{Ref: path, Accept: r.legacyAccept()})
-	if err != nil && IsTransient(err) && ctx.Err() == nil {
+	if err != nil && httpx.IsTransient(err) && ctx.Err() == nil {
 		resp, err = r.get(ctx, r.http, httpx.Request{Ref: path, Accept: r.legacyAccept()})
 	}
 	if err != nil && gv == (schema.GroupVersion{Version: "v1"}) && apierrors.IsNotFound(err) {

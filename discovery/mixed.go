@@ -328,29 +328,16 @@ func (u *union) newConnectionsClient() (fresh *httpx.Client, own bool) {
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {
-			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: closingTransport{countingTransport{next: hc.Transport, n: &u.read.stats.requests}}, Timeout: hc.Timeout}, DefaultMaxRedirects)
+			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: httpx.Closing{Next: httpx.Counting{Next: hc.Transport, N: &u.read.stats.requests}}, Timeout: hc.Timeout}, httpx.DefaultMaxRedirects)
 			return &f, true
 		}
 		u.read.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
 	}
 	hc := *u.read.http.HC
-	hc.Transport = closingTransport{next: hc.Transport}
+	hc.Transport = httpx.Closing{Next: hc.Transport}
 	f.HC = &hc
 	return &f, false
 }
-
-// closingTransport closes each request's connection after it.
-type closingTransport struct{ next http.RoundTripper }
-
-func (t closingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Close = true
-	return t.next.RoundTrip(req)
-}
-
-// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the
-// transport below.
-func (t closingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // resource finds a resource of a group-version in c.
 func (c *content) resource(gv schema.GroupVersion, name string) (*Resource, bool) {

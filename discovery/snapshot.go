@@ -278,9 +278,6 @@ func (c *content) index() {
 // be shared between snapshots of one generation.
 func (s *Snapshot) Generation() uint64 { return s.generation }
 
-// Source says how the snapshot was read.
-func (s *Snapshot) Source() Source { return s.named.source }
-
 // Sources says how /api (core) and /apis (named) were each read.
 func (s *Snapshot) Sources() (core, named Source) { return s.core.source, s.named.source }
 
@@ -306,9 +303,6 @@ func (s *Snapshot) FromDisk() bool { return s.fromDisk }
 // of date, by Validated. It is nil when the snapshot is the latest
 // refresh's own.
 func (s *Snapshot) RefreshError() error { return s.refreshErr }
-
-// Complete is true when every group-version's resources are current.
-func (s *Snapshot) Complete() bool { return s.err == nil }
 
 // Err is nil for a complete snapshot, otherwise a *PartialError with one
 // *GroupVersionError per group-version that is not current.

@@ -132,8 +132,9 @@ func Run(ctx context.Context, client *discovery.Client, o *Options, start time.T
 	}
 	if o.Stats {
 		st := client.Stats()
+		_, source := snap.Sources()
 		fmt.Fprintf(stderr, "stats: %d requests, %d bytes, %d not modified, %d cache hits, %d disk loads, source %s, %s wall\n",
-			st.Requests, st.Bytes, st.NotModified, st.CacheHits, st.DiskLoads, snap.Source(), time.Since(start).Round(time.Millisecond))
+			st.Requests, st.Bytes, st.NotModified, st.CacheHits, st.DiskLoads, source, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }

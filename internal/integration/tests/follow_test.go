@@ -160,8 +160,11 @@ func TestWarmStartRevalidates(t *testing.T) {
 	}
 	first := open(time.Hour)
 	want, err := first.Snapshot(context.Background())
-	if err != nil || want.Source().Format != discovery.FormatAggregatedV2 || !want.Source().Protobuf {
-		t.Fatalf("first read: %v from %v", err, want.Source())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, src := want.Sources(); src.Format != discovery.FormatAggregatedV2 || !src.Protobuf {
+		t.Fatalf("first read from %v", src)
 	}
 	second := open(0)
 	got, err := second.Snapshot(context.Background())

@@ -101,8 +101,8 @@ func TestSnapshotEveryGeneration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Source().String() != tc.source {
-				t.Errorf("source %s, want %s", s.Source(), tc.source)
+			if _, named := s.Sources(); named.String() != tc.source {
+				t.Errorf("source %s, want %s", named, tc.source)
 			}
 			if got := srv.Stats().Requests; got != tc.requests {
 				t.Errorf("%d requests, want %d", got, tc.requests)
@@ -119,8 +119,8 @@ func TestSnapshotEveryGeneration(t *testing.T) {
 					}
 				}
 			}
-			if !s.Complete() || s.Err() != nil {
-				t.Errorf("complete=%v err=%v", s.Complete(), s.Err())
+			if s.Err() != nil {
+				t.Errorf("err=%v", s.Err())
 			}
 		})
 	}
@@ -254,8 +254,8 @@ func TestStaleKeepsLastKnown(t *testing.T) {
 			t.Fatalf("error %v: want a GroupVersionError for %s wrapping ErrStale", err, gv)
 		}
 		v, ok := s.Version(gv)
-		if !ok || v.Freshness != discovery.FreshnessStale || !v.LastKnown || len(v.Resources) != 1 || s.Complete() {
-			t.Fatalf("stale version %+v complete=%v: want Stale, last known resources kept", v, s.Complete())
+		if !ok || v.Freshness != discovery.FreshnessStale || !v.LastKnown || len(v.Resources) != 1 || s.Err() == nil {
+			t.Fatalf("stale version %+v err=%v: want Stale, last known resources kept", v, s.Err())
 		}
 		if _, ok := s.Version(schema.GroupVersion{Group: "apps", Version: "v1"}); !ok {
 			t.Fatalf("the rest of the snapshot is missing")
@@ -268,8 +268,8 @@ func TestStaleKeepsLastKnown(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := c.Refresh(context.Background())
-	if err != nil || !s.Complete() {
-		t.Errorf("after recovery: %v, complete=%v", err, s.Complete())
+	if err != nil || s.Err() != nil {
+		t.Errorf("after recovery: %v, %v", err, s.Err())
 	}
 	if !strings.Contains(logs.String(), "current again") {
 		t.Errorf("recovery not logged")
