@@ -11,7 +11,9 @@
 // group-version (a bounded number at a time) on older ones. The answer is
 // an immutable [Snapshot]: groups in server order, versions with their
 // freshness, resources with kind, scope, verbs, short names, categories and
-// subresources.
+// subresources (the model is package
+// [github.com/kubeatlas/kubeatlas/discovery/surface], with the decoders of
+// every form of discovery document).
 //
 // # Freshness
 //
@@ -77,12 +79,10 @@
 //     behind them: runs one at a time, the one publisher of snapshots,
 //     who waits for which run, the delivery of changes to each subscriber.
 //   - fetch.go: one refresh's requests (the one HTTP path, through
-//     internal/httpx), content negotiation, the legacy fallback.
-//   - decode.go, protobuf.go: decoding JSON and protobuf (the protobuf
-//     decoder, wire format included, is hand-written for speed and size,
-//     and fuzzed against the generated one and protowire), and joining
-//     /api's and /apis's parts into a snapshot's content (newContent).
-//   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
+//     internal/httpx), content negotiation, the legacy fallback; the
+//     documents are decoded by package discovery/surface.
+//   - snapshot.go: [Snapshot], what it holds of /api's and /apis's
+//     documents (part), and joining them into its content (newContent).
 //   - change.go: [Change], [Diff]; Poll.
 //   - mixed.go: views of servers that disagree behind one URL, joined (the
 //     union), and the client its resamples send through on new connections.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
@@ -194,7 +195,7 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 		t.Fatalf("snapshot %v, error %v: want a partial one", s, err)
 	}
 	v, ok := s.Version(gv)
-	if !ok || v.Freshness != discovery.FreshnessStale {
+	if !ok || v.Freshness != surface.FreshnessStale {
 		t.Fatalf("%s: %+v, want it listed Stale", gv, v)
 	}
 	if len(v.Resources) != 0 || v.LastKnown {

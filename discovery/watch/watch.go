@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
@@ -487,7 +488,7 @@ func servesAPIGroups(s *discovery.Snapshot) bool {
 		return false
 	}
 	for _, v := range g.Versions {
-		if v.Version != servedAPIGroups.Version || v.Freshness != discovery.FreshnessCurrent {
+		if v.Version != servedAPIGroups.Version || v.Freshness != surface.FreshnessCurrent {
 			continue
 		}
 		for _, r := range v.Resources {
@@ -684,7 +685,7 @@ func (e expectation) metBy(s *discovery.Snapshot) bool {
 	found := false
 	if g, ok := s.Group(e.group); ok {
 		for _, v := range g.Versions {
-			if found = slices.ContainsFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == e.plural }); found {
+			if found = slices.ContainsFunc(v.Resources, func(r surface.Resource) bool { return r.Name == e.plural }); found {
 				break
 			}
 		}

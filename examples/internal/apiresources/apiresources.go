@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 // Options are kubectl api-resources' flags, and --stats.
@@ -82,7 +83,7 @@ func (o *Options) Complete(fs *pflag.FlagSet) error {
 // kubectl chose for it.
 type Row struct {
 	Group, GroupVersion string
-	Resource            *discovery.Resource
+	Resource            *surface.Resource
 }
 
 // Name is the resource as -o name prints it: resource.group, or resource
@@ -152,7 +153,7 @@ func preferred(snap *discovery.Snapshot) []Row {
 		g := &snap.Groups()[gi]
 		pref := ""
 		for _, v := range g.Versions {
-			if v.Freshness != discovery.FreshnessStale {
+			if v.Freshness != surface.FreshnessStale {
 				pref = v.Version
 				break
 			}

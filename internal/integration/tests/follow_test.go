@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 	"github.com/kubeatlas/kubeatlas/openapi3"
@@ -163,7 +164,7 @@ func TestWarmStartRevalidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, src := want.Sources(); src.Format != discovery.FormatAggregatedV2 || !src.Protobuf {
+	if _, src := want.Sources(); src.Format != surface.FormatAggregatedV2 || !src.Protobuf {
 		t.Fatalf("first read from %v", src)
 	}
 	second := open(0)

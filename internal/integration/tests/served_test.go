@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
 
@@ -733,7 +734,7 @@ func TestServedChangeSource(t *testing.T) {
 			return false, fmt.Sprint(err)
 		}
 		v, ok := snap.Version(servedGV)
-		return ok && v.Freshness == discovery.FreshnessCurrent, fmt.Sprintf("%+v (%v)", v, err)
+		return ok && v.Freshness == surface.FreshnessCurrent, fmt.Sprintf("%+v (%v)", v, err)
 	})
 	w := startWatched(t, viewer)
 	waitUntil(t, "watching", 30*time.Second, func() bool { return w.w.Stats().Watching })

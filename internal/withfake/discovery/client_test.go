@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
@@ -140,13 +141,13 @@ func TestSnapshotContent(t *testing.T) {
 	if !ok {
 		t.Fatal("apps/v1 missing")
 	}
-	i := slices.IndexFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == "deployments" })
+	i := slices.IndexFunc(v.Resources, func(r surface.Resource) bool { return r.Name == "deployments" })
 	d := v.Resources[i]
 	if d.Kind != (schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) || !d.Namespaced ||
 		!slices.Equal(d.ShortNames, []string{"deploy"}) || !slices.Contains(d.Categories, "all") || d.SingularName != "deployment" {
 		t.Errorf("deployments %+v", d)
 	}
-	var scale *discovery.Subresource
+	var scale *surface.Subresource
 	for i := range d.Subresources {
 		if d.Subresources[i].Name == "scale" {
 			scale = &d.Subresources[i]
@@ -254,7 +255,7 @@ func TestStaleKeepsLastKnown(t *testing.T) {
 			t.Fatalf("error %v: want a GroupVersionError for %s wrapping ErrStale", err, gv)
 		}
 		v, ok := s.Version(gv)
-		if !ok || v.Freshness != discovery.FreshnessStale || !v.LastKnown || len(v.Resources) != 1 || s.Err() == nil {
+		if !ok || v.Freshness != surface.FreshnessStale || !v.LastKnown || len(v.Resources) != 1 || s.Err() == nil {
 			t.Fatalf("stale version %+v err=%v: want Stale, last known resources kept", v, s.Err())
 		}
 		if _, ok := s.Version(schema.GroupVersion{Group: "apps", Version: "v1"}); !ok {
@@ -288,7 +289,7 @@ func TestLegacyPartialFailure(t *testing.T) {
 		t.Fatalf("error %v: want a PartialError with one 503 for %s", err, gv)
 	}
 	v, ok := s.Version(gv)
-	if !ok || v.Freshness != discovery.FreshnessFailed {
+	if !ok || v.Freshness != surface.FreshnessFailed {
 		t.Errorf("failed group-version %+v", v)
 	}
 	if v, ok := s.Version(schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}); !ok || len(v.Resources) == 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 )
 
@@ -240,7 +241,7 @@ func TestLastKnownResourcesPersist(t *testing.T) {
 			t.Fatalf("%s: %v, want the stale group-version", tc.name, err)
 		}
 		v, ok := s.Version(gv)
-		if !ok || !v.LastKnown || v.Freshness != discovery.FreshnessStale {
+		if !ok || !v.LastKnown || v.Freshness != surface.FreshnessStale {
 			t.Fatalf("%s: %+v, want Stale with last known resources", tc.name, v)
 		}
 		if !slices.Equal(flatten(s), flatten(stale)) || !slices.Equal(flatten(s), flatten(seen)) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/discovery/watch"
 )
 
@@ -147,7 +148,7 @@ func TestWatchIgnoresWhatCannotChangeDiscovery(t *testing.T) {
 	}
 	waitFor(t, "the sentinel in discovery", func() bool {
 		v, ok := c.Current().Version(sentinel.GroupVersion())
-		return ok && slices.ContainsFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == sentinel.Resource })
+		return ok && slices.ContainsFunc(v.Resources, func(r surface.Resource) bool { return r.Name == sentinel.Resource })
 	})
 
 	st := c.Stats()
