@@ -80,9 +80,10 @@
 //     who waits for which run, the delivery of changes to each subscriber.
 //   - fetch.go: one refresh's requests (the one HTTP path, through
 //     internal/httpx), content negotiation, the legacy fallback; the
-//     documents are decoded by package discovery/surface.
-//   - snapshot.go: [Snapshot], what it holds of /api's and /apis's
-//     documents (part), and joining them into its content (newContent).
+//     documents, decoded by package discovery/surface, joined into a
+//     snapshot's content (newContent).
+//   - snapshot.go: [Snapshot], and what it holds of /api's and /apis's
+//     documents (part).
 //   - change.go: [Change], [Diff]; Poll.
 //   - mixed.go: views of servers that disagree behind one URL, joined (the
 //     union), and the client its resamples send through on new connections.

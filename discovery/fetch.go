@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -166,6 +167,46 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 		p.raw = &raw{body: body, contentType: contentType}
 	}
 	return p, nil
+}
+
+// aggregatedPart decodes an aggregated discovery body into what one
+// endpoint contributes to a snapshot. With verify, the part records
+// whether the body is the one its ETag names (surface.DecodeAggregated),
+// which WithShared requires of what it shares.
+func aggregatedPart(body []byte, contentType, etag string, verify bool) (*part, error) {
+	check := ""
+	if verify {
+		check = etag
+	}
+	groups, src, verified, err := surface.DecodeAggregated(body, contentType, check)
+	if err != nil {
+		return nil, err
+	}
+	p := &part{groups: groups, etag: etag, source: src, verified: verified}
+	for _, g := range groups {
+		for _, v := range g.Versions {
+			if v.Freshness == surface.FreshnessStale {
+				p.failed = append(p.failed, &GroupVersionError{GroupVersion: schema.GroupVersion{Group: g.Name, Version: v.Version}, Err: ErrStale})
+			}
+		}
+	}
+	return p, nil
+}
+
+// generations numbers contents across the process, so that a content
+// shared by the clients of a Shared hook has one generation in all of them.
+var generations atomic.Uint64
+
+// newContent joins what /api and /apis contributed.
+func newContent(core, named part) *content {
+	c := &content{core: core, named: named, generation: generations.Add(1)}
+	c.groups = make([]surface.Group, 0, len(core.groups)+len(named.groups))
+	c.groups = append(c.groups, core.groups...)
+	c.groups = append(c.groups, named.groups...)
+	if failed := append(append([]*GroupVersionError(nil), core.failed...), named.failed...); len(failed) > 0 {
+		c.err = &PartialError{Errors: failed}
+	}
+	return c
 }
 
 // parseContentType is mediatype.ParseDiscovery, except that a body served
