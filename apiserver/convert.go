@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/consistency"
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 
 	"github.com/kubeatlas/kubeatlas/apiserver/apis/discovery/v1alpha1"
 )
@@ -60,7 +61,7 @@ func apiGroups(s *discovery.Snapshot, differences map[string][]consistency.Diffe
 		stale := false
 		for _, v := range g.Versions {
 			gv := v1alpha1.GroupVersion{Version: v.Version, Freshness: v1alpha1.FreshnessCurrent, Resources: []v1alpha1.APIResource{}}
-			if v.Freshness != discovery.FreshnessCurrent {
+			if v.Freshness != surface.FreshnessCurrent {
 				gv.Freshness = v1alpha1.FreshnessStale
 				stale = true
 			}
@@ -104,7 +105,7 @@ func groupCondition(diffs []consistency.Difference) metav1.Condition {
 
 // apiResource is r, a resource of gv; its kind's group and version are
 // told where they are not gv.
-func apiResource(gv schema.GroupVersion, r discovery.Resource) v1alpha1.APIResource {
+func apiResource(gv schema.GroupVersion, r surface.Resource) v1alpha1.APIResource {
 	out := v1alpha1.APIResource{
 		Name: r.Name, SingularName: r.SingularName, Kind: r.Kind.Kind, Scope: v1alpha1.ScopeCluster,
 		Verbs: slices.Clone(r.Verbs), ShortNames: slices.Clone(r.ShortNames), Categories: slices.Clone(r.Categories),

@@ -87,7 +87,7 @@ func (f *Feed) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		opts := append([]watch.Option{watch.WithoutServedAPI(), watch.WithRefreshLimit(FeedRefreshEvery, FeedRefreshBurst)}, f.WatchOptions...)
+		opts := append([]watch.Option{watch.WithoutServedAPI(), watch.WithRefreshLimit(FeedRefreshEvery, FeedRefreshBurst), watch.WithLogger(f.Logger)}, f.WatchOptions...)
 		if err := watch.Run(ctx, f.Client, opts...); err != nil {
 			f.Logger.Error("watching the upstream cluster", "err", err)
 		}

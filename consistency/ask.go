@@ -211,7 +211,7 @@ func (k *checker) directClient(cfg *rest.Config, address string) (*httpx.Client,
 	if err != nil {
 		return nil, fmt.Errorf("consistency: a client for %s: %w", address, err)
 	}
-	direct := httpx.NewClient(hc, base, discovery.DefaultMaxRedirects)
+	direct := httpx.NewClient(hc, base, httpx.DefaultMaxRedirects)
 	direct.Body, direct.MaxRetries = k.url.Body, k.url.MaxRetries
 	return direct, nil
 }
@@ -228,7 +228,7 @@ func (k *checker) sampleClient() (hc *httpx.Client, done func()) {
 		cfg.Dial = (&net.Dialer{}).DialContext
 		if own, err := rest.HTTPClientFor(cfg); err == nil {
 			c := *k.url
-			c.HC = httpx.WithRedirectPolicy(&http.Client{Transport: own.Transport, Timeout: own.Timeout}, discovery.DefaultMaxRedirects)
+			c.HC = httpx.WithRedirectPolicy(&http.Client{Transport: own.Transport, Timeout: own.Timeout}, httpx.DefaultMaxRedirects)
 			return &c, func() { utilnet.CloseIdleConnectionsFor(own.Transport) }
 		}
 	}

@@ -88,9 +88,9 @@ func WithClock(c clock.PassiveClock) Option {
 //
 // Check uses none of c's snapshots, and its requests are not c's: only
 // those through c's URL are counted in c.Stats().Requests. Responses are
-// read within discovery.DefaultMaxResponseBytes, and requests answered 429
-// or 5xx with Retry-After are retried up to discovery.DefaultMaxRetries
-// times, whatever c's own options.
+// read within 64 MiB (discovery's default), and requests answered 429
+// or 5xx with Retry-After are retried up to 5 times, whatever c's own
+// options.
 func Check(ctx context.Context, c *discovery.Client, opts ...Option) (*Report, error) {
 	o := options{samples: DefaultSamples, clock: clock.RealClock{}}
 	for _, opt := range opts {
@@ -121,10 +121,10 @@ func newChecker(c *discovery.Client, o options) (*checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consistency: %w", err)
 	}
-	url := httpx.NewClient(hc, base, discovery.DefaultMaxRedirects)
+	url := httpx.NewClient(hc, base, httpx.DefaultMaxRedirects)
 	url.Gzip = !connCfg.DisableCompression
-	url.MaxRetries = discovery.DefaultMaxRetries
-	url.Body = httpx.Options{Limit: discovery.DefaultMaxResponseBytes}
+	url.MaxRetries = httpx.DefaultMaxRetries
+	url.Body = httpx.Options{Limit: httpx.DefaultMaxResponseBytes}
 	return &checker{o: o, url: url, cfg: c.Config()}, nil
 }
 

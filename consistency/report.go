@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 // Certainty says how sure a check is that it saw every API server.
@@ -189,7 +190,7 @@ func missingFrom(all, own *discovery.Snapshot) []schema.GroupVersionResource {
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
 			ov, _ := own.Version(gv)
 			for _, r := range v.Resources {
-				if ov == nil || !slices.ContainsFunc(ov.Resources, func(x discovery.Resource) bool { return x.Name == r.Name }) {
+				if ov == nil || !slices.ContainsFunc(ov.Resources, func(x surface.Resource) bool { return x.Name == r.Name }) {
 					out = append(out, gv.WithResource(r.Name))
 				}
 			}
@@ -253,7 +254,7 @@ func differences(servers []Server) []Difference {
 		d := Difference{GroupVersion: gv, Resource: resource}
 		for _, s := range views {
 			v, ok := s.View.Version(gv)
-			serves := ok && (resource == "" || slices.ContainsFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == resource }))
+			serves := ok && (resource == "" || slices.ContainsFunc(v.Resources, func(r surface.Resource) bool { return r.Name == resource }))
 			if serves {
 				d.ServedBy = append(d.ServedBy, s.Name())
 			} else {

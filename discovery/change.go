@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -28,8 +29,8 @@ func (c Change) Empty() bool {
 // was added.
 func Diff(old, new *Snapshot) Change {
 	c := Change{Old: old, New: new}
-	versions := func(s *Snapshot) map[schema.GroupVersion]*Version {
-		out := map[schema.GroupVersion]*Version{}
+	versions := func(s *Snapshot) map[schema.GroupVersion]*surface.Version {
+		out := map[schema.GroupVersion]*surface.Version{}
 		if s == nil {
 			return out
 		}
@@ -74,8 +75,8 @@ func Diff(old, new *Snapshot) Change {
 	return c
 }
 
-func diffResources(c *Change, gv schema.GroupVersion, old, new []Resource) {
-	byName := make(map[string]*Resource, len(old))
+func diffResources(c *Change, gv schema.GroupVersion, old, new []surface.Resource) {
+	byName := make(map[string]*surface.Resource, len(old))
 	for i := range old {
 		byName[old[i].Name] = &old[i]
 	}

@@ -16,14 +16,11 @@ import (
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
-// Defaults of the options.
+// Defaults of the options, which each option's doc states.
 const (
-	DefaultMaxAge           = 30 * time.Second
-	DefaultRefreshTimeout   = 30 * time.Second
-	DefaultLegacyParallel   = 8
-	DefaultMaxResponseBytes = 64 << 20
-	DefaultMaxRetries       = httpx.DefaultMaxRetries
-	DefaultMaxRedirects     = 3
+	defaultMaxAge         = 30 * time.Second
+	defaultRefreshTimeout = 30 * time.Second
+	defaultLegacyParallel = 8
 )
 
 type options struct {
@@ -45,7 +42,7 @@ type options struct {
 type Option func(*options) error
 
 // WithMaxAge sets how old a snapshot may be before Snapshot revalidates it
-// in the background. Default: DefaultMaxAge (30s).
+// in the background. Default: 30s.
 func WithMaxAge(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
@@ -56,8 +53,7 @@ func WithMaxAge(d time.Duration) Option {
 	}
 }
 
-// WithRefreshTimeout bounds one refresh, which callers share. Default:
-// DefaultRefreshTimeout (30s).
+// WithRefreshTimeout bounds one refresh, which callers share. Default: 30s.
 func WithRefreshTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -69,7 +65,7 @@ func WithRefreshTimeout(d time.Duration) Option {
 }
 
 // WithLegacyParallelism bounds the concurrent per-group-version requests of
-// legacy discovery. Default: DefaultLegacyParallel (8).
+// legacy discovery. Default: 8.
 func WithLegacyParallelism(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
@@ -80,8 +76,7 @@ func WithLegacyParallelism(n int) Option {
 	}
 }
 
-// WithMaxResponseBytes caps one response body. Default:
-// DefaultMaxResponseBytes (64 MiB).
+// WithMaxResponseBytes caps one response body. Default: 64 MiB.
 func WithMaxResponseBytes(n int64) Option {
 	return func(o *options) error {
 		if n < 1 {
@@ -96,7 +91,7 @@ func WithMaxResponseBytes(n int64) Option {
 // 5xx carrying Retry-After (as API Priority and Fairness answers) is sent
 // again, after the wait the server asks for; a wait that would end after
 // the refresh's deadline is not made, and the server's error is returned.
-// Default: DefaultMaxRetries (5); 0 turns retries off.
+// Default: 5; 0 turns retries off.
 func WithMaxRetries(n int) Option {
 	return func(o *options) error {
 		if n < 0 {
@@ -117,7 +112,7 @@ func WithJSONOnly() Option { return func(o *options) error { o.jsonOnly = true; 
 // discovery merged across API servers (KEP-4020 profile=nopeer). Default: off.
 func WithNoPeer() Option { return func(o *options) error { o.noPeer = true; return nil } }
 
-// WithLogger sets where the client logs (and discovery/watch over it).
+// WithLogger sets where the client logs (discovery/watch has its own).
 // A logr.Logger (controller-runtime's, klog's) goes through logr's bridge:
 // WithLogger(slog.New(logr.ToSlogHandler(l))). Default: nowhere.
 func WithLogger(l *slog.Logger) Option {
@@ -134,7 +129,7 @@ func WithClock(c clock.PassiveClock) Option {
 // It is safe for concurrent use; readers never wait behind a refresh that
 // another caller started, unless there is no snapshot yet.
 type Client struct {
-	http *httpx.Client // sends every request; WatchHook and Connection use its HC and Base
+	http *httpx.Client // sends every request; Connection hands out its HC
 	opts options
 	// config, when the client was built from one, backs the client-go
 	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2):
@@ -187,8 +182,7 @@ func NewForConfigAndClient(cfg *rest.Config, hc *http.Client, opts ...Option) (*
 
 // NewForHTTPClient builds a client that sends requests through hc (nil means
 // http.DefaultClient) to the API server at baseURL. The client uses a copy
-// of hc whose redirect policy follows at most DefaultMaxRedirects
-// redirects, on the server's own scheme and host only: credentials that hc's
+// of hc whose redirect policy follows at most 3 redirects, on the server's own scheme and host only: credentials that hc's
 // transport adds never reach another host.
 func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client, error) {
 	base, err := httpx.ParseBase(baseURL)
@@ -200,11 +194,11 @@ func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client,
 
 func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	o := options{
-		maxAge:           DefaultMaxAge,
-		refreshTimeout:   DefaultRefreshTimeout,
-		legacyParallel:   DefaultLegacyParallel,
-		maxResponseBytes: DefaultMaxResponseBytes,
-		maxRetries:       DefaultMaxRetries,
+		maxAge:           defaultMaxAge,
+		refreshTimeout:   defaultRefreshTimeout,
+		legacyParallel:   defaultLegacyParallel,
+		maxResponseBytes: httpx.DefaultMaxResponseBytes,
+		maxRetries:       httpx.DefaultMaxRetries,
 		logger:           slog.New(slog.DiscardHandler),
 		clock:            clock.RealClock{},
 	}
@@ -223,12 +217,12 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	c.machine = refresher{current: &c.current, timeout: o.refreshTimeout, work: c}
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).
-	c.http = httpx.NewClient(hc, base, DefaultMaxRedirects)
+	c.http = httpx.NewClient(hc, base, httpx.DefaultMaxRedirects)
 	next := c.http.HC.Transport
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	c.http.HC.Transport = countingTransport{next: next, n: &c.stats.requests}
+	c.http.HC.Transport = httpx.Counting{Next: next, N: &c.stats.requests}
 	c.http.Gzip = true
 	c.http.MaxRetries = o.maxRetries
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes}
@@ -238,7 +232,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 }
 
 // Connection is the HTTP client this client sends its requests through
-// (each counted in Stats.Requests) and a rest.Config for the same server:
+// (each counted in Stats.Requests; its transport unwraps, as a
+// utilnet.RoundTripperWrapper, to the one below the count, which
+// discovery/watch counts on its own) and a rest.Config for the same server:
 // a copy of New's config, or one with only the host for
 // NewForHTTPClient. It is for adapters that make requests of their own on
 // the same connection, such as discovery/clientgo for the server version

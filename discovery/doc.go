@@ -11,7 +11,9 @@
 // group-version (a bounded number at a time) on older ones. The answer is
 // an immutable [Snapshot]: groups in server order, versions with their
 // freshness, resources with kind, scope, verbs, short names, categories and
-// subresources.
+// subresources (the model is package
+// [github.com/kubeatlas/kubeatlas/discovery/surface], with the decoders of
+// every form of discovery document).
 //
 // # Freshness
 //
@@ -53,8 +55,7 @@
 // slow poll that catches API server upgrades). Where watching is forbidden
 // it falls back to Poll. It is a package of its own, so that this one does
 // not link client-go's informers; it reaches the client through its public
-// API and one hook, [Client.WatchHook], and reports in [Stats] and
-// [Client.Watching].
+// API alone, and counts what it does in its own Stats.
 // A client whose requests reach API servers that disagree (mid-upgrade)
 // serves the union of their views ([Snapshot.Mixed], [Snapshot.Partial])
 // rather than flapping between them. Whether they disagree, and how (what
@@ -78,12 +79,11 @@
 //     behind them: runs one at a time, the one publisher of snapshots,
 //     who waits for which run, the delivery of changes to each subscriber.
 //   - fetch.go: one refresh's requests (the one HTTP path, through
-//     internal/httpx), content negotiation, the legacy fallback.
-//   - decode.go, protobuf.go: decoding JSON and protobuf (the protobuf
-//     decoder, wire format included, is hand-written for speed and size,
-//     and fuzzed against the generated one and protowire), and joining
-//     /api's and /apis's parts into a snapshot's content (newContent).
-//   - snapshot.go: the model ([Snapshot], [Group], [Version], [Resource]).
+//     internal/httpx), content negotiation, the legacy fallback; the
+//     documents, decoded by package discovery/surface, joined into a
+//     snapshot's content (newContent).
+//   - snapshot.go: [Snapshot], and what it holds of /api's and /apis's
+//     documents (part).
 //   - change.go: [Change], [Diff]; Poll.
 //   - mixed.go: views of servers that disagree behind one URL, joined (the
 //     union), and the client its resamples send through on new connections.
@@ -93,8 +93,7 @@
 //   - persist.go: warm starts from the disk cache, last known resources;
 //     with WithShared, checked documents persisted once under their ETag.
 //   - errors.go: typed errors.
-//   - stats.go: counters ([Stats]), and [Client.WatchHook], what
-//     discovery/watch needs of a client.
+//   - stats.go: counters ([Stats]).
 //   - elsewhere.go: for packages that read API servers the client does not
 //     (consistency): Client.Config, and NewSnapshot of documents they read.
 package discovery

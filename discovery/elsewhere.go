@@ -59,7 +59,7 @@ func documentPart(path string, d Document) (*part, error) {
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: d.ContentType, Err: err}
 	}
-	p, err := aggregatedPart(d.Body, mt, d.ETag, false)
+	p, err := aggregatedPart(d.Body, d.ContentType, d.ETag, false)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: d.ContentType, Err: err}
 	}

@@ -1,13 +1,9 @@
 package discovery
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -60,15 +56,6 @@ func (e *PartialError) Unwrap() []error {
 	return out
 }
 
-// GroupVersions lists the failed group-versions.
-func (e *PartialError) GroupVersions() []schema.GroupVersion {
-	out := make([]schema.GroupVersion, len(e.Errors))
-	for i, gve := range e.Errors {
-		out[i] = gve.GroupVersion
-	}
-	return out
-}
-
 // ResponseError is a response whose body could not be used: too large, of
 // the wrong content type, or not what its content type says.
 type ResponseError struct {
@@ -89,24 +76,6 @@ func (e *ResponseError) Unwrap() error { return e.Err }
 var ErrTooLarge = httpx.ErrTooLarge
 
 // ErrRedirect is the cause of the error for a redirect that is not
-// followed: more than DefaultMaxRedirects, or to another host (the
+// followed: more than 3, or to another host (the
 // credentials that the HTTP client adds must not leave the server's host).
 var ErrRedirect = httpx.ErrRedirect
-
-// IsTransient reports whether err may not happen again if the request is
-// repeated, as client-go's memory cache judges it: a 5xx or 429 status, a
-// refused or reset connection, a context that ended.
-func IsTransient(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) && (errno == syscall.ECONNREFUSED || errno == syscall.ECONNRESET) {
-		return true
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Code >= 500 {
-		return true
-	}
-	return apierrors.IsTooManyRequests(err)
-}

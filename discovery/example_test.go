@@ -28,7 +28,8 @@ func ExampleClient_Snapshot() {
 		panic(err)
 	}
 	apps, _ := snap.Group("apps")
-	fmt.Println(snap.Source(), len(snap.Groups()), "groups; apps prefers", apps.PreferredVersion().Version)
+	_, source := snap.Sources()
+	fmt.Println(source, len(snap.Groups()), "groups; apps prefers", apps.PreferredVersion().Version)
 
 	// Nothing changed: two 304s, and the same parsed content.
 	if _, err := c.Refresh(ctx); err != nil {

@@ -8,11 +8,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
@@ -158,7 +159,7 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 	if !mt.Aggregated {
 		return r.fetchLegacy(ctx, path, body, mt)
 	}
-	p, err := aggregatedPart(body, mt, resp.Header.Get("ETag"), r.opts.shared != nil)
+	p, err := aggregatedPart(body, contentType, resp.Header.Get("ETag"), r.opts.shared != nil)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
@@ -166,6 +167,46 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 		p.raw = &raw{body: body, contentType: contentType}
 	}
 	return p, nil
+}
+
+// aggregatedPart decodes an aggregated discovery body into what one
+// endpoint contributes to a snapshot. With verify, the part records
+// whether the body is the one its ETag names (surface.DecodeAggregated),
+// which WithShared requires of what it shares.
+func aggregatedPart(body []byte, contentType, etag string, verify bool) (*part, error) {
+	check := ""
+	if verify {
+		check = etag
+	}
+	groups, src, verified, err := surface.DecodeAggregated(body, contentType, check)
+	if err != nil {
+		return nil, err
+	}
+	p := &part{groups: groups, etag: etag, source: src, verified: verified}
+	for _, g := range groups {
+		for _, v := range g.Versions {
+			if v.Freshness == surface.FreshnessStale {
+				p.failed = append(p.failed, &GroupVersionError{GroupVersion: schema.GroupVersion{Group: g.Name, Version: v.Version}, Err: ErrStale})
+			}
+		}
+	}
+	return p, nil
+}
+
+// generations numbers contents across the process, so that a content
+// shared by the clients of a Shared hook has one generation in all of them.
+var generations atomic.Uint64
+
+// newContent joins what /api and /apis contributed.
+func newContent(core, named part) *content {
+	c := &content{core: core, named: named, generation: generations.Add(1)}
+	c.groups = make([]surface.Group, 0, len(core.groups)+len(named.groups))
+	c.groups = append(c.groups, core.groups...)
+	c.groups = append(c.groups, named.groups...)
+	if failed := append(append([]*GroupVersionError(nil), core.failed...), named.failed...); len(failed) > 0 {
+		c.err = &PartialError{Errors: failed}
+	}
+	return c
 }
 
 // parseContentType is mediatype.ParseDiscovery, except that a body served
@@ -188,69 +229,9 @@ func parseContentType(contentType string) (mediatype.Discovery, error) {
 // group-versions exist, then each is read on its own, a bounded number at a
 // time. A group-version that fails stays listed, marked Failed.
 func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt mediatype.Discovery) (*part, error) {
-	var groups []Group
-	if path == "/api" {
-		var versions metav1.APIVersions
-		if err := decodeLegacy(body, mt, "APIVersions", &versions); err != nil {
-			return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
-		}
-		g := Group{}
-		var seen seenSet
-		for _, v := range versions.Versions {
-			if v != "" && seen.add(v) {
-				g.Versions = append(g.Versions, Version{Version: v})
-			}
-		}
-		groups = []Group{g}
-	} else {
-		var list metav1.APIGroupList
-		if err := decodeLegacy(body, mt, "APIGroupList", &list); err != nil {
-			return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
-		}
-		index := map[string]int{}
-		for _, lg := range list.Groups {
-			// Like client-go, a version may be given by its groupVersion
-			// alone, and a group named only by its versions'.
-			name := lg.Name
-			for _, v := range lg.Versions {
-				if name != "" {
-					break
-				}
-				if gv, err := schema.ParseGroupVersion(v.GroupVersion); err == nil {
-					name = gv.Group
-				}
-			}
-			if name == "" {
-				continue
-			}
-			// A group listed twice is one group with the versions of
-			// both, in order (client-go lists both entries; a snapshot
-			// has one group per name, and drops no version).
-			gi, again := index[name]
-			if !again {
-				gi = len(groups)
-				index[name] = gi
-				groups = append(groups, Group{Name: name})
-			}
-			g := &groups[gi]
-			var seenVersion seenSet
-			for _, v := range g.Versions {
-				seenVersion.add(v.Version)
-			}
-			// Versions in the server's order, as client-go lists them;
-			// the preferred one is named apart (Group.PreferredVersion).
-			for _, v := range lg.Versions {
-				if version := legacyVersion(name, v); version != "" && seenVersion.add(version) {
-					g.Versions = append(g.Versions, Version{Version: version})
-				}
-			}
-			if preferred := legacyVersion(name, lg.PreferredVersion); preferred != "" && g.preferred == "" {
-				if seenVersion.add(preferred) {
-					g.Versions = append(g.Versions, Version{Version: preferred})
-				}
-				g.preferred = preferred
-			}
-		}
+	groups, err := surface.DecodeLegacyGroups(body, legacyContentType(mt), path == "/api")
+	if err != nil {
+		return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
 	}
 
 	type job struct{ g, v int }
@@ -270,7 +251,10 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 			for i := range work {
 				g := &groups[jobs[i].g]
 				v := &g.Versions[jobs[i].v]
-				v.Resources, v.legacyType, errs[i] = r.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
+				got, err := r.fetchLegacyVersion(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
+				if errs[i] = err; err == nil {
+					*v = got
+				}
 			}
 		}()
 	}
@@ -280,29 +264,17 @@ func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt m
 	close(work)
 	wg.Wait()
 
-	out := &part{groups: groups, source: Source{Format: FormatLegacy}}
+	out := &part{groups: groups, source: surface.Source{Format: surface.FormatLegacy}}
 	for i, err := range errs {
 		if err == nil {
 			continue
 		}
 		g := &groups[jobs[i].g]
 		v := &g.Versions[jobs[i].v]
-		v.Freshness = FreshnessFailed
+		v.Freshness = surface.FreshnessFailed
 		out.failed = append(out.failed, &GroupVersionError{GroupVersion: schema.GroupVersion{Group: g.Name, Version: v.Version}, Err: err})
 	}
 	return out, nil
-}
-
-// legacyVersion is the version v names in group: its version field, or
-// else the version of its groupVersion when that is in group.
-func legacyVersion(group string, v metav1.GroupVersionForDiscovery) string {
-	if v.Version != "" {
-		return v.Version
-	}
-	if gv, err := schema.ParseGroupVersion(v.GroupVersion); err == nil && gv.Group == group {
-		return gv.Version
-	}
-	return ""
 }
 
 // fetchLegacyVersion reads one group-version's document. A 404 on the core
@@ -310,46 +282,44 @@ func legacyVersion(group string, v metav1.GroupVersionForDiscovery) string {
 // group-version is gone, and keepLastKnown keeps nothing of it. A transient
 // failure (a 5xx, a 429 past the retries, a reset connection) is asked once
 // more, as client-go's discovery retries.
-func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) ([]Resource, metav1.TypeMeta, error) {
+func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion) (surface.Version, error) {
 	path := "/apis/" + gv.String()
 	if gv.Group == "" {
 		path = "/api/" + gv.Version
 	}
 	resp, err := r.get(ctx, r.http, httpx.Request{Ref: path, Accept: r.legacyAccept()})
-	if err != nil && IsTransient(err) && ctx.Err() == nil {
+	if err != nil && httpx.IsTransient(err) && ctx.Err() == nil {
 		resp, err = r.get(ctx, r.http, httpx.Request{Ref: path, Accept: r.legacyAccept()})
 	}
 	if err != nil && gv == (schema.GroupVersion{Version: "v1"}) && apierrors.IsNotFound(err) {
-		return nil, metav1.TypeMeta{}, nil
+		return surface.Version{Version: gv.Version}, nil
 	}
 	if err != nil {
-		return nil, metav1.TypeMeta{}, err
+		return surface.Version{}, err
 	}
-	body := resp.Body
 	contentType := resp.Header.Get("Content-Type")
 	mt, err := parseContentType(contentType)
 	if err == nil && mt.Aggregated {
 		err = fmt.Errorf("an aggregated type answered a legacy request")
 	}
+	var v surface.Version
+	if err == nil {
+		v, err = surface.DecodeLegacyVersion(gv, resp.Body, legacyContentType(mt))
+	}
 	if err != nil {
-		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: err}
+		return surface.Version{}, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
-	var list metav1.APIResourceList
-	if err := decodeLegacy(body, mt, "APIResourceList", &list); err != nil {
-		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: err}
-	}
-	if list.GroupVersion != gv.String() {
-		return nil, metav1.TypeMeta{}, &ResponseError{Path: path, ContentType: contentType, Err: fmt.Errorf("document is for %q", list.GroupVersion)}
-	}
-	typ := list.TypeMeta
+	return v, nil
+}
+
+// legacyContentType is the media type a legacy document of type mt is
+// decoded as: JSON or protobuf (parseContentType reads some bodies
+// labelled otherwise as JSON).
+func legacyContentType(mt mediatype.Discovery) string {
 	if mt.Protobuf {
-		// What the JSON document would have said (metaview).
-		typ = metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}
-		if gv.Group == "" || gv.Group == "extensions" {
-			typ.APIVersion = ""
-		}
+		return mediatype.Protobuf
 	}
-	return fromLegacyResources(gv, list.APIResources), typ, nil
+	return mediatype.JSON
 }
 
 // keepLastKnown gives a group-version that is not current the resources it

@@ -13,6 +13,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
@@ -230,23 +231,23 @@ func unionContent(views []*content, before *content) *content {
 			if !ok {
 				i = len(u.groups)
 				groupAt[g.Name] = i
-				u.groups = append(u.groups, Group{Name: g.Name})
+				u.groups = append(u.groups, surface.Group{Name: g.Name})
 			}
 			ug := &u.groups[i]
 			for vi := range g.Versions {
 				ver := &g.Versions[vi]
 				gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
 				versions[gv]++
-				j := slices.IndexFunc(ug.Versions, func(x Version) bool { return x.Version == ver.Version })
+				j := slices.IndexFunc(ug.Versions, func(x surface.Version) bool { return x.Version == ver.Version })
 				if j < 0 {
 					j = len(ug.Versions)
-					ug.Versions = append(ug.Versions, Version{Version: ver.Version, Freshness: ver.Freshness, LastKnown: ver.LastKnown})
+					ug.Versions = append(ug.Versions, surface.Version{Version: ver.Version, Freshness: ver.Freshness, LastKnown: ver.LastKnown})
 				}
 				uv := &ug.Versions[j]
 				for ri := range ver.Resources {
 					r := &ver.Resources[ri]
 					resources[gv.WithResource(r.Name)]++
-					i := slices.IndexFunc(uv.Resources, func(x Resource) bool { return x.Name == r.Name })
+					i := slices.IndexFunc(uv.Resources, func(x surface.Resource) bool { return x.Name == r.Name })
 					switch {
 					case i < 0:
 						uv.Resources = append(uv.Resources, *r)
@@ -328,37 +329,24 @@ func (u *union) newConnectionsClient() (fresh *httpx.Client, own bool) {
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {
-			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: closingTransport{countingTransport{next: hc.Transport, n: &u.read.stats.requests}}, Timeout: hc.Timeout}, DefaultMaxRedirects)
+			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: httpx.Closing{Next: httpx.Counting{Next: hc.Transport, N: &u.read.stats.requests}}, Timeout: hc.Timeout}, httpx.DefaultMaxRedirects)
 			return &f, true
 		}
 		u.read.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
 	}
 	hc := *u.read.http.HC
-	hc.Transport = closingTransport{next: hc.Transport}
+	hc.Transport = httpx.Closing{Next: hc.Transport}
 	f.HC = &hc
 	return &f, false
 }
 
-// closingTransport closes each request's connection after it.
-type closingTransport struct{ next http.RoundTripper }
-
-func (t closingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Close = true
-	return t.next.RoundTrip(req)
-}
-
-// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the
-// transport below.
-func (t closingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
-
 // resource finds a resource of a group-version in c.
-func (c *content) resource(gv schema.GroupVersion, name string) (*Resource, bool) {
+func (c *content) resource(gv schema.GroupVersion, name string) (*surface.Resource, bool) {
 	v, ok := (&Snapshot{content: c}).Version(gv)
 	if !ok {
 		return nil, false
 	}
-	i := slices.IndexFunc(v.Resources, func(r Resource) bool { return r.Name == name })
+	i := slices.IndexFunc(v.Resources, func(r surface.Resource) bool { return r.Name == name })
 	if i < 0 {
 		return nil, false
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
@@ -208,7 +209,7 @@ func (c *Client) load() (*Snapshot, error) {
 		// clients write, in this process or another (a fleet's, for every
 		// cluster; perhaps an older build's, which filed documents
 		// unchecked): it is used only once its ETag is recomputed from it.
-		p, err := aggregatedPart(body, mt, sp.ETag, c.opts.shared != nil || h.Shared)
+		p, err := aggregatedPart(body, sp.ContentType, sp.ETag, c.opts.shared != nil || h.Shared)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +225,7 @@ func (c *Client) load() (*Snapshot, error) {
 		return nil, errors.New("persisted snapshot body lengths do not add up")
 	}
 	if h.LastKnown > 0 {
-		groups, _, err := decodeAggregated(rest, mediatype.Discovery{Aggregated: true, Version: "v2"})
+		groups, _, _, err := surface.DecodeAggregated(rest, mediatype.Aggregated("v2", false, ""), "")
 		if err != nil {
 			return nil, fmt.Errorf("persisted last known resources: %w", err)
 		}
@@ -305,7 +306,7 @@ func (c *Client) warmStart(ctx context.Context) error {
 // (not in the documents as received) as an aggregated discovery list in
 // JSON, the form decodeAggregated reads back field for field; nil when
 // there are none.
-func encodeLastKnown(groups []Group) ([]byte, error) {
+func encodeLastKnown(groups []surface.Group) ([]byte, error) {
 	var items []apidiscoveryv2.APIGroupDiscovery
 	for _, g := range groups {
 		var versions []apidiscoveryv2.APIVersionDiscovery
@@ -329,7 +330,7 @@ func encodeLastKnown(groups []Group) ([]byte, error) {
 }
 
 // toAggregated is fromAggregatedResources's inverse.
-func toAggregated(in []Resource) []apidiscoveryv2.APIResourceDiscovery {
+func toAggregated(in []surface.Resource) []apidiscoveryv2.APIResourceDiscovery {
 	kind := func(k schema.GroupVersionKind, explicit bool) *metav1.GroupVersionKind {
 		if explicit {
 			return &metav1.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
@@ -344,12 +345,12 @@ func toAggregated(in []Resource) []apidiscoveryv2.APIResourceDiscovery {
 		}
 		d := apidiscoveryv2.APIResourceDiscovery{
 			Resource: r.Name, SingularResource: r.SingularName, Scope: scope,
-			ResponseKind: kind(r.Kind, r.explicitKind),
+			ResponseKind: kind(r.Kind, r.ExplicitKind()),
 			Verbs:        r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories,
 		}
 		for _, sub := range r.Subresources {
 			d.Subresources = append(d.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-				Subresource: sub.Name, ResponseKind: kind(sub.Kind, sub.explicitKind), Verbs: sub.Verbs,
+				Subresource: sub.Name, ResponseKind: kind(sub.Kind, sub.ExplicitKind()), Verbs: sub.Verbs,
 			})
 		}
 		out = append(out, d)

@@ -226,7 +226,7 @@ func (r *refresher) run(ctx context.Context, x *run) {
 
 // refresh is the machine's work: it reads the server and publishes what
 // it read, as run seq. It returns the snapshot its callers get and whether
-// it published one with new documents to persist.
+// it published one to persist (only with a disk cache).
 func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, error) {
 	start := time.Now()
 	prev := c.current.Load()
@@ -254,7 +254,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		return pub, false, pub.err
 	}
 	c.log.versionsFailed(pub)
-	return pub, true, err
+	return pub, c.opts.disk != nil, err
 }
 
 // publish makes s the current snapshot, unless a run that began after seq

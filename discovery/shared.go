@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
@@ -23,7 +24,8 @@ import (
 // the SHA-512 of the list's JSON too (kube-apiserver computes it once, of
 // json.Marshal of the list, whatever the Accept), so a check would hash
 // what the generated decoder reads while the snapshot holds what
-// protobuf.go reads, and any difference between the two would be trusted.
+// package surface's protobuf decoder reads, and any difference between the
+// two would be trusted.
 // Clients that share should read JSON (WithJSONOnly).
 //
 // The methods are called on refresh goroutines, concurrently, and must
@@ -71,19 +73,22 @@ func (s *Snapshot) ContentKey() (key string, ok bool) {
 		s.err == nil && s.core.verified && s.named.verified && s.partsOf == nil
 }
 
-func contentKeyOf(api, apis string, core, named Source) string {
+func contentKeyOf(api, apis string, core, named surface.Source) string {
 	return strings.Join([]string{api, apis, core.String(), named.String()}, "\n")
 }
 
 // persistedKey is the ContentKey of the documents a persisted entry names.
 func persistedKey(h persisted) (string, bool) {
-	var src [2]Source
+	var src [2]surface.Source
 	for i, sp := range h.Parts {
 		mt, err := mediatype.ParseDiscovery(sp.ContentType)
 		if err != nil || !mt.Aggregated {
 			return "", false
 		}
-		src[i] = sourceOf(mt)
+		src[i] = surface.Source{Format: surface.FormatAggregatedV2, Protobuf: mt.Protobuf}
+		if mt.Version == "v2beta1" {
+			src[i].Format = surface.FormatAggregatedV2Beta1
+		}
 	}
 	return contentKeyOf(h.Parts[0].ETag, h.Parts[1].ETag, src[0], src[1]), true
 }

@@ -62,7 +62,7 @@ func (s *surfaces) fingerprint(ctx context.Context, c *discovery.Client) (string
 	if s.rangesIgnored(host) {
 		return "", nil
 	}
-	probe := httpx.NewClient(hc, base, discovery.DefaultMaxRedirects)
+	probe := httpx.NewClient(hc, base, httpx.DefaultMaxRedirects)
 	probe.Gzip = !cfg.DisableCompression
 	probe.Body = httpx.Options{Limit: probeMaxBytes}
 	timeout := probeTimeout

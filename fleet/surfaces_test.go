@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
@@ -97,8 +98,8 @@ func TestSurfacesShareContent(t *testing.T) {
 	if s2.Generation() != s1.Generation() || &s2.Groups()[0] != &s1.Groups()[0] {
 		t.Errorf("the two clusters' snapshots do not share their content (generations %d, %d)", s1.Generation(), s2.Generation())
 	}
-	if s2.Fetched().Before(s1.Fetched()) || !s2.Complete() {
-		t.Errorf("second snapshot: fetched %v (first %v), complete %v", s2.Fetched(), s1.Fetched(), s2.Complete())
+	if s2.Fetched().Before(s1.Fetched()) || s2.Err() != nil {
+		t.Errorf("second snapshot: fetched %v (first %v), err %v", s2.Fetched(), s1.Fetched(), s2.Err())
 	}
 
 	// Another surface: the guess (the most read surface) is wrong for
@@ -194,7 +195,7 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 		t.Fatalf("snapshot %v, error %v: want a partial one", s, err)
 	}
 	v, ok := s.Version(gv)
-	if !ok || v.Freshness != discovery.FreshnessStale {
+	if !ok || v.Freshness != surface.FreshnessStale {
 		t.Fatalf("%s: %+v, want it listed Stale", gv, v)
 	}
 	if len(v.Resources) != 0 || v.LastKnown {

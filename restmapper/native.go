@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 // The native index answers the common questions straight from the
@@ -104,12 +105,12 @@ func (x *nativeIndex) buildEntries() {
 		// names, or else the first that is not Stale.
 		preferred := 0
 		for vi, v := range g.Versions {
-			if v.Freshness != discovery.FreshnessStale {
+			if v.Freshness != surface.FreshnessStale {
 				preferred = vi
 				break
 			}
 		}
-		if p := g.PreferredVersion(); p != nil && p.Freshness != discovery.FreshnessStale {
+		if p := g.PreferredVersion(); p != nil && p.Freshness != surface.FreshnessStale {
 			for vi := range g.Versions {
 				if &g.Versions[vi] == p {
 					preferred = vi
@@ -190,7 +191,7 @@ func (x *nativeIndex) buildNames() {
 	}
 }
 
-func scopeOf(r *discovery.Resource) meta.RESTScope {
+func scopeOf(r *surface.Resource) meta.RESTScope {
 	if r.Namespaced {
 		return meta.RESTScopeNamespace
 	}

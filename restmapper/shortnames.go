@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 // shortcutIndex expands short names exactly as client-go's ShortcutExpander
@@ -34,7 +35,7 @@ func newShortcutIndex(snap *discovery.Snapshot, warn func(string)) shortcutIndex
 	idx := shortcutIndex{snap: snap, short: map[string][]shortcut{}, warn: warn, warned: &sync.Map{}}
 	for _, g := range snap.Groups() {
 		for _, v := range g.Versions {
-			if v.Freshness == discovery.FreshnessFailed && len(v.Resources) == 0 {
+			if v.Freshness == surface.FreshnessFailed && len(v.Resources) == 0 {
 				continue
 			}
 			for _, r := range v.Resources {

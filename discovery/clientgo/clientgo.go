@@ -29,6 +29,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/metaview"
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
 // Discovery adapts a discovery.Client to client-go's discovery interfaces, so that
@@ -159,7 +160,7 @@ func hasTransient(s *discovery.Snapshot) bool {
 		return false
 	}
 	for _, gve := range partial.Errors {
-		if !errors.Is(gve.Err, discovery.ErrStale) && discovery.IsTransient(gve.Err) {
+		if !errors.Is(gve.Err, discovery.ErrStale) && httpx.IsTransient(gve.Err) {
 			return true
 		}
 	}

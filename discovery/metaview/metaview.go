@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 // View is a snapshot in meta/v1's types.
@@ -40,22 +41,22 @@ func Of(s *discovery.Snapshot) *View {
 	core, named := s.Sources()
 	for gi := range groups {
 		g := &groups[gi]
-		aggregated := named.Format != discovery.FormatLegacy
+		aggregated := named.Format != surface.FormatLegacy
 		if g.Name == "" {
-			aggregated = core.Format != discovery.FormatLegacy
+			aggregated = core.Format != surface.FormatLegacy
 		}
 		group := metav1.APIGroup{Name: g.Name}
 		// The version the server names preferred (legacy discovery), or
 		// else client-go's rule for aggregated discovery: the first
 		// that is not Stale.
 		named := g.PreferredVersion()
-		if named != nil && named.Freshness == discovery.FreshnessStale {
+		if named != nil && named.Freshness == surface.FreshnessStale {
 			named = nil
 		}
 		for vi := range g.Versions {
 			ver := &g.Versions[vi]
 			gv := schema.GroupVersion{Group: g.Name, Version: ver.Version}
-			if ver.Freshness == discovery.FreshnessStale && len(ver.Resources) == 0 {
+			if ver.Freshness == surface.FreshnessStale && len(ver.Resources) == 0 {
 				// Nothing known of it (an aggregated API server never
 				// reached): client-go leaves it out of its group, and
 				// so out of kubectl api-versions and Helm's
@@ -64,10 +65,10 @@ func Of(s *discovery.Snapshot) *View {
 			}
 			d := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: ver.Version}
 			group.Versions = append(group.Versions, d)
-			if named == ver || named == nil && group.PreferredVersion.Version == "" && ver.Freshness != discovery.FreshnessStale {
+			if named == ver || named == nil && group.PreferredVersion.Version == "" && ver.Freshness != surface.FreshnessStale {
 				group.PreferredVersion = d
 			}
-			if ver.Freshness == discovery.FreshnessFailed && len(ver.Resources) == 0 {
+			if ver.Freshness == surface.FreshnessFailed && len(ver.Resources) == 0 {
 				continue
 			}
 			list := toAPIResourceList(gv, ver.Resources, aggregated)
@@ -99,7 +100,7 @@ func Of(s *discovery.Snapshot) *View {
 // toAPIResourceList writes resources as client-go would have produced them
 // from the same server response: from aggregated discovery, subresources
 // take their parent's singular name; from legacy, what the server sent.
-func toAPIResourceList(gv schema.GroupVersion, rs []discovery.Resource, aggregated bool) *metav1.APIResourceList {
+func toAPIResourceList(gv schema.GroupVersion, rs []surface.Resource, aggregated bool) *metav1.APIResourceList {
 	list := &metav1.APIResourceList{GroupVersion: gv.String()}
 	for i := range rs {
 		r := &rs[i]

@@ -16,15 +16,16 @@
 //	c, err := discovery.New(cfg)
 //	go watch.Run(ctx, c) // until ctx ends
 //
-// It is a package of its own, over the client's public API and one hook
-// (discovery.Client.WatchHook: the client's HTTP client and logger, and its
-// Stats and Watching, where what Run does is counted), so that a program
-// that imports only discovery does not link client-go's informers and its
+// A [Watcher] (New) is the same with its counters readable ([Watcher.Stats]).
+//
+// It is a package of its own, over the client's public API alone (its
+// Connection, Snapshot, Current, Refresh and Poll), so that a program that
+// imports only discovery does not link client-go's informers and its
 // dynamic and metadata clients.
 //
 // # Files
 //
-//   - watch.go: [Run] and its options, the informers on CRDs and
+//   - watch.go: [Run], [Watcher] and their options, its [Stats], the informers on CRDs and
 //     APIServices (their lists and watches paced by a backoff), and the
 //     loop that turns their events into rate-limited refreshes; or the
 //     informer on the served discovery API, where the cluster serves it.

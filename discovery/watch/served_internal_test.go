@@ -83,7 +83,7 @@ func newServedFake(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 // but the one round every start has; a group added, changed or removed on
 // the served API each asks for a refresh.
 func TestServedAPIEventsAskForRefreshes(t *testing.T) {
-	c, w := newWatcher(t)
+	_, w := newWatcher(t)
 	w.o.upgradePoll, w.o.debounce = time.Hour, time.Millisecond
 	w.refreshes = rate.NewLimiter(rate.Every(refreshEvery), refreshBurst)
 	dc := newServedFake(apiGroup("apps"))
@@ -96,18 +96,18 @@ func TestServedAPIEventsAskForRefreshes(t *testing.T) {
 			t.Errorf("watchServed returned %v when its context ended, want nil", err)
 		}
 	}()
-	waitUntil(t, "watching", func() bool { return c.Watching() })
-	start := c.Stats().WatchTriggers
+	waitUntil(t, "watching", func() bool { return w.stats.watching.Load() > 0 })
+	start := w.stats.triggers.Load()
 	groups := dc.Resource(servedAPIGroups)
 	if _, err := groups.Create(ctx, apiGroup("widgets.example.com"), metav1CreateOptions); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "a refresh asked for by a new group", func() bool { return c.Stats().WatchTriggers > start })
-	after := c.Stats().WatchTriggers
+	waitUntil(t, "a refresh asked for by a new group", func() bool { return w.stats.triggers.Load() > start })
+	after := w.stats.triggers.Load()
 	if err := groups.Delete(ctx, "widgets.example.com", metav1DeleteOptions); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "a refresh asked for by a removed group", func() bool { return c.Stats().WatchTriggers > after })
+	waitUntil(t, "a refresh asked for by a removed group", func() bool { return w.stats.triggers.Load() > after })
 }
 
 // TestServedAPIGivenUpAfterFailures: lists of the served API that keep

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,12 +20,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
 // Discovery changes come from three sources only: CustomResourceDefinitions,
@@ -80,9 +86,10 @@ type watchOptions struct {
 	direct                                      bool
 	refreshEvery                                time.Duration
 	refreshBurst                                int
+	logger                                      *slog.Logger
 }
 
-// Option configures Run.
+// Option configures a Watcher (New, Run).
 type Option func(*watchOptions) error
 
 // setPositive sets *into to d, which must be positive.
@@ -140,6 +147,20 @@ func WithRefreshLimit(every time.Duration, burst int) Option {
 	}
 }
 
+// WithLogger sets where Run logs: when it cannot watch and polls instead,
+// and when it moves between the served API and CRDs and APIServices. A
+// logr.Logger goes through logr's bridge, as for discovery.WithLogger.
+// Default: nowhere.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *watchOptions) error {
+		if l == nil {
+			return errors.New("discovery/watch: nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
 // WithoutServedAPI makes Run watch CRDs and APIServices even where the
 // cluster serves kubeatlas's discovery API (discovery.kubeatlas.io
 // apigroups), as it does where the cluster does not. Default: the served
@@ -150,10 +171,9 @@ func WithoutServedAPI() Option {
 
 // Run keeps c's snapshot current until ctx ends, in near real time and at
 // almost no cost on an idle cluster; c's subscribers (Client.Subscribe)
-// hear of every change. Its counters are in c.Stats (WatchRequests,
-// WatchEvents, WatchTriggers, WatchForbidden), and c.Watching reports
-// whether a Run watches. Run it in a goroutine of its own; it returns nil
-// when ctx ends, or an error for a bad option.
+// hear of every change. It is New(c, opts...) and Watcher.Run, for a
+// program that does not read the Watcher's Stats. Run it in a goroutine of
+// its own; it returns nil when ctx ends, or an error for a bad option.
 //
 // Where the cluster serves kubeatlas's discovery API (its first snapshot
 // lists discovery.kubeatlas.io/v1alpha1 apigroups, Current, with list and
@@ -188,21 +208,79 @@ func WithoutServedAPI() Option {
 // most one expectation per CRD, 256 in all.
 //
 // Where the credentials may not list or watch CRDs or APIServices (403), it
-// logs so once (to c's logger), reports it in Stats.WatchForbidden, and
-// polls every fallback interval instead (see Client.Poll).
+// logs so (WithLogger), reports it in Stats.Forbidden, and polls every
+// fallback interval instead (see Client.Poll).
 func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
+	w, err := New(c, opts...)
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
+
+// Watcher keeps a discovery.Client current (see Run) and counts what it
+// does (Stats).
+type Watcher struct {
+	c     *discovery.Client
+	o     watchOptions
+	stats counters
+}
+
+type counters struct {
+	requests, events, triggers atomic.Int64
+	forbidden                  atomic.Bool
+	watching                   atomic.Int32 // runs watching, their informers synced
+}
+
+// Stats counts what a Watcher did since New.
+type Stats struct {
+	// Requests counts the lists and watches sent (they are not in the
+	// client's Stats.Requests, which counts its discovery requests).
+	Requests int64
+	Events   int64 // events that the lists and watches brought
+	// Triggers counts the events that could change discovery, each of
+	// which asked for a refresh (events within the debounce share one).
+	Triggers int64
+	// Forbidden: listing or watching CRDs and APIServices was refused
+	// (403), and Run polls instead, until it watches again.
+	Forbidden bool
+	// Watching: a Run watches (it does not poll), its informers synced.
+	Watching bool
+}
+
+// New returns a Watcher of c, or an error for a bad option. It starts
+// nothing: Run does.
+func New(c *discovery.Client, opts ...Option) (*Watcher, error) {
 	o := watchOptions{upgradePoll: DefaultUpgradePoll, fallbackPoll: DefaultFallbackPoll, settle: DefaultSettle, debounce: DefaultDebounce,
-		refreshEvery: refreshEvery, refreshBurst: refreshBurst}
+		refreshEvery: refreshEvery, refreshBurst: refreshBurst, logger: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return &Watcher{c: c, o: o}, nil
+}
+
+// Stats returns the Watcher's counters.
+func (w *Watcher) Stats() Stats {
+	return Stats{
+		Requests:  w.stats.requests.Load(),
+		Events:    w.stats.events.Load(),
+		Triggers:  w.stats.triggers.Load(),
+		Forbidden: w.stats.forbidden.Load(),
+		Watching:  w.stats.watching.Load() > 0,
+	}
+}
+
+// Run keeps the client current until ctx ends, as the function Run
+// describes; it returns nil then.
+func (wr *Watcher) Run(ctx context.Context) error {
+	c, o := wr.c, wr.o
 	_, _ = c.Snapshot(ctx) // a baseline; failures are retried by the rounds below
 	if ctx.Err() != nil {
 		return nil
 	}
-	w := &watcher{c: c, hook: c.WatchHook(), o: o, wake: make(chan struct{}, 1),
+	w := &watcher{c: c, stats: &wr.stats, log: o.logger, o: o, wake: make(chan struct{}, 1),
 		refreshes: rate.NewLimiter(rate.Every(o.refreshEvery), o.refreshBurst)}
 	for ctx.Err() == nil {
 		// Watch the served API while it can be; then what changes
@@ -215,15 +293,34 @@ func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 		checked := w.untilServed(dctx, cancel)
 		if err := w.run(dctx); err != nil && dctx.Err() == nil {
 			if errors.Is(err, errForbidden) {
-				w.hook.Forbidden()
+				w.stats.forbidden.Store(true)
 			}
-			w.hook.Logger().Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
+			w.log.Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
 			c.Poll(dctx, o.fallbackPoll)
 		}
 		cancel()
 		<-checked
 	}
 	return nil
+}
+
+// connection is the client's HTTP client for watches, with a config for
+// client-go's dynamic and metadata clients over it: no overall timeout (a
+// watch lasts minutes), and its requests counted in Stats.Requests instead
+// of the client's.
+func (w *watcher) connection() (*http.Client, *rest.Config) {
+	hc, cfg := w.c.Connection()
+	h := *hc
+	h.Timeout = 0
+	next := h.Transport
+	if u, ok := next.(utilnet.RoundTripperWrapper); ok {
+		next = u.WrappedRoundTripper() // the client's counter (see Client.Connection)
+	}
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	h.Transport = httpx.Counting{Next: next, N: &w.stats.requests}
+	return &h, cfg
 }
 
 // After the served API failed, Run tries it again once discovery lists it
@@ -248,7 +345,7 @@ func (w *watcher) mayUseServed() bool {
 // useServed watches the served API until ctx ends or it fails; a failure
 // is logged and remembered.
 func (w *watcher) useServed(ctx context.Context) {
-	hc, cfg := w.hook.Connection()
+	hc, cfg := w.connection()
 	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
 	start := time.Now()
 	if err == nil {
@@ -263,7 +360,7 @@ func (w *watcher) useServed(ctx context.Context) {
 	}
 	w.servedRetryAt = time.Now().Add(min(servedRetryMin<<min(w.servedFailures, 5), servedRetryMax))
 	w.servedFailures++
-	w.hook.Logger().Info("discovery: cannot watch the served discovery API; watching CustomResourceDefinitions and APIServices instead", "err", err, "forbidden", w.servedForbidden)
+	w.log.Info("discovery: cannot watch the served discovery API; watching CustomResourceDefinitions and APIServices instead", "err", err, "forbidden", w.servedForbidden)
 }
 
 // untilServed calls cancel, from a goroutine of its own, once the served
@@ -286,7 +383,7 @@ func (w *watcher) untilServed(ctx context.Context, cancel func()) (done <-chan s
 				return
 			case <-t.C:
 				if w.mayUseServed() {
-					w.hook.Logger().Info("discovery: the served discovery API is served again; watching it")
+					w.log.Info("discovery: the served discovery API is served again; watching it")
 					cancel()
 					return
 				}
@@ -311,9 +408,10 @@ type expectation struct {
 }
 
 type watcher struct {
-	c    *discovery.Client
-	hook discovery.WatchHook
-	o    watchOptions
+	c     *discovery.Client
+	stats *counters
+	log   *slog.Logger
+	o     watchOptions
 
 	mu      sync.Mutex
 	pending []expectation
@@ -342,7 +440,7 @@ var errForbidden = errors.New("list or watch forbidden (403)")
 // watches that (one watch, which credentials that may not list CRDs may
 // have), and what changes discovery directly when it cannot.
 func (w *watcher) run(ctx context.Context) error {
-	hc, cfg := w.hook.Connection()
+	hc, cfg := w.connection()
 	dc, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return err
@@ -390,7 +488,7 @@ func servesAPIGroups(s *discovery.Snapshot) bool {
 		return false
 	}
 	for _, v := range g.Versions {
-		if v.Version != servedAPIGroups.Version || v.Freshness != discovery.FreshnessCurrent {
+		if v.Version != servedAPIGroups.Version || v.Freshness != surface.FreshnessCurrent {
 			continue
 		}
 		for _, r := range v.Resources {
@@ -419,7 +517,7 @@ func (w *watcher) watchServed(ctx context.Context, dc dynamic.Interface) error {
 	}
 	groups := informerFor(dc.Resource(servedAPIGroups), dc, &unstructured.Unstructured{}, servedAPIGroups, p)
 	event := func(initial bool) {
-		w.hook.Count(1, 0)
+		w.stats.events.Add(1)
 		if !initial {
 			w.expect(expectation{})
 		}
@@ -456,7 +554,7 @@ func (w *watcher) runInformers(ctx context.Context, unavailable <-chan error, in
 		stop()
 		wg.Wait() // after it, nothing sets synced any more
 		if synced.Load() {
-			w.hook.Watching(-1)
+			w.stats.watching.Add(-1)
 		}
 	}()
 	for _, inf := range infs {
@@ -474,7 +572,8 @@ func (w *watcher) runInformers(ctx context.Context, unavailable <-chan error, in
 		}
 		if cache.WaitForCacheSync(ictx.Done(), hasSynced...) {
 			synced.Store(true)
-			w.hook.Watching(1)
+			w.stats.watching.Add(1)
+			w.stats.forbidden.Store(false)
 			w.expect(expectation{rounds: 1})
 		}
 	}()
@@ -586,7 +685,7 @@ func (e expectation) metBy(s *discovery.Snapshot) bool {
 	found := false
 	if g, ok := s.Group(e.group); ok {
 		for _, v := range g.Versions {
-			if found = slices.ContainsFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == e.plural }); found {
+			if found = slices.ContainsFunc(v.Resources, func(r surface.Resource) bool { return r.Name == e.plural }); found {
 				break
 			}
 		}
@@ -596,7 +695,7 @@ func (e expectation) metBy(s *discovery.Snapshot) bool {
 
 // expect records what an event leads to expect and wakes the loop.
 func (w *watcher) expect(e expectation) {
-	w.hook.Count(0, 1)
+	w.stats.triggers.Add(1)
 	if s := w.c.Current(); s != nil {
 		e.since = s.Generation()
 	}
@@ -647,7 +746,7 @@ func crdName(name string) (group, plural string) {
 }
 
 func (w *watcher) crdEvent(old, obj any, initial bool) {
-	w.hook.Count(1, 0)
+	w.stats.events.Add(1)
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok || initial {
 		return // the initial list is what the first snapshot shows
@@ -665,7 +764,7 @@ func (w *watcher) crdEvent(old, obj any, initial bool) {
 }
 
 func (w *watcher) crdGone(obj any) {
-	w.hook.Count(1, 0)
+	w.stats.events.Add(1)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -676,7 +775,7 @@ func (w *watcher) crdGone(obj any) {
 }
 
 func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
-	w.hook.Count(1, 0)
+	w.stats.events.Add(1)
 	if initial {
 		return
 	}

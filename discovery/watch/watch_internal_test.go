@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -19,7 +20,7 @@ func newWatcher(t *testing.T) (*discovery.Client, *watcher) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, &watcher{c: c, hook: c.WatchHook(), o: watchOptions{settle: DefaultSettle}, wake: make(chan struct{}, 1)}
+	return c, &watcher{c: c, stats: &counters{}, log: slog.New(slog.DiscardHandler), o: watchOptions{settle: DefaultSettle}, wake: make(chan struct{}, 1)}
 }
 
 // TestAPIServiceChurnCostsNothing: an APIService update that changes
@@ -27,7 +28,7 @@ func newWatcher(t *testing.T) (*discovery.Client, *watcher) {
 // only a new resourceVersion) asks for no refresh; a flip of Available
 // does.
 func TestAPIServiceChurnCostsNothing(t *testing.T) {
-	c, w := newWatcher(t)
+	_, w := newWatcher(t)
 	apiService := func(rv, available, message string, labels map[string]string) any {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
@@ -44,11 +45,11 @@ func TestAPIServiceChurnCostsNothing(t *testing.T) {
 		return out
 	}
 	w.apiServiceEvent(apiService("1", "True", "", nil), apiService("2", "True", "all checks passed", map[string]string{"team": "a"}), false)
-	if n := c.Stats().WatchTriggers; n != 0 {
+	if n := w.stats.triggers.Load(); n != 0 {
 		t.Errorf("label, message and resourceVersion churn asked for %d refreshes", n)
 	}
 	w.apiServiceEvent(apiService("2", "True", "", nil), apiService("3", "False", "unreachable", nil), false)
-	if n := c.Stats().WatchTriggers; n != 1 {
+	if n := w.stats.triggers.Load(); n != 1 {
 		t.Errorf("an availability flip asked for %d refreshes, want 1", n)
 	}
 }
@@ -58,7 +59,7 @@ func TestAPIServiceChurnCostsNothing(t *testing.T) {
 // resourceVersion) asks for no refresh, nor does the initial list; a new
 // spec generation, the start of a deletion and a new CRD each ask for one.
 func TestCRDChurnCostsNothing(t *testing.T) {
-	c, w := newWatcher(t)
+	_, w := newWatcher(t)
 	crd := func(rv string, generation int64, labels map[string]string, deleting bool) any {
 		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Name: "widgets.example.com", ResourceVersion: rv, Generation: generation, Labels: labels,
@@ -76,7 +77,7 @@ func TestCRDChurnCostsNothing(t *testing.T) {
 	step := func(what string, want int64, event func()) {
 		t.Helper()
 		event()
-		if n := c.Stats().WatchTriggers; n != want {
+		if n := w.stats.triggers.Load(); n != want {
 			t.Errorf("after %s: %d refreshes asked for, want %d", what, n, want)
 		}
 	}

@@ -88,14 +88,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		printChange(stdout, ch)
 	})
-	err = watch.Run(ctx, client, watch.WithUpgradePoll(o.upgradePoll), watch.WithFallbackPoll(o.fallbackPoll))
-	st := client.Stats()
+	w, err := watch.New(client, watch.WithUpgradePoll(o.upgradePoll), watch.WithFallbackPoll(o.fallbackPoll))
+	if err != nil {
+		return err
+	}
+	err = w.Run(ctx)
+	st, ws := client.Stats(), w.Stats()
 	mode := "watching"
-	if st.WatchForbidden {
+	if ws.Forbidden {
 		mode = fmt.Sprintf("polling every %v (may not watch CRDs and APIServices)", o.fallbackPoll)
 	}
 	fmt.Fprintf(stdout, "%s %v %s: %d watch events (%d could change discovery), %d watch requests, %d discovery requests (%d not modified), %d bytes\n",
-		stamp(), time.Since(start).Round(time.Millisecond), mode, st.WatchEvents, st.WatchTriggers, st.WatchRequests, st.Requests, st.NotModified, st.Bytes)
+		stamp(), time.Since(start).Round(time.Millisecond), mode, ws.Events, ws.Triggers, ws.Requests, st.Requests, st.NotModified, st.Bytes)
 	return err
 }
 

@@ -71,7 +71,8 @@ func WithMapperOptions(o ...restmapper.Option) Option {
 	return func(p *Provider) { p.mapperOpts = append(p.mapperOpts, o...) }
 }
 
-// WithWatchOptions passes options to watch.Run. Default: none.
+// WithWatchOptions passes options to each mapper's watch.Watcher.
+// Default: none.
 func WithWatchOptions(o ...watch.Option) Option {
 	return func(p *Provider) { p.watchOpts = append(p.watchOpts, o...) }
 }
@@ -102,15 +103,21 @@ type Provider struct {
 	mu        sync.Mutex
 	collector *kprom.Collector                      // nil until the first mapper, or WithoutMetrics
 	refused   bool                                  // the registry refused the collector (logged once)
-	byMapper  map[meta.RESTMapper]*discovery.Client // each mapper made, and the client it reads
-	started   context.Context                       // set by Start: clients made later are watched at once
+	byMapper  map[meta.RESTMapper]watched // each mapper made, and the client it reads
+	started   context.Context             // set by Start: clients made later are watched at once
+}
+
+// watched is the discovery client a mapper reads and its Watcher.
+type watched struct {
+	dc *discovery.Client
+	w  *watch.Watcher
 }
 
 // clientFor is the discovery client behind a mapper p made, or nil.
 func (p *Provider) clientFor(m meta.RESTMapper) *discovery.Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.byMapper[m]
+	return p.byMapper[m].dc
 }
 
 var (
@@ -135,7 +142,8 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 	var err error
 	// The logger first, so that the caller's discovery options may
 	// override it.
-	dopts := append([]discovery.Option{discovery.WithLogger(slog.New(logr.ToSlogHandler(p.logger)))}, p.discoveryOpts...)
+	logger := slog.New(logr.ToSlogHandler(p.logger))
+	dopts := append([]discovery.Option{discovery.WithLogger(logger)}, p.discoveryOpts...)
 	if hc == nil {
 		dc, err = discovery.New(cfg, dopts...)
 	} else {
@@ -148,18 +156,22 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 	if err != nil {
 		return nil, err
 	}
+	w, err := watch.New(dc, append([]watch.Option{watch.WithLogger(logger)}, p.watchOpts...)...)
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	if p.byMapper == nil {
-		p.byMapper = map[meta.RESTMapper]*discovery.Client{}
+		p.byMapper = map[meta.RESTMapper]watched{}
 	}
-	p.byMapper[m] = dc
+	p.byMapper[m] = watched{dc, w}
 	ctx := p.started
 	p.mu.Unlock()
 	if !p.noMetrics {
-		p.expose(cfg, dc, m)
+		p.expose(cfg, watched{dc, w}, m)
 	}
 	if ctx != nil {
-		go func() { _ = watch.Run(ctx, dc, p.watchOpts...) }()
+		go func() { _ = w.Run(ctx) }()
 	}
 	return m, nil
 }
@@ -170,7 +182,7 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 // the first mapper; one that another Provider registered is shared, since
 // the registry takes one collector of the same metrics. Metrics are not
 // worth failing a manager for: a registry that refuses is logged.
-func (p *Provider) expose(cfg *rest.Config, dc *discovery.Client, m *restmapper.Mapper) {
+func (p *Provider) expose(cfg *rest.Config, dc watched, m *restmapper.Mapper) {
 	col, err := p.sharedCollector()
 	if err != nil {
 		p.logger.Error(err, "kubeatlas metrics not registered")
@@ -183,7 +195,7 @@ func (p *Provider) expose(cfg *rest.Config, dc *discovery.Client, m *restmapper.
 	if base, _, err := rest.DefaultServerUrlFor(cfg); err == nil {
 		name = base.Host + base.Path
 	}
-	src := kprom.Source{Discovery: dc, Mapper: m}
+	src := kprom.Source{Discovery: dc.dc, Watch: dc.w, Mapper: m}
 	for i, n := 1, name; ; i, n = i+1, fmt.Sprintf("%s#%d", name, i+1) {
 		if col.Add(n, src) == nil {
 			return
@@ -227,7 +239,7 @@ func (p *Provider) Start(ctx context.Context) error {
 	errs := make(chan error, len(clients))
 	var wg sync.WaitGroup
 	for _, c := range clients {
-		wg.Go(func() { errs <- watch.Run(ctx, c, p.watchOpts...) })
+		wg.Go(func() { errs <- c.w.Run(ctx) })
 	}
 	wg.Wait()
 	close(errs)

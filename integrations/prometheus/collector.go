@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
@@ -16,6 +17,9 @@ import (
 // Source is what one client of kubeatlas exposes; any field may be nil.
 type Source struct {
 	Discovery *discovery.Client
+	// Watch is the discovery/watch Watcher that keeps Discovery current,
+	// if any (watch.New, then Run).
+	Watch     *watch.Watcher
 	Mapper    *restmapper.Mapper
 	DiskCache *diskcache.Cache
 }
@@ -176,18 +180,21 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 			send(discoveryRefreshSeconds, st.RefreshTime.Seconds())
 			send(discoveryDiskLoads, float64(st.DiskLoads))
 			send(discoveryResamples, float64(st.Resamples))
-			send(watchRequests, float64(st.WatchRequests))
-			send(watchEvents, float64(st.WatchEvents))
-			send(watchTriggers, float64(st.WatchTriggers))
-			send(watchForbidden, boolValue(st.WatchForbidden))
-			send(watching, boolValue(d.Watching()))
 			// No snapshot yet: no generation or age, rather than a
 			// made-up zero that would read as "just confirmed".
 			if snap := d.Current(); snap != nil {
 				send(snapshotGeneration, float64(snap.Generation()))
 				send(snapshotAge, max(c.clock.Since(snap.Validated()).Seconds(), 0))
-				send(snapshotComplete, boolValue(snap.Complete()))
+				send(snapshotComplete, boolValue(snap.Err() == nil))
 			}
+		}
+		if w := s.Watch; w != nil {
+			st := w.Stats()
+			send(watchRequests, float64(st.Requests))
+			send(watchEvents, float64(st.Events))
+			send(watchTriggers, float64(st.Triggers))
+			send(watchForbidden, boolValue(st.Forbidden))
+			send(watching, boolValue(st.Watching))
 		}
 		if m := s.Mapper; m != nil {
 			st := m.Stats()

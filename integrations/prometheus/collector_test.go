@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	kprom "github.com/kubeatlas/kubeatlas/integrations/prometheus"
 	"github.com/kubeatlas/kubeatlas/restmapper"
@@ -242,5 +243,50 @@ func TestScrape(t *testing.T) {
 	col.Remove("down")
 	if _, ok := value(scrape(t, reg), "kubeatlas_discovery_refreshes_total", "client=down"); ok {
 		t.Error("a removed source is still scraped")
+	}
+}
+
+// TestScrapeWatch: a source's Watcher is scraped as the discovery_watch
+// series: not watching before it runs, then watching, its lists and
+// watches of CRDs and APIServices counted, not forbidden.
+func TestScrapeWatch(t *testing.T) {
+	_, base := discoverytest.Start(t)
+	dc, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watch.New(dc, watch.WithUpgradePoll(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := kprom.NewCollector()
+	if err := col.Add("fake", kprom.Source{Discovery: dc, Watch: w}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prom.NewPedanticRegistry()
+	reg.MustRegister(col)
+	if v, ok := value(scrape(t, reg), "kubeatlas_discovery_watching", "client=fake"); !ok || v != 0 {
+		t.Errorf("watching before Run: %v (in the scrape: %v), want 0", v, ok)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(30 * time.Second); !w.Stats().Watching; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Watcher is not watching after 30s")
+		}
+	}
+	f := scrape(t, reg)
+	for name, want := range map[string]func(float64) bool{
+		"kubeatlas_discovery_watching":             func(v float64) bool { return v == 1 },
+		"kubeatlas_discovery_watch_requests_total": func(v float64) bool { return v >= 2 }, // a list of CRDs and one of APIServices, at least
+		"kubeatlas_discovery_watch_forbidden":      func(v float64) bool { return v == 0 },
+		"kubeatlas_discovery_watch_events_total":   func(v float64) bool { return v >= 0 },
+	} {
+		if v, ok := value(f, name, "client=fake"); !ok || !want(v) {
+			t.Errorf("%s: %v (in the scrape: %v)", name, v, ok)
+		}
 	}
 }

@@ -1,15 +1,16 @@
 // Package prometheus exposes kubeatlas's own metrics to Prometheus: a
 // [Collector] reads the counters kubeatlas's packages already keep —
 // discovery.Client.Stats (requests, bytes, 304s, refreshes and their
-// outcome, disk loads, watch requests, events and whether it watches),
-// the current snapshot (generation, age, completeness),
+// outcome, disk loads), the current snapshot (generation, age,
+// completeness), discovery/watch's Watcher.Stats (its requests, events,
+// and whether it watches),
 // restmapper.Mapper.Stats (hits, misses, the refreshes misses made) and
 // diskcache.Cache.Stats (hits, misses, writes, corrupt entries,
 // evictions, usage) — when scraped, labelled by the name each source was
 // added under.
 //
 //	col := prometheus.NewCollector()
-//	_ = col.Add("prod", prometheus.Source{Discovery: dc, Mapper: m, DiskCache: cache})
+//	_ = col.Add("prod", prometheus.Source{Discovery: dc, Watch: w, Mapper: m, DiskCache: cache})
 //	registry.MustRegister(col)
 //
 // integrations/controllerruntime registers one with controller-runtime's

@@ -161,3 +161,7 @@ func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte
 	}
 	return append(out, buf...), nil
 }
+
+// DefaultMaxResponseBytes is discovery's default limit of one response body
+// (discovery.WithMaxResponseBytes).
+const DefaultMaxResponseBytes = 64 << 20

@@ -38,3 +38,7 @@ func WithRedirectPolicy(hc *http.Client, max int) *http.Client {
 	c.CheckRedirect = CheckRedirect(max)
 	return &c
 }
+
+// DefaultMaxRedirects is how many redirects discovery and openapi3 follow
+// (on the server's own host only: CheckRedirect).
+const DefaultMaxRedirects = 3

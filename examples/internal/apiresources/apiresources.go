@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 // Options are kubectl api-resources' flags, and --stats.
@@ -82,7 +83,7 @@ func (o *Options) Complete(fs *pflag.FlagSet) error {
 // kubectl chose for it.
 type Row struct {
 	Group, GroupVersion string
-	Resource            *discovery.Resource
+	Resource            *surface.Resource
 }
 
 // Name is the resource as -o name prints it: resource.group, or resource
@@ -132,8 +133,9 @@ func Run(ctx context.Context, client *discovery.Client, o *Options, start time.T
 	}
 	if o.Stats {
 		st := client.Stats()
+		_, source := snap.Sources()
 		fmt.Fprintf(stderr, "stats: %d requests, %d bytes, %d not modified, %d cache hits, %d disk loads, source %s, %s wall\n",
-			st.Requests, st.Bytes, st.NotModified, st.CacheHits, st.DiskLoads, snap.Source(), time.Since(start).Round(time.Millisecond))
+			st.Requests, st.Bytes, st.NotModified, st.CacheHits, st.DiskLoads, source, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -151,7 +153,7 @@ func preferred(snap *discovery.Snapshot) []Row {
 		g := &snap.Groups()[gi]
 		pref := ""
 		for _, v := range g.Versions {
-			if v.Freshness != discovery.FreshnessStale {
+			if v.Freshness != surface.FreshnessStale {
 				pref = v.Version
 				break
 			}

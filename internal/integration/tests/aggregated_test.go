@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
 
@@ -227,7 +228,7 @@ func TestAggregatedFreshness(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	freshness := func(want discovery.Freshness) func() (bool, string) {
+	freshness := func(want surface.Freshness) func() (bool, string) {
 		return func() (bool, string) {
 			snap, err := dc.Refresh(ctx)
 			if snap == nil {
@@ -241,22 +242,22 @@ func TestAggregatedFreshness(t *testing.T) {
 			for _, r := range v.Resources {
 				names = append(names, r.Name)
 			}
-			return v.Freshness == want && (want != discovery.FreshnessCurrent || slices.Equal(names, []string{"things"})),
+			return v.Freshness == want && (want != surface.FreshnessCurrent || slices.Equal(names, []string{"things"})),
 				fmt.Sprintf("%s is %v with resources %v (%v)", tinyGV, v.Freshness, names, err)
 		}
 	}
-	eventually(t, "the aggregated group Current with its resource", 60*time.Second, freshness(discovery.FreshnessCurrent))
+	eventually(t, "the aggregated group Current with its resource", 60*time.Second, freshness(surface.FreshnessCurrent))
 
 	s.stop()
 	stopped := time.Now()
 	// The aggregator notices on its availability check or its discovery
 	// resync, each at most a minute apart.
-	eventually(t, "the aggregated version Stale", 150*time.Second, freshness(discovery.FreshnessStale))
+	eventually(t, "the aggregated version Stale", 150*time.Second, freshness(surface.FreshnessStale))
 	t.Logf("Stale %v after the aggregated server stopped", time.Since(stopped).Round(100*time.Millisecond))
 
 	s.start(t, port)
 	restarted := time.Now()
-	eventually(t, "the aggregated version Current again", 150*time.Second, freshness(discovery.FreshnessCurrent))
+	eventually(t, "the aggregated version Current again", 150*time.Second, freshness(surface.FreshnessCurrent))
 	t.Logf("Current %v after the aggregated server restarted", time.Since(restarted).Round(100*time.Millisecond))
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 	"github.com/kubeatlas/kubeatlas/openapi3"
@@ -160,8 +161,11 @@ func TestWarmStartRevalidates(t *testing.T) {
 	}
 	first := open(time.Hour)
 	want, err := first.Snapshot(context.Background())
-	if err != nil || want.Source().Format != discovery.FormatAggregatedV2 || !want.Source().Protobuf {
-		t.Fatalf("first read: %v from %v", err, want.Source())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, src := want.Sources(); src.Format != surface.FormatAggregatedV2 || !src.Protobuf {
+		t.Fatalf("first read from %v", src)
 	}
 	second := open(0)
 	got, err := second.Snapshot(context.Background())

@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
 
@@ -733,10 +734,10 @@ func TestServedChangeSource(t *testing.T) {
 			return false, fmt.Sprint(err)
 		}
 		v, ok := snap.Version(servedGV)
-		return ok && v.Freshness == discovery.FreshnessCurrent, fmt.Sprintf("%+v (%v)", v, err)
+		return ok && v.Freshness == surface.FreshnessCurrent, fmt.Sprintf("%+v (%v)", v, err)
 	})
 	w := startWatched(t, viewer)
-	waitUntil(t, "watching", 30*time.Second, w.dc.Watching)
+	waitUntil(t, "watching", 30*time.Second, func() bool { return w.w.Stats().Watching })
 
 	obj := servedCRD("changes.served.kubeatlas.test", "Thingamajig", "v1")
 	start := time.Now()
@@ -747,13 +748,13 @@ func TestServedChangeSource(t *testing.T) {
 	waitUntil(t, "the Change", 30*time.Second, func() bool { _, ok := w.seen("+" + gvr.String()); return ok })
 	at, _ := w.seen("+" + gvr.String())
 	latency := at.Sub(start)
-	t.Logf("CRD created -> Change through the served API in %v; stats %+v", latency.Round(time.Millisecond), w.dc.Stats())
+	t.Logf("CRD created -> Change through the served API in %v; stats %+v, watch %+v", latency.Round(time.Millisecond), w.dc.Stats(), w.w.Stats())
 	// "A second or two"; the bound leaves room for a loaded machine.
 	if latency > 5*time.Second {
 		t.Errorf("the Change came %v after the CRD's creation", latency)
 	}
-	if st := w.dc.Stats(); st.WatchForbidden || !w.dc.Watching() || st.WatchRequests == 0 {
-		t.Errorf("stats %+v, Watching %v: want watching the served API, never forbidden", st, w.dc.Watching())
+	if st := w.w.Stats(); st.Forbidden || !st.Watching || st.Requests == 0 {
+		t.Errorf("watch stats %+v: want watching the served API, never forbidden", st)
 	}
 	if p := counted.containing("customresourcedefinitions"); len(p) > 0 {
 		t.Errorf("the client asked for CRDs: %q", p)

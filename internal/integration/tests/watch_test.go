@@ -24,6 +24,7 @@ import (
 // was first seen added and removed by a subscriber.
 type watched struct {
 	dc *discovery.Client
+	w  *watch.Watcher
 	mu sync.Mutex
 	at map[string]time.Time // "+gvr" or "-gvr"
 }
@@ -34,7 +35,11 @@ func startWatched(t *testing.T, cfg *rest.Config, opts ...watch.Option) *watched
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &watched{dc: dc, at: map[string]time.Time{}}
+	ww, err := watch.New(dc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watched{dc: dc, w: ww, at: map[string]time.Time{}}
 	dc.Subscribe(func(ch discovery.Change) {
 		now := time.Now()
 		w.mu.Lock()
@@ -54,7 +59,7 @@ func startWatched(t *testing.T, cfg *rest.Config, opts ...watch.Option) *watched
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := watch.Run(ctx, dc, opts...); err != nil {
+		if err := ww.Run(ctx); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -92,7 +97,7 @@ func TestWatchOnRealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startWatched(t, c.config)
-	waitUntil(t, "watching", 30*time.Second, w.dc.Watching)
+	waitUntil(t, "watching", 30*time.Second, func() bool { return w.w.Stats().Watching })
 	m, err := restmapper.New(w.dc)
 	if err != nil {
 		t.Fatal(err)
@@ -135,17 +140,17 @@ func TestWatchOnRealServer(t *testing.T) {
 	t.Logf("CRD created -> Change: %s", spread(toChange))
 	t.Logf("CRD created -> RESTMapping: %s", spread(toMapping))
 	t.Logf("CRD deleted -> Change: %s", spread(toRemoved))
-	st := w.dc.Stats()
+	st, ws := w.dc.Stats(), w.w.Stats()
 	t.Logf("%d rounds: %d discovery requests (%d not modified), %d watch requests, %d watch events (%d could change discovery)",
-		rounds, st.Requests, st.NotModified, st.WatchRequests, st.WatchEvents, st.WatchTriggers)
+		rounds, st.Requests, st.NotModified, ws.Requests, ws.Events, ws.Triggers)
 
 	// An idle minute: the upgrade poll's one round, two requests.
 	time.Sleep(2 * time.Second) // let the last settle rounds end
-	before := w.dc.Stats()
+	before, watchedBefore := w.dc.Stats(), w.w.Stats()
 	time.Sleep(time.Minute)
-	after := w.dc.Stats()
+	after, watchedAfter := w.dc.Stats(), w.w.Stats()
 	idle := after.Requests - before.Requests
-	t.Logf("idle minute: %d discovery requests, %d watch requests, %d watch events", idle, after.WatchRequests-before.WatchRequests, after.WatchEvents-before.WatchEvents)
+	t.Logf("idle minute: %d discovery requests, %d watch requests, %d watch events", idle, watchedAfter.Requests-watchedBefore.Requests, watchedAfter.Events-watchedBefore.Events)
 	if idle > 2 {
 		t.Errorf("an idle minute cost %d discovery requests, want at most 2", idle)
 	}
@@ -163,9 +168,9 @@ func TestWatchForbiddenOnRealServer(t *testing.T) {
 		t.Fatalf("the viewer may list CRDs (%v): the test needs it not to", err)
 	}
 	w := startWatched(t, viewer, watch.WithFallbackPoll(time.Second))
-	waitUntil(t, "the fallback", 30*time.Second, func() bool { return w.dc.Stats().WatchForbidden })
-	if w.dc.Watching() {
-		t.Error("Watching() while polling")
+	waitUntil(t, "the fallback", 30*time.Second, func() bool { return w.w.Stats().Forbidden })
+	if w.w.Stats().Watching {
+		t.Error("Watching while polling")
 	}
 	dyn, err := dynamic.NewForConfig(c.config)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
@@ -101,8 +102,8 @@ func TestSnapshotEveryGeneration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Source().String() != tc.source {
-				t.Errorf("source %s, want %s", s.Source(), tc.source)
+			if _, named := s.Sources(); named.String() != tc.source {
+				t.Errorf("source %s, want %s", named, tc.source)
 			}
 			if got := srv.Stats().Requests; got != tc.requests {
 				t.Errorf("%d requests, want %d", got, tc.requests)
@@ -119,8 +120,8 @@ func TestSnapshotEveryGeneration(t *testing.T) {
 					}
 				}
 			}
-			if !s.Complete() || s.Err() != nil {
-				t.Errorf("complete=%v err=%v", s.Complete(), s.Err())
+			if s.Err() != nil {
+				t.Errorf("err=%v", s.Err())
 			}
 		})
 	}
@@ -140,13 +141,13 @@ func TestSnapshotContent(t *testing.T) {
 	if !ok {
 		t.Fatal("apps/v1 missing")
 	}
-	i := slices.IndexFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == "deployments" })
+	i := slices.IndexFunc(v.Resources, func(r surface.Resource) bool { return r.Name == "deployments" })
 	d := v.Resources[i]
 	if d.Kind != (schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) || !d.Namespaced ||
 		!slices.Equal(d.ShortNames, []string{"deploy"}) || !slices.Contains(d.Categories, "all") || d.SingularName != "deployment" {
 		t.Errorf("deployments %+v", d)
 	}
-	var scale *discovery.Subresource
+	var scale *surface.Subresource
 	for i := range d.Subresources {
 		if d.Subresources[i].Name == "scale" {
 			scale = &d.Subresources[i]
@@ -254,8 +255,8 @@ func TestStaleKeepsLastKnown(t *testing.T) {
 			t.Fatalf("error %v: want a GroupVersionError for %s wrapping ErrStale", err, gv)
 		}
 		v, ok := s.Version(gv)
-		if !ok || v.Freshness != discovery.FreshnessStale || !v.LastKnown || len(v.Resources) != 1 || s.Complete() {
-			t.Fatalf("stale version %+v complete=%v: want Stale, last known resources kept", v, s.Complete())
+		if !ok || v.Freshness != surface.FreshnessStale || !v.LastKnown || len(v.Resources) != 1 || s.Err() == nil {
+			t.Fatalf("stale version %+v err=%v: want Stale, last known resources kept", v, s.Err())
 		}
 		if _, ok := s.Version(schema.GroupVersion{Group: "apps", Version: "v1"}); !ok {
 			t.Fatalf("the rest of the snapshot is missing")
@@ -268,8 +269,8 @@ func TestStaleKeepsLastKnown(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := c.Refresh(context.Background())
-	if err != nil || !s.Complete() {
-		t.Errorf("after recovery: %v, complete=%v", err, s.Complete())
+	if err != nil || s.Err() != nil {
+		t.Errorf("after recovery: %v, %v", err, s.Err())
 	}
 	if !strings.Contains(logs.String(), "current again") {
 		t.Errorf("recovery not logged")
@@ -288,7 +289,7 @@ func TestLegacyPartialFailure(t *testing.T) {
 		t.Fatalf("error %v: want a PartialError with one 503 for %s", err, gv)
 	}
 	v, ok := s.Version(gv)
-	if !ok || v.Freshness != discovery.FreshnessFailed {
+	if !ok || v.Freshness != surface.FreshnessFailed {
 		t.Errorf("failed group-version %+v", v)
 	}
 	if v, ok := s.Version(schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}); !ok || len(v.Resources) == 0 {

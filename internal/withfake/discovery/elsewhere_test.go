@@ -57,8 +57,8 @@ func TestNewSnapshot(t *testing.T) {
 		if api, apis := s.ETags(); api != wantAPI || apis != wantAPIs || !slices.Equal(flatten(s), flatten(want)) || !slices.Equal(groupOrder(s), groupOrder(want)) {
 			t.Errorf("protobuf %v: ETags %s %s, %d resources; want the client's snapshot", protobuf, api, apis, len(flatten(s)))
 		}
-		if s.Source().Protobuf != protobuf || !s.Fetched().Equal(at) || !s.Validated().Equal(at) || !s.Complete() {
-			t.Errorf("protobuf %v: source %v, fetched %v, validated %v, complete %v", protobuf, s.Source(), s.Fetched(), s.Validated(), s.Complete())
+		if _, src := s.Sources(); src.Protobuf != protobuf || !s.Fetched().Equal(at) || !s.Validated().Equal(at) || s.Err() != nil {
+			t.Errorf("protobuf %v: source %v, fetched %v, validated %v, err %v", protobuf, src, s.Fetched(), s.Validated(), s.Err())
 		}
 	}
 

@@ -23,7 +23,7 @@ const (
 // of bubble time, then stops it and waits for it to end. A Run that sends
 // more than maxWatchRequests lists and watches is stopped at once (the
 // test fails): a loop with no wait in it would never let bubble time pass.
-func runInBubble(t *testing.T, hc *http.Client, base string, d time.Duration, maxWatchRequests int, during func(*discovery.Client)) *discovery.Client {
+func runInBubble(t *testing.T, hc *http.Client, base string, d time.Duration, maxWatchRequests int, during func(*discovery.Client, *watch.Watcher)) (*discovery.Client, *watch.Watcher) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -32,15 +32,19 @@ func runInBubble(t *testing.T, hc *http.Client, base string, d time.Duration, ma
 	if err != nil {
 		t.Fatal(err)
 	}
+	w, err := watch.New(c, watch.WithUpgradePoll(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := watch.Run(ctx, c, watch.WithUpgradePoll(time.Hour)); err != nil {
+		if err := w.Run(ctx); err != nil {
 			t.Error(err)
 		}
 	}()
 	if during != nil {
-		during(c)
+		during(c, w)
 	}
 	select {
 	case <-time.After(d):
@@ -49,7 +53,7 @@ func runInBubble(t *testing.T, hc *http.Client, base string, d time.Duration, ma
 	}
 	cancel()
 	<-done
-	return c
+	return c, w
 }
 
 // countingTransport counts the lists and watches of CRDs and APIServices,
@@ -145,9 +149,10 @@ func TestModifiedFloodIsRateLimited(t *testing.T) {
 		}
 		stop := make(chan struct{})
 		var before discovery.Stats
-		c := runInBubble(t, hc, base, 10*time.Second, 1000, func(c *discovery.Client) {
+		var watchedBefore watch.Stats
+		c, w := runInBubble(t, hc, base, 10*time.Second, 1000, func(c *discovery.Client, w *watch.Watcher) {
 			time.Sleep(time.Second) // watching by now
-			before = c.Stats()
+			before, watchedBefore = c.Stats(), w.Stats()
 			go func() {
 				for i := 0; ; i++ {
 					select {
@@ -164,15 +169,15 @@ func TestModifiedFloodIsRateLimited(t *testing.T) {
 			}()
 		})
 		close(stop)
-		after := c.Stats()
+		after, watchedAfter := c.Stats(), w.Stats()
 		// 5 at once, then one a second.
 		if n := after.Refreshes - before.Refreshes; n > 15 {
 			t.Errorf("%d refreshes in 9s of a MODIFIED flood, want at most 15", n)
 		}
-		if n := after.WatchEvents - before.WatchEvents; n < 1000 {
+		if n := watchedAfter.Events - watchedBefore.Events; n < 1000 {
 			t.Errorf("%d watch events: the flood did not reach the watch", n)
 		}
 		t.Logf("%d refreshes (%d discovery requests), %d watch events in 9s of a MODIFIED flood",
-			after.Refreshes-before.Refreshes, after.Requests-before.Requests, after.WatchEvents-before.WatchEvents)
+			after.Refreshes-before.Refreshes, after.Requests-before.Requests, watchedAfter.Events-watchedBefore.Events)
 	})
 }

@@ -63,9 +63,9 @@ func TestWatchUsesServedAPI(t *testing.T) {
 	}
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithFallbackPoll(time.Hour))
-	waitFor(t, "watching", c.Watching)
-	if st := c.Stats(); st.WatchForbidden {
+	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithFallbackPoll(time.Hour))
+	waitFor(t, "watching", func() bool { return w.Stats().Watching })
+	if st := w.Stats(); st.Forbidden {
 		t.Fatalf("forbidden: %+v", st)
 	}
 	if servedWatches(srv) == 0 {
@@ -77,8 +77,8 @@ func TestWatchUsesServedAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWithin(t, watch.DefaultSettle, "Change that adds the CRD", func() bool { return got.added(gvr) })
-	if st := c.Stats(); st.WatchForbidden || !c.Watching() || st.WatchEvents == 0 {
-		t.Errorf("stats: %+v, watching %v", st, c.Watching())
+	if st := w.Stats(); st.Forbidden || !st.Watching || st.Events == 0 {
+		t.Errorf("watch stats: %+v", st)
 	}
 	if n := directRequests(srv); n != 0 {
 		t.Errorf("%d requests for CRDs or APIServices", n)
@@ -97,15 +97,15 @@ func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
 	}
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithFallbackPoll(50*time.Millisecond))
-	waitFor(t, "watching", c.Watching)
+	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithFallbackPoll(50*time.Millisecond))
+	waitFor(t, "watching", func() bool { return w.Stats().Watching })
 	if err := srv.SetAggregatedAPIUnavailable(v1alpha1.GroupName, true); err != nil {
 		t.Fatal(err)
 	}
 	// servedGiveUp failed lists or watches in a row, with backoff: seconds.
-	waitWithin(t, 30*time.Second, "fallback to polling", func() bool { return c.Stats().WatchForbidden })
-	if c.Watching() {
-		t.Error("Watching() while polling")
+	waitWithin(t, 30*time.Second, "fallback to polling", func() bool { return w.Stats().Forbidden })
+	if w.Stats().Watching {
+		t.Error("Watching while polling")
 	}
 	gvr := schema.GroupVersionResource{Group: "later.example.com", Version: "v1", Resource: "laters"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Later"}); err != nil {
@@ -119,7 +119,10 @@ func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
 	if err := srv.SetAggregatedAPIUnavailable(v1alpha1.GroupName, false); err != nil {
 		t.Fatal(err)
 	}
-	waitWithin(t, 30*time.Second, "the served API watched again", func() bool { return servedWatches(srv) > watches && c.Watching() })
+	waitWithin(t, 30*time.Second, "the served API watched again", func() bool { return servedWatches(srv) > watches && w.Stats().Watching })
+	if w.Stats().Forbidden {
+		t.Error("Stats.Forbidden still set while the served API is watched: Run no longer polls")
+	}
 	polls := len(srv.Requests())
 	again := schema.GroupVersionResource{Group: "again.example.com", Version: "v1", Resource: "agains"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: again.Group, Versions: []string{"v1"}, Kind: "Again"}); err != nil {
@@ -144,8 +147,8 @@ func TestWithoutServedAPIIgnoresIt(t *testing.T) {
 	}
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithoutServedAPI())
-	waitFor(t, "watching", c.Watching)
+	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithoutServedAPI())
+	waitFor(t, "watching", func() bool { return w.Stats().Watching })
 	gvr := schema.GroupVersionResource{Group: "direct.example.com", Version: "v1", Resource: "directs"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Direct"}); err != nil {
 		t.Fatal(err)

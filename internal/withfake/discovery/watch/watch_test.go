@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/discovery/watch"
 )
 
@@ -46,18 +47,23 @@ func (c *changes) any(list func(discovery.Change) []schema.GroupVersionResource,
 	return false
 }
 
-// startWatch runs watch.Run until the test ends, and waits until it watches.
-func startWatch(t *testing.T, c *discovery.Client, opts ...watch.Option) {
+// startWatch runs a Watcher of c until the test ends.
+func startWatch(t *testing.T, c *discovery.Client, opts ...watch.Option) *watch.Watcher {
 	t.Helper()
+	w, err := watch.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := watch.Run(ctx, c, opts...); err != nil {
+		if err := w.Run(ctx); err != nil {
 			t.Error(err)
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	return w
 }
 
 // TestWatchDeliversNewCRDs: a CRD created while Watch runs reaches
@@ -72,8 +78,8 @@ func TestWatchDeliversNewCRDs(t *testing.T) {
 	}
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, watch.WithUpgradePoll(time.Hour))
-	waitFor(t, "watching", c.Watching)
+	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour))
+	waitFor(t, "watching", func() bool { return w.Stats().Watching })
 
 	before := c.Stats().Requests
 	gvr := schema.GroupVersionResource{Group: "late.example.com", Version: "v1", Resource: "lates"}
@@ -93,7 +99,7 @@ func TestWatchDeliversNewCRDs(t *testing.T) {
 	if n := c.Stats().Requests - before; n > 22 {
 		t.Errorf("two CRD events cost %d discovery requests", n)
 	}
-	if st := c.Stats(); st.WatchEvents == 0 || st.WatchRequests == 0 || st.WatchForbidden {
+	if st := w.Stats(); st.Events == 0 || st.Requests == 0 || st.Forbidden {
 		t.Errorf("stats: %+v", st)
 	}
 }
@@ -107,16 +113,16 @@ func TestWatchIgnoresWhatCannotChangeDiscovery(t *testing.T) {
 	// Every object listed is one initial event, which asks for nothing.
 	initial := countItems(t, base+"/apis/apiextensions.k8s.io/v1/customresourcedefinitions") +
 		countItems(t, base+"/apis/apiregistration.k8s.io/v1/apiservices")
-	startWatch(t, c, watch.WithUpgradePoll(time.Hour))
-	waitFor(t, "watching", c.Watching)
+	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour))
+	waitFor(t, "watching", func() bool { return w.Stats().Watching })
 	// The initial events handled, and the one round asked for once the
 	// lists were in.
 	waitFor(t, "the initial events and round", func() bool {
-		st := c.Stats()
-		return st.WatchEvents >= int64(initial) && st.WatchTriggers >= 1
+		st := w.Stats()
+		return st.Events >= int64(initial) && st.Triggers >= 1
 	})
 
-	st := c.Stats()
+	ws := w.Stats()
 	for range 10 {
 		if err := srv.TouchCRDStatus("g001.stress.example.com", "widget0001s"); err != nil {
 			t.Fatal(err)
@@ -134,18 +140,18 @@ func TestWatchIgnoresWhatCannotChangeDiscovery(t *testing.T) {
 	if err := srv.AddCRD(discoverytest.CRD{Group: sentinel.Group, Versions: []string{"v1"}, Kind: "Sentinel"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the 21 events", func() bool { return c.Stats().WatchEvents >= st.WatchEvents+21 })
-	waitFor(t, "the sentinel's trigger", func() bool { return c.Stats().WatchTriggers >= st.WatchTriggers+1 })
-	if got := c.Stats(); got.WatchEvents != st.WatchEvents+21 || got.WatchTriggers != st.WatchTriggers+1 {
+	waitFor(t, "the 21 events", func() bool { return w.Stats().Events >= ws.Events+21 })
+	waitFor(t, "the sentinel's trigger", func() bool { return w.Stats().Triggers >= ws.Triggers+1 })
+	if got := w.Stats(); got.Events != ws.Events+21 || got.Triggers != ws.Triggers+1 {
 		t.Errorf("status and label churn, then a new CRD: %d events and %d refreshes asked for, want 21 and 1",
-			got.WatchEvents-st.WatchEvents, got.WatchTriggers-st.WatchTriggers)
+			got.Events-ws.Events, got.Triggers-ws.Triggers)
 	}
 	waitFor(t, "the sentinel in discovery", func() bool {
 		v, ok := c.Current().Version(sentinel.GroupVersion())
-		return ok && slices.ContainsFunc(v.Resources, func(r discovery.Resource) bool { return r.Name == sentinel.Resource })
+		return ok && slices.ContainsFunc(v.Resources, func(r surface.Resource) bool { return r.Name == sentinel.Resource })
 	})
 
-	st = c.Stats()
+	st := c.Stats()
 	for i := range 30 {
 		if err := srv.AddCRD(discoverytest.CRD{Group: "burst.example.com", Versions: []string{"v1"}, Kind: "Burst" + string(rune('A'+i))}); err != nil {
 			t.Fatal(err)
@@ -174,10 +180,10 @@ func TestWatchForbiddenPolls(t *testing.T) {
 	c, _ := discovery.NewForHTTPClient(nil, base)
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, watch.WithFallbackPoll(50*time.Millisecond))
-	waitFor(t, "the fallback", func() bool { return c.Stats().WatchForbidden })
-	if c.Watching() {
-		t.Error("Watching() while polling")
+	w := startWatch(t, c, watch.WithFallbackPoll(50*time.Millisecond))
+	waitFor(t, "the fallback", func() bool { return w.Stats().Forbidden })
+	if w.Stats().Watching {
+		t.Error("Watching while polling")
 	}
 	gvr := schema.GroupVersionResource{Group: "polled.example.com", Version: "v1", Resource: "polleds"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Polled"}); err != nil {
@@ -193,8 +199,8 @@ func TestWatchResumesAfterDrop(t *testing.T) {
 	c, _ := discovery.NewForHTTPClient(nil, base)
 	var got changes
 	c.Subscribe(got.add)
-	startWatch(t, c, watch.WithUpgradePoll(time.Hour))
-	waitFor(t, "watching", c.Watching)
+	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour))
+	waitFor(t, "watching", func() bool { return w.Stats().Watching })
 	lists := func() int {
 		n := 0
 		for _, r := range srv.Requests() {
@@ -224,12 +230,13 @@ func TestWatchLeavesNothingBehind(t *testing.T) {
 	c, _ := discovery.NewForHTTPClient(nil, base)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = watch.Run(ctx, c) }()
-	waitFor(t, "watching", c.Watching)
+	w, _ := watch.New(c)
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	waitFor(t, "watching", func() bool { return w.Stats().Watching })
 	cancel()
 	<-done
-	if c.Watching() {
-		t.Error("Watching() after Watch returned")
+	if w.Stats().Watching {
+		t.Error("Watching after Run returned")
 	}
 	http.DefaultClient.CloseIdleConnections()
 	goleak.VerifyNone(t, ignore)

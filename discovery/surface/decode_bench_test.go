@@ -1,4 +1,4 @@
-package discovery
+package surface
 
 import (
 	"encoding/json"
@@ -33,16 +33,16 @@ func BenchmarkDecode(b *testing.B) {
 		for _, tc := range []struct {
 			name string
 			body []byte
-			mt   mediatype.Discovery
+			mt   string
 		}{
-			{"json", jsonBody, mediatype.Discovery{Aggregated: true, Version: "v2"}},
-			{"protobuf", pbBody, mediatype.Discovery{Aggregated: true, Version: "v2", Protobuf: true}},
+			{"json", jsonBody, mediatype.Aggregated("v2", false, "")},
+			{"protobuf", pbBody, mediatype.Aggregated("v2", true, "")},
 		} {
 			b.Run(fmt.Sprintf("crds=%d/kubeatlas-%s", n, tc.name), func(b *testing.B) {
 				b.SetBytes(int64(len(tc.body)))
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, _, err := decodeAggregated(tc.body, tc.mt); err != nil {
+					if _, _, _, err := DecodeAggregated(tc.body, tc.mt, ""); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,4 +1,4 @@
-package discovery
+package surface
 
 import (
 	"bytes"
@@ -20,20 +20,19 @@ import (
 
 // generatedDecode is the reference: the generated protobuf decoder, then the
 // same conversion the JSON path uses.
-func generatedDecode(body []byte) ([]Group, []*GroupVersionError, bool) {
+func generatedDecode(body []byte) ([]Group, bool) {
 	if !bytes.HasPrefix(body, protobufMagic) {
-		return nil, nil, false
+		return nil, false
 	}
 	var u runtime.Unknown
 	if u.Unmarshal(body[len(protobufMagic):]) != nil || u.APIVersion != "apidiscovery.k8s.io/v2" || u.Kind != "APIGroupDiscoveryList" {
-		return nil, nil, false
+		return nil, false
 	}
 	var list apidiscoveryv2.APIGroupDiscoveryList
 	if list.Unmarshal(u.Raw) != nil {
-		return nil, nil, false
+		return nil, false
 	}
-	groups, failed := fromAggregated(list.Items)
-	return groups, failed, true
+	return fromAggregated(list.Items), true
 }
 
 func fixtureProtobuf(t testing.TB) []byte {
@@ -49,25 +48,25 @@ func fixtureProtobuf(t testing.TB) []byte {
 // the generated one gives, on the real server's document.
 func TestProtobufDecoderMatchesGenerated(t *testing.T) {
 	body := fixtureProtobuf(t)
-	got, gotFailed, err := decodeAggregatedProtobuf(body, "apidiscovery.k8s.io/v2")
+	got, err := decodeAggregatedProtobuf(body, "apidiscovery.k8s.io/v2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, wantFailed, ok := generatedDecode(body)
+	want, ok := generatedDecode(body)
 	if !ok {
 		t.Fatal("the generated decoder rejects the fixture")
 	}
-	if len(got) != 20 || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotFailed, wantFailed) {
+	if len(got) != 20 || !reflect.DeepEqual(got, want) {
 		t.Errorf("decoders disagree on the fixture (%d groups vs %d)", len(got), len(want))
 	}
-	if where := aliasing(body, got, gotFailed); where != "" {
+	if where := aliasing(body, got); where != "" {
 		t.Errorf("a snapshot string points into the response body, which it would keep alive: %s", where)
 	}
-	if _, _, err := decodeAggregatedProtobuf(body, "apidiscovery.k8s.io/v2beta1"); err == nil {
+	if _, err := decodeAggregatedProtobuf(body, "apidiscovery.k8s.io/v2beta1"); err == nil {
 		t.Errorf("a v2 document accepted as v2beta1")
 	}
 	for _, bad := range [][]byte{nil, []byte("k8s"), []byte("{\"kind\":\"APIGroupDiscoveryList\"}"), body[:len(body)/2]} {
-		if _, _, err := decodeAggregatedProtobuf(bad, "apidiscovery.k8s.io/v2"); err == nil {
+		if _, err := decodeAggregatedProtobuf(bad, "apidiscovery.k8s.io/v2"); err == nil {
 			t.Errorf("accepted a %d-byte damaged body", len(bad))
 		}
 	}
@@ -81,12 +80,12 @@ func FuzzDecodeAggregatedProtobuf(f *testing.F) {
 	f.Add(body[:len(body)-7])
 	f.Add(append([]byte(nil), body[:200]...))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		got, gotFailed, err := decodeAggregatedProtobuf(in, "apidiscovery.k8s.io/v2")
-		want, wantFailed, ok := generatedDecode(in)
-		if err == nil && ok && (!reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotFailed, wantFailed)) {
+		got, err := decodeAggregatedProtobuf(in, "apidiscovery.k8s.io/v2")
+		want, ok := generatedDecode(in)
+		if err == nil && ok && !reflect.DeepEqual(got, want) {
 			t.Errorf("decoders disagree")
 		}
-		if where := aliasing(in, got, gotFailed); err == nil && where != "" {
+		if where := aliasing(in, got); err == nil && where != "" {
 			t.Errorf("a snapshot string points into the body: %s", where)
 		}
 	})

@@ -1,4 +1,4 @@
-package discovery
+package surface
 
 import (
 	"errors"
@@ -327,9 +327,9 @@ func (c *listCache) intern(kind listKind, l *rawList, body *protoBody, a *arena)
 
 // decodeAggregatedProtobuf decodes a Kubernetes protobuf body holding an
 // APIGroupDiscoveryList of the given apiVersion.
-func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, []*GroupVersionError, error) {
+func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, error) {
 	if len(body) < len(protobufMagic) || string(body[:len(protobufMagic)]) != string(protobufMagic) {
-		return nil, nil, fmt.Errorf("body is not Kubernetes protobuf (no magic prefix)")
+		return nil, fmt.Errorf("body is not Kubernetes protobuf (no magic prefix)")
 	}
 	// The body viewed as a string, for reading only: what the snapshot
 	// keeps is copied out of it (see arena), so the body can be dropped.
@@ -350,24 +350,24 @@ func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, []*Group
 				}
 			}
 			if tm.err != nil {
-				return nil, nil, fmt.Errorf("protobuf envelope: %w", tm.err)
+				return nil, fmt.Errorf("protobuf envelope: %w", tm.err)
 			}
 		case 2: // raw
 			raw = env.sub()
 		}
 	}
 	if env.err != nil {
-		return nil, nil, fmt.Errorf("protobuf envelope: %w", env.err)
+		return nil, fmt.Errorf("protobuf envelope: %w", env.err)
 	}
 	if (gotVersion != "" || gotKind != "") && (gotVersion != apiVersion || gotKind != "APIGroupDiscoveryList") {
-		return nil, nil, fmt.Errorf("body holds %s %s, want %s APIGroupDiscoveryList", gotVersion, gotKind, apiVersion)
+		return nil, fmt.Errorf("body holds %s %s, want %s APIGroupDiscoveryList", gotVersion, gotKind, apiVersion)
 	}
 	d := protoDecoder{}
-	groups, failed := d.list(raw)
+	groups := d.list(raw)
 	if d.err != nil {
-		return nil, nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", d.err)
+		return nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", d.err)
 	}
-	return groups, failed, nil
+	return groups, nil
 }
 
 type protoDecoder struct {
@@ -417,32 +417,29 @@ func (d *protoDecoder) fail(r *protoReader) bool {
 	return d.err != nil
 }
 
-func (d *protoDecoder) list(r protoReader) ([]Group, []*GroupVersionError) {
+func (d *protoDecoder) list(r protoReader) []Group {
 	groups := []Group{} // as the JSON path gives an empty list: empty, not nil
-	var failed []*GroupVersionError
 	seen := map[string]bool{}
 	for r.next() {
 		if r.num != 2 { // items
 			continue
 		}
-		g, f := d.group(r.sub())
+		g := d.group(r.sub())
 		if d.err != nil {
-			return nil, nil
+			return nil
 		}
 		if seen[g.Name] {
 			continue
 		}
 		seen[g.Name] = true
 		groups = append(groups, g)
-		failed = append(failed, f...)
 	}
 	d.fail(&r)
-	return groups, failed
+	return groups
 }
 
-func (d *protoDecoder) group(r protoReader) (Group, []*GroupVersionError) {
+func (d *protoDecoder) group(r protoReader) Group {
 	var g Group
-	var failed []*GroupVersionError
 	versions := d.versionSpans[:0]
 	for r.next() {
 		switch r.num {
@@ -459,7 +456,7 @@ func (d *protoDecoder) group(r protoReader) (Group, []*GroupVersionError) {
 		}
 	}
 	if d.fail(&r) {
-		return g, nil
+		return g
 	}
 	g.Versions = make([]Version, 0, len(versions))
 	var seen seenSet
@@ -467,18 +464,17 @@ func (d *protoDecoder) group(r protoReader) (Group, []*GroupVersionError) {
 	for _, vs := range versions {
 		v, stale := d.version(r.at(vs), g.Name)
 		if d.err != nil {
-			return g, nil
+			return g
 		}
 		if v.Version == "" || !seen.add(v.Version) {
 			continue
 		}
 		if stale {
 			v.Freshness = FreshnessStale
-			failed = append(failed, &GroupVersionError{GroupVersion: schema.GroupVersion{Group: g.Name, Version: v.Version}, Err: ErrStale})
 		}
 		g.Versions = append(g.Versions, v)
 	}
-	return g, failed
+	return g
 }
 
 func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {

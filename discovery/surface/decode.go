@@ -1,4 +1,4 @@
-package discovery
+package surface
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,61 +20,51 @@ import (
 // runtime.Unknown carrying the type and the object's bytes.
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// decodeAggregated decodes an APIGroupDiscoveryList of either version into
-// the snapshot's model. The v2beta1 and v2 types are field for field the
-// same, in JSON and protobuf, so one decoder serves both. A body of another
-// kind is an error, never an empty result.
-func decodeAggregated(body []byte, mt mediatype.Discovery) ([]Group, []*GroupVersionError, error) {
-	groups, failed, _, err := decodeAggregatedVerified(body, mt, "")
-	return groups, failed, err
-}
-
-// decodeAggregatedVerified is decodeAggregated that also says whether the
-// body is the one etag names, when it can tell: kube-apiserver's ETag is
-// the SHA-512 of the JSON of the list without its apiVersion and kind, so
-// a JSON body is checked by decoding and encoding it again; a protobuf one
-// cannot be, nor a JSON one of fields these types do not know.
-func decodeAggregatedVerified(body []byte, mt mediatype.Discovery, etag string) ([]Group, []*GroupVersionError, bool, error) {
+// DecodeAggregated decodes an aggregated discovery document (KEP-3352): an
+// APIGroupDiscoveryList of apidiscovery.k8s.io/v2 or v2beta1, in JSON or
+// protobuf, as contentType says (a Content-Type or an Accept type of
+// either). The two versions are field for field the same, in JSON and
+// protobuf, so one decoder serves both. Duplicate groups, versions and
+// resources are dropped (the first wins), and so are resources without a
+// kind that have no subresources, as client-go drops them. A body of
+// another kind is an error, never an empty result.
+//
+// With an etag, verified reports whether the body is the document it names:
+// kube-apiserver's ETag is the SHA-512 of the JSON of the list without its
+// apiVersion and kind, so a JSON body is checked by encoding it again; a
+// protobuf one cannot be (its ETag is of the JSON too), nor a JSON one of
+// fields these types do not know.
+func DecodeAggregated(body []byte, contentType, etag string) (groups []Group, src Source, verified bool, err error) {
+	mt, err := mediatype.ParseDiscovery(contentType)
+	if err == nil && !mt.Aggregated {
+		err = fmt.Errorf("not aggregated discovery")
+	}
+	if err != nil {
+		return nil, Source{}, false, err
+	}
+	src = sourceOf(mt)
 	apiVersion := "apidiscovery.k8s.io/" + mt.Version
 	if mt.Protobuf {
-		groups, failed, err := decodeAggregatedProtobuf(body, apiVersion)
-		return groups, failed, false, err
+		groups, err := decodeAggregatedProtobuf(body, apiVersion)
+		return groups, src, false, err
 	}
 	var list apidiscoveryv2.APIGroupDiscoveryList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, nil, false, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
+		return nil, src, false, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
 	}
 	// A body without apiVersion and kind is read as the type negotiated,
 	// as client-go reads it: hand-written servers and test fakes omit
 	// them. One that names another type is an error.
 	if (list.APIVersion != "" || list.Kind != "") && (list.APIVersion != apiVersion || list.Kind != "APIGroupDiscoveryList") {
-		return nil, nil, false, fmt.Errorf("body holds %q %q, want %s APIGroupDiscoveryList", list.APIVersion, list.Kind, apiVersion)
+		return nil, src, false, fmt.Errorf("body holds %q %q, want %s APIGroupDiscoveryList", list.APIVersion, list.Kind, apiVersion)
 	}
-	verified := false
 	if etag != "" {
 		list.TypeMeta = metav1.TypeMeta{}
 		if again, err := json.Marshal(list); err == nil {
 			verified = strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(again))) == etag
 		}
 	}
-	groups, failed := fromAggregated(list.Items)
-	return groups, failed, verified, nil
-}
-
-// aggregatedPart decodes an aggregated discovery body into what one
-// endpoint contributes to a snapshot, its source taken from the media type.
-// With verify, the part records whether the body is the one its ETag names
-// (decodeAggregatedVerified), which WithShared requires of what it shares.
-func aggregatedPart(body []byte, mt mediatype.Discovery, etag string, verify bool) (*part, error) {
-	check := ""
-	if verify {
-		check = etag
-	}
-	groups, failed, verified, err := decodeAggregatedVerified(body, mt, check)
-	if err != nil {
-		return nil, err
-	}
-	return &part{groups: groups, etag: etag, failed: failed, source: sourceOf(mt), verified: verified}, nil
+	return fromAggregated(list.Items), src, verified, nil
 }
 
 // sourceOf is the source of an aggregated document of media type mt.
@@ -133,11 +122,10 @@ func decodeLegacy(body []byte, mt mediatype.Discovery, kind string, into legacyO
 
 // fromAggregated converts the server's groups into the snapshot's model,
 // dropping duplicate groups, versions and resources (the first wins) and
-// resources without a kind (fromAggregatedResources), and noting every
+// resources without a kind (fromAggregatedResources), and marking every
 // Stale group-version.
-func fromAggregated(items []apidiscoveryv2.APIGroupDiscovery) ([]Group, []*GroupVersionError) {
+func fromAggregated(items []apidiscoveryv2.APIGroupDiscovery) []Group {
 	groups := make([]Group, 0, len(items))
-	var failed []*GroupVersionError
 	seenGroup := make(map[string]bool, len(items))
 	for i := range items {
 		in := &items[i]
@@ -156,13 +144,12 @@ func fromAggregated(items []apidiscoveryv2.APIGroupDiscovery) ([]Group, []*Group
 			v := Version{Version: iv.Version, Resources: fromAggregatedResources(gv, iv.Resources)}
 			if iv.Freshness == apidiscoveryv2.DiscoveryFreshnessStale {
 				v.Freshness = FreshnessStale
-				failed = append(failed, &GroupVersionError{GroupVersion: gv, Err: ErrStale})
 			}
 			g.Versions = append(g.Versions, v)
 		}
 		groups = append(groups, g)
 	}
-	return groups, failed
+	return groups
 }
 
 // seenSet remembers names to drop duplicates. It scans while small, which
@@ -327,17 +314,123 @@ func fromLegacyResources(gv schema.GroupVersion, in []metav1.APIResource) []Reso
 	return out
 }
 
-// generations numbers contents across the process, so that a content
-// shared by the clients of a Shared hook has one generation in all of them.
-var generations atomic.Uint64
-
-func newContent(core, named part) *content {
-	c := &content{core: core, named: named, generation: generations.Add(1)}
-	c.groups = make([]Group, 0, len(core.groups)+len(named.groups))
-	c.groups = append(c.groups, core.groups...)
-	c.groups = append(c.groups, named.groups...)
-	if failed := append(append([]*GroupVersionError(nil), core.failed...), named.failed...); len(failed) > 0 {
-		c.err = &PartialError{Errors: failed}
+// DecodeLegacyGroups decodes the root document of legacy discovery, which
+// lists group-versions but not their resources: /api's APIVersions (core)
+// or /apis's APIGroupList, in JSON or protobuf as contentType says. Each
+// version's resources are in a document of its own (DecodeLegacyVersion).
+// As client-go reads it, a version may be given by its groupVersion alone
+// and a group named only by its versions'; a group listed twice is one
+// group with the versions of both, in the server's order, the preferred
+// one named apart (Group.LegacyPreferred).
+func DecodeLegacyGroups(body []byte, contentType string, core bool) ([]Group, error) {
+	mt, err := legacyType(contentType)
+	if err != nil {
+		return nil, err
 	}
-	return c
+	if core {
+		var versions metav1.APIVersions
+		if err := decodeLegacy(body, mt, "APIVersions", &versions); err != nil {
+			return nil, err
+		}
+		g := Group{}
+		var seen seenSet
+		for _, v := range versions.Versions {
+			if v != "" && seen.add(v) {
+				g.Versions = append(g.Versions, Version{Version: v})
+			}
+		}
+		return []Group{g}, nil
+	}
+	var list metav1.APIGroupList
+	if err := decodeLegacy(body, mt, "APIGroupList", &list); err != nil {
+		return nil, err
+	}
+	var groups []Group
+	index := map[string]int{}
+	for _, lg := range list.Groups {
+		name := lg.Name
+		for _, v := range lg.Versions {
+			if name != "" {
+				break
+			}
+			if gv, err := schema.ParseGroupVersion(v.GroupVersion); err == nil {
+				name = gv.Group
+			}
+		}
+		if name == "" {
+			continue
+		}
+		gi, again := index[name]
+		if !again {
+			gi = len(groups)
+			index[name] = gi
+			groups = append(groups, Group{Name: name})
+		}
+		g := &groups[gi]
+		var seenVersion seenSet
+		for _, v := range g.Versions {
+			seenVersion.add(v.Version)
+		}
+		for _, v := range lg.Versions {
+			if version := legacyVersion(name, v); version != "" && seenVersion.add(version) {
+				g.Versions = append(g.Versions, Version{Version: version})
+			}
+		}
+		if preferred := legacyVersion(name, lg.PreferredVersion); preferred != "" && g.preferred == "" {
+			if seenVersion.add(preferred) {
+				g.Versions = append(g.Versions, Version{Version: preferred})
+			}
+			g.preferred = preferred
+		}
+	}
+	return groups, nil
+}
+
+// legacyVersion is the version v names in group: its version field, or
+// else the version of its groupVersion when that is in group.
+func legacyVersion(group string, v metav1.GroupVersionForDiscovery) string {
+	if v.Version != "" {
+		return v.Version
+	}
+	if gv, err := schema.ParseGroupVersion(v.GroupVersion); err == nil && gv.Group == group {
+		return gv.Version
+	}
+	return ""
+}
+
+// DecodeLegacyVersion decodes the legacy discovery document of group-version
+// gv (an APIResourceList, in JSON or protobuf as contentType says) into its
+// version, Current. "<resource>/<subresource>" entries are folded into
+// their resource, as aggregated discovery lists them. A document for
+// another group-version is an error.
+func DecodeLegacyVersion(gv schema.GroupVersion, body []byte, contentType string) (Version, error) {
+	mt, err := legacyType(contentType)
+	if err != nil {
+		return Version{}, err
+	}
+	var list metav1.APIResourceList
+	if err := decodeLegacy(body, mt, "APIResourceList", &list); err != nil {
+		return Version{}, err
+	}
+	if list.GroupVersion != gv.String() {
+		return Version{}, fmt.Errorf("document is for %q", list.GroupVersion)
+	}
+	typ := list.TypeMeta
+	if mt.Protobuf {
+		// What the JSON document would have said (metaview).
+		typ = metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}
+		if gv.Group == "" || gv.Group == "extensions" {
+			typ.APIVersion = ""
+		}
+	}
+	return Version{Version: gv.Version, Resources: fromLegacyResources(gv, list.APIResources), legacyType: typ}, nil
+}
+
+// legacyType parses the media type of a legacy document.
+func legacyType(contentType string) (mediatype.Discovery, error) {
+	mt, err := mediatype.ParseDiscovery(contentType)
+	if err == nil && mt.Aggregated {
+		err = fmt.Errorf("an aggregated type answered a legacy request")
+	}
+	return mt, err
 }
