@@ -90,8 +90,8 @@ func (r *protoReader) next() bool {
 // protobuf's protowire. Its module is in the graph of a program that
 // imports discovery (k8s.io/apimachinery requires it), but no package of it
 // is linked: protowire would add three (protowire, internal/errors,
-// internal/detrand), 109 -> 112 against depcheck's bound of 110, for these
-// few functions. They follow protowire's rules (a varint of at most 10
+// internal/detrand) to a discovery program's 110, depcheck's bound, for
+// these few functions. They follow protowire's rules (a varint of at most 10
 // bytes, field numbers from 1 to 2^31-1, groups skipped to their matching
 // end), which FuzzWireMatchesProtowire holds against protowire itself.
 
