@@ -176,7 +176,7 @@ func NewForConfigAndClient(cfg *rest.Config, hc *http.Client, opts ...Option) (*
 	}
 	c.config = rest.CopyConfig(cfg)
 	c.views.config = c.config
-	c.http.Gzip = !cfg.DisableCompression
+	c.http.Gzip, c.http.Identity = !cfg.DisableCompression, cfg.DisableCompression
 	return c, nil
 }
 

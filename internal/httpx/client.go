@@ -66,6 +66,10 @@ type Client struct {
 	// asks for gzip and decompresses unseen (which a cache under the
 	// transport needs: it must store what it can verify).
 	Gzip bool
+	// Identity asks for bodies uncompressed (Accept-Encoding: identity),
+	// as a rest.Config with DisableCompression says, whatever the
+	// transport would ask for (Go's own asks for gzip unless told not to).
+	Identity bool
 	// MaxRetries bounds the retries of a 429 or 5xx with Retry-After (Do).
 	MaxRetries int
 	// Body says how bodies are read: the limit after decompression.
@@ -158,6 +162,8 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 		// Go's transport asks for gzip itself only when no Range is set.
 	} else if c.Gzip {
 		req.Header.Set("Accept-Encoding", "gzip")
+	} else if c.Identity {
+		req.Header.Set("Accept-Encoding", "identity")
 	}
 	req.Close = r.NewConnection
 	start := time.Now()

@@ -796,8 +796,18 @@ func TestNewForConfigAndClient(t *testing.T) {
 		srv.ServeHTTP(w, r)
 	})))
 	defer ts.Close()
-	hc := &http.Client{Transport: &http.Transport{DisableCompression: true}} // adds nothing of its own
-	for _, disable := range []bool{false, true} {
+	// One transport adds nothing of its own; Go's default one asks for
+	// gzip unless the request says otherwise: DisableCompression holds
+	// with either.
+	for _, tc := range []struct {
+		hc      *http.Client
+		disable bool
+	}{
+		{&http.Client{Transport: &http.Transport{DisableCompression: true}}, false},
+		{&http.Client{Transport: &http.Transport{DisableCompression: true}}, true},
+		{&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, true},
+	} {
+		hc, disable := tc.hc, tc.disable
 		mu.Lock()
 		auth, encoding = nil, nil
 		mu.Unlock()
@@ -813,7 +823,7 @@ func TestNewForConfigAndClient(t *testing.T) {
 		for i := range auth {
 			want := "gzip"
 			if disable {
-				want = ""
+				want = "identity"
 			}
 			if auth[i] != "" || encoding[i] != want {
 				t.Errorf("DisableCompression %v: request %d had Authorization %q, Accept-Encoding %q; want none, %q", disable, i, auth[i], encoding[i], want)
