@@ -324,19 +324,23 @@ func BenchmarkRealAppsV1(b *testing.B) {
 // BenchmarkChangedRound: an OpenAPI round (the root, then every document,
 // as FetchAll reads them) at ~400 group-versions, when every document is
 // current (warm) and after five of them changed (changed), by a new
-// process on a warm disk cache and by a long-lived client (RefreshRoot,
-// then FetchAll). The comparisons, in the same run: five plain GETs of
-// changed documents, each body kept in memory as the client keeps it, one
-// after another (five-fetches) and all at once (five-fetches-parallel, as
-// a round makes them: the like-for-like budget), and the five fetched as
+// process on a warm disk cache (new-process) and by a long-lived client
+// (long-lived: RefreshRoot, then FetchAll). A warm and a changed round run
+// in turn, so that both see the same load on the shared cores; each case
+// reports the medians of its warm rounds, its changed rounds and each
+// pair's difference (one op is one pair). The comparisons, in the same
+// run: five plain GETs of changed documents, each body kept in memory as
+// the client keeps it, one after another (five-fetches) and all at once
+// (five-fetches-parallel, as a round makes them), and the five fetched as
 // documents by a client with a disk cache, one after another
 // (five-documents: GET, SHA-512, stored, indexed). A changed round should
-// cost at most warm plus the five fetches. Each changed round changes five other group-versions;
-// the server builds their documents (its root needs their hashes) before
-// the timer starts, as a real server keeps its documents built, and the
-// server's garbage is collected before it starts too.
+// cost at most warm plus the five fetches. Each changed round changes five
+// other group-versions; the server builds their documents (its root needs
+// their hashes) before the timer starts, as a real server keeps its
+// documents built, and the server's garbage is collected before it starts
+// too.
 //
-//	go test -run '^$' -bench ChangedRound -benchtime 20x ./openapi3/
+//	go test -run '^$' -bench ChangedRound -benchtime 20x ./internal/withfake/openapi3/
 func BenchmarkChangedRound(b *testing.B) {
 	klog.LogToStderr(false)
 	srv, base := discoverytest.Start(b, discoverytest.WithCRDs(3000, 210))
@@ -393,22 +397,25 @@ func BenchmarkChangedRound(b *testing.B) {
 		runtime.GC()
 		b.StartTimer()
 	}
-	b.Run("warm", func(b *testing.B) {
-		var m medianRound
+	// paired runs a warm round and a changed round in turn, so that both
+	// see the same load (the two cores are shared), and reports the
+	// medians of each and of each pair's difference.
+	paired := func(b *testing.B, round func(*testing.B)) {
+		var warm, changed, diff medianRound
 		for b.Loop() {
 			collect(b)
-			m.time(func() { round(b) })
-		}
-		b.ReportMetric(float64(n), "documents")
-		m.report(b)
-	})
-	b.Run("changed", func(b *testing.B) {
-		var m medianRound
-		for b.Loop() {
+			w := warm.time(func() { round(b) })
 			change(b)
-			m.time(func() { round(b) })
+			c := changed.time(func() { round(b) })
+			diff = append(diff, c-w)
 		}
-		m.report(b)
+		warm.reportAs(b, "warm-ms")
+		changed.reportAs(b, "changed-ms")
+		diff.reportAs(b, "changed-warm-ms")
+	}
+	b.Run("new-process", func(b *testing.B) {
+		paired(b, func(b *testing.B) { round(b) })
+		b.ReportMetric(float64(n), "documents")
 	})
 	dc, err := diskcache.Open(dir, base)
 	if err != nil {
@@ -424,22 +431,7 @@ func BenchmarkChangedRound(b *testing.B) {
 		}
 	}
 	liveRound(b)
-	b.Run("long-lived/warm", func(b *testing.B) {
-		var m medianRound
-		for b.Loop() {
-			collect(b)
-			m.time(func() { liveRound(b) })
-		}
-		m.report(b)
-	})
-	b.Run("long-lived/changed", func(b *testing.B) {
-		var m medianRound
-		for b.Loop() {
-			change(b)
-			m.time(func() { liveRound(b) })
-		}
-		m.report(b)
-	})
+	b.Run("long-lived", func(b *testing.B) { paired(b, liveRound) })
 	// What a changed document costs on its own: the five fetched by a
 	// client through a disk cache (GET, SHA-512, stored, indexed), one
 	// after another.
@@ -515,16 +507,20 @@ func BenchmarkChangedRound(b *testing.B) {
 // moves the mean (ns/op) by more than the effects measured here.
 type medianRound []time.Duration
 
-func (m *medianRound) time(f func()) {
+func (m *medianRound) time(f func()) time.Duration {
 	start := time.Now()
 	f()
-	*m = append(*m, time.Since(start))
+	d := time.Since(start)
+	*m = append(*m, d)
+	return d
 }
 
-func (m medianRound) report(b *testing.B) {
+func (m medianRound) report(b *testing.B) { m.reportAs(b, "ms-median") }
+
+func (m medianRound) reportAs(b *testing.B, unit string) {
 	if len(m) == 0 {
 		return
 	}
 	slices.Sort(m)
-	b.ReportMetric(float64(m[len(m)/2])/float64(time.Millisecond), "ms-median")
+	b.ReportMetric(float64(m[len(m)/2])/float64(time.Millisecond), unit)
 }
