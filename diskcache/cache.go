@@ -513,14 +513,6 @@ func (c *Cache) put(k Key, parts ...[]byte) error {
 	}
 	if werr == nil {
 		target := filepath.Join(dir, name)
-		// The entry it replaces goes first: a rename over an existing file
-		// makes ext4 (auto_da_alloc) start writing the new file back
-		// inside the rename, 0.5 ms of the 0.8 ms a 316 KB document's put
-		// took (a changed OpenAPI document's). Entries need no such
-		// ordering (a torn file fails its CRC and is a miss), and a reader
-		// between the two calls misses, which costs a fetch, never a wrong
-		// answer. A failure is the rename's to report.
-		_ = os.Remove(target)
 		if werr = os.Rename(tmp.Name(), target); werr != nil && c.removeSpecial(target) {
 			werr = os.Rename(tmp.Name(), target)
 		}
