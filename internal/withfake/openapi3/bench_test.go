@@ -433,9 +433,9 @@ func BenchmarkChangedRound(b *testing.B) {
 	liveRound(b)
 	b.Run("long-lived", func(b *testing.B) { paired(b, liveRound) })
 	// What a changed document costs on its own: the five fetched by a
-	// client through a disk cache (GET, SHA-512, stored, indexed), one
-	// after another.
-	other, err := diskcache.Open(b.TempDir(), base)
+	// client through the warm disk cache (GET, SHA-512, stored in place of
+	// the group-version's older document, indexed), one after another.
+	other, err := diskcache.Open(dir, base)
 	if err != nil {
 		b.Fatal(err)
 	}
