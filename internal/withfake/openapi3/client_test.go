@@ -112,6 +112,53 @@ func TestSchemaChangeFetchesOneDocument(t *testing.T) {
 	}
 }
 
+// TestLongLivedRound: a long-lived client's round after a change (RefreshRoot,
+// then FetchAll) asks for the changed document alone, returns it in place
+// of the old one, and returns the very documents it kept for the others.
+func TestLongLivedRound(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	client := cachedClients(t, base, t.TempDir())()
+	ctx := context.Background()
+	before, err := client.FetchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv := schema.GroupVersion{Group: "g002.stress.example.com", Version: "v1"}
+	if err := srv.ChangeSchema(gv); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	if _, err := client.RefreshRoot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := client.FetchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs := srv.Requests(); len(reqs) != 2 || reqs[1].Path != "/openapi/v3/"+openapi3.PathFor(gv) {
+		t.Errorf("the round asked for %+v, want the root and %s", reqs, gv)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("%d documents after the change, %d before", len(after), len(before))
+	}
+	paths, err := client.Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range after {
+		switch {
+		case d.Path != before[i].Path:
+			t.Fatalf("document %d is %s, was %s", i, d.Path, before[i].Path)
+		case d.URL != paths[d.Path]:
+			t.Errorf("%s: %s, the root lists %s", d.Path, d.URL, paths[d.Path])
+		case d.Path == openapi3.PathFor(gv) && d == before[i]:
+			t.Errorf("%s: the document from before the change", d.Path)
+		case d.Path != openapi3.PathFor(gv) && d != before[i]:
+			t.Errorf("%s: a new document for an unchanged one", d.Path)
+		}
+	}
+}
+
 // TestStaleHashRedirect: a document asked for with the hash of a root read
 // before a change gets a 301, which is followed to the current document.
 func TestStaleHashRedirect(t *testing.T) {
