@@ -333,7 +333,8 @@ func BenchmarkRealAppsV1(b *testing.B) {
 // the client keeps it, one after another (five-fetches) and all at once
 // (five-fetches-parallel, as a round makes them), and the five fetched as
 // documents by a client with a disk cache, one after another
-// (five-documents: GET, SHA-512, stored, indexed). A changed round should
+// (five-documents: GET, SHA-512, stored, indexed) and all at once
+// (five-documents-parallel). A changed round should
 // cost at most warm plus the five fetches. Each changed round changes five
 // other group-versions; the server builds their documents (its root needs
 // their hashes) before the timer starts, as a real server keeps its
@@ -449,6 +450,27 @@ func BenchmarkChangedRound(b *testing.B) {
 					if _, err := fetcher.DocumentAt(context.Background(), pu[0], pu[1]); err != nil {
 						b.Fatal(err)
 					}
+				}
+			})
+		}
+		m.report(b)
+	})
+	// The same five at once, as a round fetches them: what the changes
+	// themselves cost the client, verified and stored.
+	b.Run("five-documents-parallel", func(b *testing.B) {
+		var m medianRound
+		for b.Loop() {
+			urls := change(b)
+			m.time(func() {
+				var g errgroup.Group
+				for _, pu := range urls {
+					g.Go(func() error {
+						_, err := fetcher.DocumentAt(context.Background(), pu[0], pu[1])
+						return err
+					})
+				}
+				if err := g.Wait(); err != nil {
+					b.Fatal(err)
 				}
 			})
 		}
