@@ -101,8 +101,8 @@ type Provider struct {
 	noMetrics     bool
 
 	mu        sync.Mutex
-	collector *kprom.Collector                      // nil until the first mapper, or WithoutMetrics
-	refused   bool                                  // the registry refused the collector (logged once)
+	collector *kprom.Collector            // nil until the first mapper, or WithoutMetrics
+	refused   bool                        // the registry refused the collector (logged once)
 	byMapper  map[meta.RESTMapper]watched // each mapper made, and the client it reads
 	started   context.Context             // set by Start: clients made later are watched at once
 }
