@@ -1,12 +1,9 @@
 package discovery
 
 import (
-	"errors"
 	"time"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // This file is for packages that read API servers the client does not (the
@@ -52,13 +49,6 @@ func NewSnapshot(core, named Document, at time.Time) (*Snapshot, error) {
 }
 
 func documentPart(path string, d Document) (*part, error) {
-	mt, err := mediatype.ParseDiscovery(d.ContentType)
-	if err == nil && !mt.Aggregated {
-		err = errors.New("not aggregated discovery: the server is older than 1.26, or it is off")
-	}
-	if err != nil {
-		return nil, &ResponseError{Path: path, ContentType: d.ContentType, Err: err}
-	}
 	p, err := aggregatedPart(d.Body, d.ContentType, d.ETag, false)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: d.ContentType, Err: err}

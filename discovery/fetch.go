@@ -152,12 +152,13 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 	}
 	body := resp.Body
 	contentType := resp.Header.Get("Content-Type")
-	mt, err := parseContentType(contentType)
+	as := readAs(contentType)
+	mt, err := mediatype.ParseDiscovery(as)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
 	if !mt.Aggregated {
-		return r.fetchLegacy(ctx, path, body, mt)
+		return r.fetchLegacy(ctx, path, body, as)
 	}
 	p, err := aggregatedPart(body, contentType, resp.Header.Get("ETag"), r.opts.shared != nil)
 	if err != nil {
@@ -209,27 +210,24 @@ func newContent(core, named part) *content {
 	return c
 }
 
-// parseContentType is mediatype.ParseDiscovery, except that a body served
-// as text/plain, text/html or without a Content-Type is read as legacy JSON,
-// as client-go reads it (hand-written servers and proxies label JSON so);
-// the body must still parse as the document asked for.
-func parseContentType(contentType string) (mediatype.Discovery, error) {
-	mt, err := mediatype.ParseDiscovery(contentType)
-	if err == nil {
-		return mt, nil
+// readAs is the media type a response is read as: its Content-Type, except
+// that a body served as text/plain, text/html or without a Content-Type is
+// read as legacy JSON, as client-go reads it (hand-written servers and
+// proxies label JSON so); the body must still parse as the document asked
+// for.
+func readAs(contentType string) string {
+	base, _, err := mime.ParseMediaType(contentType)
+	if contentType == "" || err == nil && (base == "text/plain" || base == "text/html") {
+		return mediatype.JSON
 	}
-	base, _, perr := mime.ParseMediaType(contentType)
-	if contentType == "" || perr == nil && (base == "text/plain" || base == "text/html") {
-		return mediatype.Discovery{}, nil
-	}
-	return mt, err
+	return contentType
 }
 
 // fetchLegacy reads legacy discovery: the root document says which
 // group-versions exist, then each is read on its own, a bounded number at a
 // time. A group-version that fails stays listed, marked Failed.
-func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, mt mediatype.Discovery) (*part, error) {
-	groups, err := surface.DecodeLegacyGroups(body, legacyContentType(mt), path == "/api")
+func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, contentType string) (*part, error) {
+	groups, err := surface.DecodeLegacyGroups(body, contentType, path == "/api")
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
 	}
@@ -298,28 +296,11 @@ func (r *reader) fetchLegacyVersion(ctx context.Context, gv schema.GroupVersion)
 		return surface.Version{}, err
 	}
 	contentType := resp.Header.Get("Content-Type")
-	mt, err := parseContentType(contentType)
-	if err == nil && mt.Aggregated {
-		err = fmt.Errorf("an aggregated type answered a legacy request")
-	}
-	var v surface.Version
-	if err == nil {
-		v, err = surface.DecodeLegacyVersion(gv, resp.Body, legacyContentType(mt))
-	}
+	v, err := surface.DecodeLegacyVersion(gv, resp.Body, readAs(contentType))
 	if err != nil {
 		return surface.Version{}, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
 	return v, nil
-}
-
-// legacyContentType is the media type a legacy document of type mt is
-// decoded as: JSON or protobuf (parseContentType reads some bodies
-// labelled otherwise as JSON).
-func legacyContentType(mt mediatype.Discovery) string {
-	if mt.Protobuf {
-		return mediatype.Protobuf
-	}
-	return mediatype.JSON
 }
 
 // keepLastKnown gives a group-version that is not current the resources it

@@ -187,8 +187,7 @@ func (c *Client) load() (*Snapshot, error) {
 	}
 	var parts [2]part
 	for i, sp := range h.Parts {
-		mt, err := mediatype.ParseDiscovery(sp.ContentType)
-		if err != nil || !mt.Aggregated {
+		if _, err := surface.SourceOf(sp.ContentType); err != nil {
 			return nil, fmt.Errorf("persisted snapshot content type %q", sp.ContentType)
 		}
 		var body []byte

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // Shared is the hook through which the clients of a fleet share decoded
@@ -81,13 +80,9 @@ func contentKeyOf(api, apis string, core, named surface.Source) string {
 func persistedKey(h persisted) (string, bool) {
 	var src [2]surface.Source
 	for i, sp := range h.Parts {
-		mt, err := mediatype.ParseDiscovery(sp.ContentType)
-		if err != nil || !mt.Aggregated {
+		var err error
+		if src[i], err = surface.SourceOf(sp.ContentType); err != nil {
 			return "", false
-		}
-		src[i] = surface.Source{Format: surface.FormatAggregatedV2, Protobuf: mt.Protobuf}
-		if mt.Version == "v2beta1" {
-			src[i].Format = surface.FormatAggregatedV2Beta1
 		}
 	}
 	return contentKeyOf(h.Parts[0].ETag, h.Parts[1].ETag, src[0], src[1]), true

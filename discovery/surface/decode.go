@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha512"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,10 +36,7 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // protobuf one cannot be (its ETag is of the JSON too), nor a JSON one of
 // fields these types do not know.
 func DecodeAggregated(body []byte, contentType, etag string) (groups []Group, src Source, verified bool, err error) {
-	mt, err := mediatype.ParseDiscovery(contentType)
-	if err == nil && !mt.Aggregated {
-		err = fmt.Errorf("not aggregated discovery")
-	}
+	mt, err := aggregatedType(contentType)
 	if err != nil {
 		return nil, Source{}, false, err
 	}
@@ -65,6 +63,26 @@ func DecodeAggregated(body []byte, contentType, etag string) (groups []Group, sr
 		}
 	}
 	return fromAggregated(list.Items), src, verified, nil
+}
+
+// SourceOf is the Source of an aggregated discovery document of the given
+// content type, as DecodeAggregated reports it, without decoding anything;
+// any other type is an error.
+func SourceOf(contentType string) (Source, error) {
+	mt, err := aggregatedType(contentType)
+	if err != nil {
+		return Source{}, err
+	}
+	return sourceOf(mt), nil
+}
+
+// aggregatedType parses the media type of an aggregated document.
+func aggregatedType(contentType string) (mediatype.Discovery, error) {
+	mt, err := mediatype.ParseDiscovery(contentType)
+	if err == nil && !mt.Aggregated {
+		err = errors.New("not aggregated discovery: the server is older than 1.26, or it is off")
+	}
+	return mt, err
 }
 
 // sourceOf is the source of an aggregated document of media type mt.
