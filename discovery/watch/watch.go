@@ -280,7 +280,7 @@ func (wr *Watcher) Run(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	w := &watcher{c: c, stats: &wr.stats, log: o.logger, o: o, wake: make(chan struct{}, 1),
+	w := &watcher{Watcher: wr, wake: make(chan struct{}, 1),
 		refreshes: rate.NewLimiter(rate.Every(o.refreshEvery), o.refreshBurst)}
 	for ctx.Err() == nil {
 		// Watch the served API while it can be; then what changes
@@ -295,7 +295,7 @@ func (wr *Watcher) Run(ctx context.Context) error {
 			if errors.Is(err, errForbidden) {
 				w.stats.forbidden.Store(true)
 			}
-			w.log.Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
+			w.o.logger.Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
 			c.Poll(dctx, o.fallbackPoll)
 		}
 		cancel()
@@ -360,7 +360,7 @@ func (w *watcher) useServed(ctx context.Context) {
 	}
 	w.servedRetryAt = time.Now().Add(min(servedRetryMin<<min(w.servedFailures, 5), servedRetryMax))
 	w.servedFailures++
-	w.log.Info("discovery: cannot watch the served discovery API; watching CustomResourceDefinitions and APIServices instead", "err", err, "forbidden", w.servedForbidden)
+	w.o.logger.Info("discovery: cannot watch the served discovery API; watching CustomResourceDefinitions and APIServices instead", "err", err, "forbidden", w.servedForbidden)
 }
 
 // untilServed calls cancel, from a goroutine of its own, once the served
@@ -383,7 +383,7 @@ func (w *watcher) untilServed(ctx context.Context, cancel func()) (done <-chan s
 				return
 			case <-t.C:
 				if w.mayUseServed() {
-					w.log.Info("discovery: the served discovery API is served again; watching it")
+					w.o.logger.Info("discovery: the served discovery API is served again; watching it")
 					cancel()
 					return
 				}
@@ -408,10 +408,7 @@ type expectation struct {
 }
 
 type watcher struct {
-	c     *discovery.Client
-	stats *counters
-	log   *slog.Logger
-	o     watchOptions
+	*Watcher // the client, the options, the counters
 
 	mu      sync.Mutex
 	pending []expectation

@@ -20,7 +20,7 @@ func newWatcher(t *testing.T) (*discovery.Client, *watcher) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, &watcher{c: c, stats: &counters{}, log: slog.New(slog.DiscardHandler), o: watchOptions{settle: DefaultSettle}, wake: make(chan struct{}, 1)}
+	return c, &watcher{Watcher: &Watcher{c: c, o: watchOptions{settle: DefaultSettle, logger: slog.New(slog.DiscardHandler)}}, wake: make(chan struct{}, 1)}
 }
 
 // TestAPIServiceChurnCostsNothing: an APIService update that changes

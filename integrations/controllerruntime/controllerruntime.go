@@ -182,7 +182,7 @@ func (p *Provider) MapperProvider(cfg *rest.Config, hc *http.Client) (meta.RESTM
 // the first mapper; one that another Provider registered is shared, since
 // the registry takes one collector of the same metrics. Metrics are not
 // worth failing a manager for: a registry that refuses is logged.
-func (p *Provider) expose(cfg *rest.Config, dc watched, m *restmapper.Mapper) {
+func (p *Provider) expose(cfg *rest.Config, w watched, m *restmapper.Mapper) {
 	col, err := p.sharedCollector()
 	if err != nil {
 		p.logger.Error(err, "kubeatlas metrics not registered")
@@ -195,7 +195,7 @@ func (p *Provider) expose(cfg *rest.Config, dc watched, m *restmapper.Mapper) {
 	if base, _, err := rest.DefaultServerUrlFor(cfg); err == nil {
 		name = base.Host + base.Path
 	}
-	src := kprom.Source{Discovery: dc.dc, Watch: dc.w, Mapper: m}
+	src := kprom.Source{Discovery: w.dc, Watch: w.w, Mapper: m}
 	for i, n := 1, name; ; i, n = i+1, fmt.Sprintf("%s#%d", name, i+1) {
 		if col.Add(n, src) == nil {
 			return
