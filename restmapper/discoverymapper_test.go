@@ -1,7 +1,6 @@
 package restmapper
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cgrestmapper "k8s.io/client-go/restmapper"
 
-	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
@@ -24,15 +22,7 @@ var _ cgrestmapper.CategoryExpander = (*Mapper)(nil)
 // discovery (the real v1.36.3 documents and CRDs served in several
 // versions), both answer every question the same, errors included.
 func TestDiscoveryMapperIsClientGos(t *testing.T) {
-	_, base := docserver.Start(t, docserver.WithCRDs(40, 6))
-	c, err := discovery.NewForHTTPClient(nil, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := c.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := docSnapshot(t, docserver.WithCRDs(40, 6))
 	ours := groupResourcesOf(snap)
 	theirs := make([]*cgrestmapper.APIGroupResources, len(ours))
 	for i, g := range ours {

@@ -121,19 +121,26 @@ func newTestMapper(t *testing.T, srvOpts []docserver.Option, opts ...Option) *Ma
 	return m
 }
 
+// docSnapshot is the snapshot of a fake server started with srvOpts.
+func docSnapshot(tb testing.TB, srvOpts ...docserver.Option) *discovery.Snapshot {
+	tb.Helper()
+	_, base := docserver.Start(tb, srvOpts...)
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	snap, err := c.Snapshot(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return snap
+}
+
 // BenchmarkNativeIndex: what scansBeforeIndex weighs, at 3000 custom
 // resources: a lookup that scans the entries, against building the kind
 // and name maps and a lookup through them.
 func BenchmarkNativeIndex(b *testing.B) {
-	_, base := docserver.Start(b, docserver.WithCRDs(3000, 250))
-	c, err := discovery.NewForHTTPClient(nil, base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	snap, err := c.Snapshot(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
+	snap := docSnapshot(b, docserver.WithCRDs(3000, 250))
 	gk := schema.GroupKind{Group: "g017.stress.example.com", Kind: "Widget1017"}
 	var buf [8]int32
 	entries := func() *nativeIndex {
@@ -183,15 +190,7 @@ func BenchmarkNativeIndex(b *testing.B) {
 // entries in the same order as the later ones, which go through the maps
 // (whose answers the differential test holds to client-go's).
 func TestNativeScansMatchIndex(t *testing.T) {
-	_, base := docserver.Start(t, docserver.WithCRDs(40, 6))
-	c, err := discovery.NewForHTTPClient(nil, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := c.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := docSnapshot(t, docserver.WithCRDs(40, 6))
 	x := newNativeIndex(snap)
 	x.entriesOnce.Do(x.buildEntries)
 	var kinds []schema.GroupKind

@@ -457,17 +457,15 @@ func BenchmarkChangedRound(b *testing.B) {
 	})
 	// The same five at once, as a round fetches them: what the changes
 	// themselves cost the client, verified and stored.
-	b.Run("five-documents-parallel", func(b *testing.B) {
+	// atOnce times fn on five changed documents' paths and URLs at once.
+	atOnce := func(b *testing.B, fn func(path, url string) error) {
 		var m medianRound
 		for b.Loop() {
 			urls := change(b)
 			m.time(func() {
 				var g errgroup.Group
 				for _, pu := range urls {
-					g.Go(func() error {
-						_, err := fetcher.DocumentAt(context.Background(), pu[0], pu[1])
-						return err
-					})
+					g.Go(func() error { return fn(pu[0], pu[1]) })
 				}
 				if err := g.Wait(); err != nil {
 					b.Fatal(err)
@@ -475,6 +473,12 @@ func BenchmarkChangedRound(b *testing.B) {
 			})
 		}
 		m.report(b)
+	}
+	b.Run("five-documents-parallel", func(b *testing.B) {
+		atOnce(b, func(path, url string) error {
+			_, err := fetcher.DocumentAt(context.Background(), path, url)
+			return err
+		})
 	})
 	// fetch GETs u and keeps its body, in a buffer sized from its
 	// Content-Length, as the client reads a document.
@@ -507,20 +511,7 @@ func BenchmarkChangedRound(b *testing.B) {
 	// The five GETs at once, as a round makes them (FetchAll runs up to
 	// DefaultParallelism at a time): the like-for-like budget.
 	b.Run("five-fetches-parallel", func(b *testing.B) {
-		var m medianRound
-		for b.Loop() {
-			urls := change(b)
-			m.time(func() {
-				var g errgroup.Group
-				for _, pu := range urls {
-					g.Go(func() error { return fetch(pu[1]) })
-				}
-				if err := g.Wait(); err != nil {
-					b.Fatal(err)
-				}
-			})
-		}
-		m.report(b)
+		atOnce(b, func(_, url string) error { return fetch(url) })
 	})
 }
 
