@@ -211,9 +211,6 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		return nil, errors.New("discovery: WithNoPeer applies to aggregated discovery, which WithLegacyOnly turns off")
 	}
 	c := &Client{opts: o, log: failureLog{logger: o.logger}}
-	if o.disk != nil {
-		c.written.turn = make(chan struct{}, 1)
-	}
 	c.machine = refresher{current: &c.current, timeout: o.refreshTimeout, work: c}
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).

@@ -211,13 +211,14 @@ func newContent(core, named part) *content {
 }
 
 // readAs is the media type a response is read as: its Content-Type, except
-// that a body served as text/plain, text/html or without a Content-Type is
-// read as legacy JSON, as client-go reads it (hand-written servers and
-// proxies label JSON so); the body must still parse as the document asked
-// for.
+// that a body served as text/json, text/plain, text/html or without a
+// Content-Type is read as legacy JSON, as client-go reads it (hand-written
+// servers and proxies label JSON so; client-go's
+// TestDiscoveryContentTypeVersion lists them); the body must still parse
+// as the document asked for.
 func readAs(contentType string) string {
 	base, _, err := mime.ParseMediaType(contentType)
-	if contentType == "" || err == nil && (base == "text/plain" || base == "text/html") {
+	if contentType == "" || err == nil && (base == "text/json" || base == "text/plain" || base == "text/html") {
 		return mediatype.JSON
 	}
 	return contentType

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -77,38 +76,90 @@ type raw struct {
 	contentType string
 }
 
-// persistState is what the client last wrote to its disk cache. Writes
-// come after publication, and two runs' writes may overlap (the next run
-// does not wait for the disk): turn orders them, and one older than what
-// was written is skipped. Only writers wait for their turn, and a writer
-// that has it does nothing but the write. (A channel, not a mutex: a
-// writer waiting for a slow disk is then durably blocked, which lets
-// tests run the machine under testing/synctest.)
+// persistState is the client's disk writes. They come after publication
+// and off the refresh goroutine: persist queues a published snapshot for
+// one writer goroutine, which writes the newest queued (a snapshot
+// queued while another is written replaces one still waiting, so a slow
+// store is written what is current, not a backlog), and the callers of
+// the run that published it wait for that write, or a later one, until
+// their context ends. mu guards the fields and is never held across the
+// store: a store whose Put hangs holds up its writer alone, never a
+// refresh, a publication or a caller past its deadline.
 type persistState struct {
-	turn    chan struct{} // holds a token while a write is under way
-	seq     uint64        // the run whose snapshot was written last
-	content *content      // what it held
-	shared  bool          // its documents are entries of their own (contentKey)
-	at      atomic.Int64
+	mu      sync.Mutex
+	queued  uint64        // the newest run queued or written
+	next    *queuedWrite  // waiting for the writer, if any
+	writing bool          // the writer goroutine is under way
+	last    writtenRecord // what the last write that succeeded (or the warm start) holds
 }
 
-func (w *persistState) lock()   { w.turn <- struct{}{} }
-func (w *persistState) unlock() { <-w.turn }
+type queuedWrite struct {
+	snap *Snapshot
+	done chan struct{} // closed when it (or a later one that replaced it) is written or has failed
+}
 
-// persist writes a snapshot that run seq published, when its content is
-// new to the disk cache or the validation written is older than half the
-// max age (a revalidation is recorded now and then, not on every
-// refresh). Only aggregated parts can be persisted; a snapshot with a
-// legacy part is not.
-func (c *Client) persist(s *Snapshot, seq uint64) {
+type writtenRecord struct {
+	content *content
+	shared  bool      // its documents are entries of their own (contentKey)
+	at      time.Time // its validation time
+}
+
+// persist queues a snapshot that run seq published for the writer, and
+// returns what its callers wait for: a channel closed once it (or a
+// later snapshot) is written or has failed. Nil when there is nothing to
+// write (no disk cache, or a part of legacy discovery, which is not
+// persisted) or a later run's snapshot is queued already.
+func (c *Client) persist(s *Snapshot, seq uint64) <-chan struct{} {
 	if c.opts.disk == nil || s.core.raw == nil || s.named.raw == nil {
-		return
+		return nil
 	}
 	w := &c.written
-	w.lock()
-	defer w.unlock()
-	if seq <= w.seq || s.content == w.content && s.validated.Sub(time.Unix(0, w.at.Load())) <= c.opts.maxAge/2 {
-		return
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if seq <= w.queued {
+		return nil
+	}
+	w.queued = seq
+	if w.next == nil {
+		w.next = &queuedWrite{done: make(chan struct{})}
+	}
+	w.next.snap = s
+	if !w.writing {
+		w.writing = true
+		go c.writeQueued()
+	}
+	return w.next.done
+}
+
+// writeQueued is the writer: it writes what is queued until nothing is.
+func (c *Client) writeQueued() {
+	w := &c.written
+	for {
+		w.mu.Lock()
+		q, last := w.next, w.last
+		w.next = nil
+		if q == nil {
+			w.writing = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		if rec, ok := c.write(q.snap, last); ok {
+			w.mu.Lock()
+			w.last = rec
+			w.mu.Unlock()
+		}
+		close(q.done)
+	}
+}
+
+// write writes s to the disk cache when its content is new to it or the
+// validation written (last) is older than half the max age (a
+// revalidation is recorded now and then, not on every refresh). ok says
+// it wrote.
+func (c *Client) write(s *Snapshot, last writtenRecord) (rec writtenRecord, ok bool) {
+	if s.content == last.content && s.validated.Sub(last.at) <= c.opts.maxAge/2 {
+		return last, false
 	}
 	h := persisted{Version: persistVersion, Validated: s.validated}
 	for i, p := range []*part{&s.core, &s.named} {
@@ -117,18 +168,18 @@ func (c *Client) persist(s *Snapshot, seq uint64) {
 	lastKnown, err := encodeLastKnown(s.groups)
 	if err != nil {
 		c.opts.logger.Debug("discovery: could not encode last known resources", "err", err)
-		return
+		return last, false
 	}
 	h.LastKnown = len(lastKnown)
 	if c.opts.shared != nil && s.core.verified && s.named.verified {
 		// Only documents checked against their ETags are named by them;
 		// the store holds them from the write (or the read) of this
 		// content before, if any.
-		if s.content != w.content || !w.shared {
+		if s.content != last.content || !last.shared {
 			for _, p := range []*part{&s.core, &s.named} {
 				if err := c.opts.disk.Put(contentKey(p.etag, p.raw.contentType), p.raw.body); err != nil {
 					c.opts.logger.Debug("discovery: could not persist a document", "err", err)
-					return
+					return last, false
 				}
 			}
 		}
@@ -136,7 +187,7 @@ func (c *Client) persist(s *Snapshot, seq uint64) {
 	}
 	header, err := json.Marshal(h)
 	if err != nil {
-		return
+		return last, false
 	}
 	size := 4 + len(header) + len(lastKnown)
 	if !h.Shared {
@@ -153,10 +204,9 @@ func (c *Client) persist(s *Snapshot, seq uint64) {
 	if err := c.opts.disk.Put(c.persistKey(), buf); err != nil {
 		// The cache says once that it cannot write; no need to say it per refresh.
 		c.opts.logger.Debug("discovery: could not persist snapshot", "err", err)
-		return
+		return last, false
 	}
-	w.seq, w.content, w.shared = seq, s.content, h.Shared
-	w.at.Store(s.validated.UnixNano())
+	return writtenRecord{content: s.content, shared: h.Shared, at: s.validated}, true
 }
 
 // errNotTheETags is why a document filed under an ETag is not loaded: it
@@ -254,11 +304,12 @@ func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
 // loaded is a snapshot read from the disk cache.
 func (c *Client) loaded(ct *content, h persisted) *Snapshot {
 	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, fromDisk: true}
-	c.written.lock()
-	c.written.content = ct // read back, not written: no run has written yet
-	c.written.shared = h.Shared
-	c.written.at.Store(h.Validated.UnixNano())
-	c.written.unlock()
+	c.written.mu.Lock()
+	if c.written.queued == 0 {
+		// Read back, not written: what the first write compares with.
+		c.written.last = writtenRecord{content: ct, shared: h.Shared, at: h.Validated}
+	}
+	c.written.mu.Unlock()
 	c.stats.diskLoads.Add(1)
 	return s
 }
@@ -266,13 +317,16 @@ func (c *Client) loaded(ct *content, h persisted) *Snapshot {
 // warmStart is the one read of the disk cache at a warm start.
 type warmStart struct {
 	once sync.Once
-	done chan struct{} // closed when the read has ended
+	done chan struct{} // closed when the read has ended, or was given up
 }
 
 // warmStart reads the persisted snapshot, once, before the first read of
 // the server, and publishes it unless a refresh published first. Callers
-// wait for that read until ctx ends (ctx's error). The subscribers hear
-// of it after it is published, like any other snapshot.
+// wait for that read until ctx ends (ctx's error), and no longer than the
+// refresh timeout: a store that does not answer by then is given up on
+// (the server is read instead; should the store answer later, what it
+// holds is published only if nothing has been). The subscribers hear of
+// it after it is published, like any other snapshot.
 func (c *Client) warmStart(ctx context.Context) error {
 	if c.opts.disk == nil {
 		return nil
@@ -280,8 +334,14 @@ func (c *Client) warmStart(ctx context.Context) error {
 	w := &c.warm
 	w.once.Do(func() {
 		w.done = make(chan struct{})
+		end := sync.OnceFunc(func() { close(w.done) })
+		giveUp := time.AfterFunc(c.opts.refreshTimeout, func() {
+			end()
+			c.opts.logger.Warn("discovery: the disk cache did not answer within the refresh timeout; reading the server", "timeout", c.opts.refreshTimeout)
+		})
 		go func() {
-			defer close(w.done)
+			defer end()
+			defer giveUp.Stop()
 			if c.current.Load() != nil {
 				return
 			}

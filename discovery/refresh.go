@@ -1,10 +1,13 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -30,9 +33,11 @@ import (
 //   - No lock is held across I/O or a callback: r.mu guards a few fields,
 //     and subscribers are called on goroutines of their own after
 //     publication (subscriber, below).
-//   - Writing the disk cache comes after publication and does not hold up
-//     the next run; the callers of a run wait for its write, so that a
-//     program that refreshes and exits leaves its snapshot on disk.
+//   - Writing the disk cache comes after publication, on a writer of its
+//     own (persist.go), and holds up no run; the callers of a run wait
+//     for its write until their contexts end, so that a program that
+//     refreshes and exits leaves its snapshot on disk, and a store that
+//     hangs delays nobody past their deadline.
 
 // Current returns the latest snapshot without doing anything, or nil before
 // the first successful read.
@@ -119,9 +124,10 @@ type work interface {
 	// refresh is one run, as run seq: it publishes, and says whether it
 	// published new documents, for persist.
 	refresh(ctx context.Context, seq uint64) (*Snapshot, bool, error)
-	// persist runs once the next run may start and before the run's
-	// callers hear its result (the disk write).
-	persist(s *Snapshot, seq uint64)
+	// persist queues the disk write of a run's snapshot once the next run
+	// may start; the run's callers wait for the channel it returns (nil:
+	// nothing to wait for) until their contexts end.
+	persist(s *Snapshot, seq uint64) <-chan struct{}
 }
 
 // run is one refresh and the callers that wait for it.
@@ -134,6 +140,9 @@ type run struct {
 	waiters int
 	pinned  bool // someone wants it to finish although nobody waits (background)
 	cancel  context.CancelFunc
+	// persisted, set before done is closed, is closed once the run's
+	// snapshot is written to the disk cache (nil: no write to wait for).
+	persisted <-chan struct{}
 }
 
 // wait waits for a run that began after this call (fresh) or for any run
@@ -156,6 +165,16 @@ func (r *refresher) wait(ctx context.Context, fresh bool) (*Snapshot, error) {
 	r.mu.Unlock()
 	select {
 	case <-x.done:
+		// The run has published. Its disk write is waited for, so that a
+		// program that refreshes and exits leaves the snapshot on disk,
+		// but a slow store is not the refresh's failure: when ctx ends
+		// first, the result stands.
+		if x.persisted != nil {
+			select {
+			case <-x.persisted:
+			case <-ctx.Done():
+			}
+		}
 		return x.snap, x.err
 	case <-ctx.Done():
 		r.leave(x)
@@ -218,7 +237,7 @@ func (r *refresher) run(ctx context.Context, x *run) {
 	}
 	r.mu.Unlock()
 	if published {
-		r.work.persist(snap, x.seq)
+		x.persisted = r.work.persist(snap, x.seq)
 	}
 	x.snap, x.err = snap, err
 	close(x.done)
@@ -295,10 +314,12 @@ type subscriber struct {
 	fn func(Change)
 
 	mu      sync.Mutex
-	seen    *Snapshot // the New of the last change delivered (an empty change leaves it)
-	latest  *Snapshot // the newest snapshot offered, not yet delivered
-	running bool      // a delivery goroutine is under way
-	stopped bool      // unsubscribed: no call begins after this is set
+	seen    *Snapshot     // the New of the last change delivered (an empty change leaves it)
+	latest  *Snapshot     // the newest snapshot offered, not yet delivered
+	running bool          // a delivery goroutine is under way
+	stopped bool          // unsubscribed: no call begins after this is set
+	caller  uint64        // while fn runs: the delivering goroutine's id; else 0
+	ended   chan struct{} // closed when the call under way ends, if an unsubscribe waits for it
 }
 
 // offer hands the subscriber a newly published snapshot. It is called
@@ -319,8 +340,11 @@ func (s *subscriber) offer(snap *Snapshot) {
 // deliver calls fn with the change from what the subscriber saw last to
 // the newest snapshot offered, until it has caught up. Snapshots offered
 // while fn runs are coalesced into the next call: each change's Old is
-// the New of the change before it.
+// the New of the change before it. A call begins under s.mu (caller set),
+// so an unsubscribe either comes before it (and it does not begin) or
+// finds it under way (and waits for it).
 func (s *subscriber) deliver() {
+	self := goroutineID()
 	for {
 		s.mu.Lock()
 		next := s.latest
@@ -345,9 +369,68 @@ func (s *subscriber) deliver() {
 			return
 		}
 		s.seen = next
+		s.caller = self
 		s.mu.Unlock()
-		s.fn(change)
+		s.call(change)
 	}
+}
+
+// call runs fn, and then lets an unsubscribe that waits for it return,
+// even when fn panics (the panic goes on: it is the program's).
+func (s *subscriber) call(change Change) {
+	defer func() {
+		s.mu.Lock()
+		s.caller = 0
+		if s.ended != nil {
+			close(s.ended)
+			s.ended = nil
+		}
+		s.mu.Unlock()
+	}()
+	s.fn(change)
+}
+
+// stop is unsubscribe: no call begins after it returns, and a call under
+// way on another goroutine has returned. Called from fn itself, it cannot
+// wait for that call (its own): it returns at once, and fn is not called
+// again.
+func (s *subscriber) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	if s.caller == 0 || s.caller == goroutineID() {
+		s.mu.Unlock()
+		return
+	}
+	if s.ended == nil {
+		s.ended = make(chan struct{})
+	}
+	ended := s.ended
+	s.mu.Unlock()
+	<-ended
+}
+
+// goroutineID is the running goroutine's id, read from its stack header
+// ("goroutine 123 [running]:"), whose form the runtime has kept since Go
+// 1.0. Go gives no other way to tell that an unsubscribe comes from the
+// subscriber's own callback, where waiting for the call under way would
+// wait for itself; it is read once per delivery goroutine, and by an
+// unsubscribe only while a call is under way. 0 if it cannot be read,
+// which no goroutine has: an unsubscribe then waits.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b, ok := bytes.CutPrefix(b, []byte("goroutine "))
+	if !ok {
+		return 0
+	}
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
 }
 
 // Subscribe calls fn with a Change each time the client publishes a
@@ -366,8 +449,13 @@ func (s *subscriber) deliver() {
 // client: Snapshot, Refresh, a restmapper.Mapper over it (hit or miss),
 // and unsubscribe.
 //
-// The returned function unsubscribes: no call of fn begins after it
-// returns (one under way finishes).
+// The returned function unsubscribes. When it returns, fn is not running
+// and is not called again, so that what fn writes to (a channel, say) may
+// be closed: it waits for a call under way on another goroutine to
+// return. Called from fn itself, it returns at once and fn is not called
+// again once it returns. (So fn must not wait for another goroutine's
+// unsubscribe of this subscriber, nor unsubscribe a subscriber whose fn
+// waits for this one.)
 func (c *Client) Subscribe(fn func(Change)) (unsubscribe func()) {
 	r := &c.machine
 	s := &subscriber{fn: fn}
@@ -379,15 +467,14 @@ func (c *Client) Subscribe(fn func(Change)) (unsubscribe func()) {
 		r.mu.Lock()
 		r.subs = slices.DeleteFunc(r.subs, func(x *subscriber) bool { return x == s })
 		r.mu.Unlock()
-		s.mu.Lock()
-		s.stopped = true
-		s.mu.Unlock()
+		s.stop()
 	}
 }
 
 // failureLog logs failures when they start and stop, not on every
 // refresh, so that a poller against a dead server, or a long-dead
-// aggregated API server, does not flood the log.
+// aggregated API server, does not flood the log. It decides what to log
+// under mu and logs after unlocking it: a handler is the user's code.
 type failureLog struct {
 	logger *slog.Logger
 
@@ -399,18 +486,20 @@ type failureLog struct {
 // refreshFailed logs a failed refresh when the reason changes, and once
 // when refreshes work again (err nil).
 func (l *failureLog) refreshFailed(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err == nil {
-		if l.lastRefreshErr != "" {
-			l.logger.Info("discovery refresh works again")
-			l.lastRefreshErr = ""
-		}
-		return
+	msg := ""
+	if err != nil {
+		msg = fmt.Sprint(err)
 	}
-	if msg := fmt.Sprint(err); msg != l.lastRefreshErr {
+	l.mu.Lock()
+	last := l.lastRefreshErr
+	l.lastRefreshErr = msg
+	l.mu.Unlock()
+	switch {
+	case msg == last:
+	case err == nil:
+		l.logger.Info("discovery refresh works again")
+	default:
 		l.logger.Warn("discovery refresh failed", "err", err)
-		l.lastRefreshErr = msg
 	}
 }
 
@@ -423,16 +512,17 @@ func (l *failureLog) versionsFailed(s *Snapshot) {
 		}
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	for gv, msg := range now {
-		if l.lastFailed[gv] != msg {
+	before := l.lastFailed
+	l.lastFailed = now
+	l.mu.Unlock()
+	for _, gv := range slices.Sorted(maps.Keys(now)) {
+		if msg := now[gv]; before[gv] != msg {
 			l.logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
 		}
 	}
-	for gv := range l.lastFailed {
+	for _, gv := range slices.Sorted(maps.Keys(before)) {
 		if _, still := now[gv]; !still {
 			l.logger.Info("discovery: group-version current again", "groupVersion", gv)
 		}
 	}
-	l.lastFailed = now
 }

@@ -148,10 +148,11 @@ func TestAPINotFound(t *testing.T) {
 	}
 }
 
-// TestLegacyJSONUnderOtherContentTypes: legacy JSON served as text/plain,
-// text/html or without a Content-Type is decoded, as client-go decodes it.
+// TestLegacyJSONUnderOtherContentTypes: legacy JSON served as text/json,
+// text/plain, text/html or without a Content-Type is decoded, as client-go
+// decodes it (its TestDiscoveryContentTypeVersion).
 func TestLegacyJSONUnderOtherContentTypes(t *testing.T) {
-	for _, ct := range [][]string{{"text/plain; charset=utf-8"}, {"text/html"}, nil} {
+	for _, ct := range [][]string{{"text/json"}, {"text/json; charset=utf-8"}, {"text/plain; charset=utf-8"}, {"text/html"}, nil} {
 		answer := func(body string) []rawAnswer { return []rawAnswer{{status: 200, contentType: ct, body: body}} }
 		_, base := startRaw(t, map[string][]rawAnswer{
 			"/api":                 {{status: 404}},
