@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // directTimeout bounds asking the servers at their own addresses, all of
@@ -288,16 +288,12 @@ func (k *checker) getAggregated(ctx context.Context, hc *httpx.Client, path stri
 	if own {
 		profile = "nopeer"
 	}
-	resp, err := hc.Get(ctx, httpx.Request{Ref: path, Accept: mediatype.Aggregated("v2", false, profile)})
+	resp, err := hc.Get(ctx, httpx.Request{Ref: path, Accept: surface.Source{Format: surface.FormatAggregatedV2}.MediaType(profile)})
 	if err != nil {
 		return discovery.Document{}, fmt.Errorf("consistency: GET %s: %w", path, err)
 	}
 	ct := resp.Header.Get("Content-Type")
-	mt, err := mediatype.ParseDiscovery(ct)
-	if err == nil && !mt.Aggregated {
-		err = errors.New("not aggregated discovery: the server is older than 1.26, or it is off")
-	}
-	if err != nil {
+	if _, err := surface.SourceOf(ct); err != nil {
 		return discovery.Document{}, &discovery.ResponseError{Path: path, ContentType: ct, Err: err}
 	}
 	return discovery.Document{Body: resp.Body, ContentType: ct, ETag: resp.Header.Get("ETag")}, nil

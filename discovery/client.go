@@ -35,7 +35,7 @@ type options struct {
 	logger           *slog.Logger
 	clock            clock.PassiveClock
 	disk             diskcache.Store
-	shared           Shared
+	surfaces         *Surfaces
 }
 
 // Option configures a Client.

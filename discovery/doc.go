@@ -87,11 +87,11 @@
 //   - change.go: [Change], [Diff]; Poll.
 //   - mixed.go: views of servers that disagree behind one URL, joined (the
 //     union), and the client its resamples send through on new connections.
-//   - shared.go: [Shared], the hook through which a fleet's clients share
-//     decoded discovery and a cold start is offered a guess (package fleet
-//     implements it), and [Snapshot.ContentKey], what may be shared.
+//   - surfaces.go: [Surfaces], the table through which clients (a
+//     fleet's) share decoded discovery and a cold start is offered a
+//     surface to confirm: data, which a refresh reads without waiting.
 //   - persist.go: warm starts from the disk cache, last known resources;
-//     with WithShared, checked documents persisted once under their ETag.
+//     with WithSurfaces, checked documents persisted once under their ETag.
 //   - errors.go: typed errors.
 //   - stats.go: counters ([Stats]).
 //   - elsewhere.go: for packages that read API servers the client does not

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // reader sends a refresh's requests and decodes the answers, as the
@@ -27,24 +26,31 @@ type reader struct {
 	stats *counters
 }
 
+// The media types of the documents a client asks for (package surface
+// names them).
+var (
+	legacyJSON     = surface.Source{Format: surface.FormatLegacy}.MediaType("")
+	legacyProtobuf = surface.Source{Format: surface.FormatLegacy, Protobuf: true}.MediaType("")
+)
+
 // accept is the one Accept header that negotiates the best format a server
 // has: protobuf v2, JSON v2, JSON v2beta1, then plain JSON, which an old
 // server answers with legacy discovery.
 func (r *reader) accept() string {
 	if r.opts.legacyOnly {
-		return mediatype.JSON
+		return legacyJSON
 	}
 	profile := ""
 	if r.opts.noPeer {
 		profile = "nopeer"
 	}
 	types := []string{
-		mediatype.Aggregated("v2", false, profile),
-		mediatype.Aggregated("v2beta1", false, ""),
-		mediatype.JSON,
+		surface.Source{Format: surface.FormatAggregatedV2}.MediaType(profile),
+		surface.Source{Format: surface.FormatAggregatedV2Beta1}.MediaType(""),
+		legacyJSON,
 	}
 	if !r.opts.jsonOnly {
-		types = append([]string{mediatype.Aggregated("v2", true, profile)}, types...)
+		types = append([]string{surface.Source{Format: surface.FormatAggregatedV2, Protobuf: true}.MediaType(profile)}, types...)
 	}
 	return strings.Join(types, ",")
 }
@@ -52,9 +58,9 @@ func (r *reader) accept() string {
 // legacyAccept is for the per-group-version documents of legacy discovery.
 func (r *reader) legacyAccept() string {
 	if r.opts.jsonOnly {
-		return mediatype.JSON
+		return legacyJSON
 	}
-	return mediatype.Protobuf + "," + mediatype.JSON
+	return legacyProtobuf + "," + legacyJSON
 }
 
 // fetch reads /api and /apis in parallel, conditionally on prev's ETags.
@@ -62,19 +68,14 @@ func (r *reader) legacyAccept() string {
 // failed group-versions comes with its PartialError.
 //
 // With nothing before (a cold start), the requests are conditional on
-// the snapshot the WithShared hook guesses, if any: two 304s adopt it.
-func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err error) {
+// the surface the client's Surfaces offers, if any: two 304s adopt it.
+func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	cond := prev // what the requests are conditional on
-	if prev == nil {
-		g, done, err := c.guess(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if g != nil {
+	if t := c.opts.surfaces; t != nil {
+		if prev != nil {
+			t.forgetOffer(c)
+		} else if g := t.guess(c); g != nil {
 			cond = &Snapshot{content: g}
-		}
-		if done != nil {
-			defer func() { done(snap) }()
 		}
 	}
 	var core, named *part
@@ -110,7 +111,7 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (snap *Snapshot, err
 	now := c.opts.clock.Now()
 	if prev == nil && cond != nil && core == &cond.core && named == &cond.named {
 		// Two 304s on a cold start: the server serves a surface the
-		// fleet already holds.
+		// table holds.
 		c.stats.surfaceHits.Add(1)
 		s := &Snapshot{content: c.intern(cond.content), validated: now, fetched: now}
 		return s, s.err
@@ -153,14 +154,14 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 	body := resp.Body
 	contentType := resp.Header.Get("Content-Type")
 	as := readAs(contentType)
-	mt, err := mediatype.ParseDiscovery(as)
+	src, err := surface.ParseMediaType(as)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
-	if !mt.Aggregated {
+	if src.Format == surface.FormatLegacy {
 		return r.fetchLegacy(ctx, path, body, as)
 	}
-	p, err := aggregatedPart(body, contentType, resp.Header.Get("ETag"), r.opts.shared != nil)
+	p, err := aggregatedPart(body, contentType, resp.Header.Get("ETag"), r.opts.surfaces != nil)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
@@ -173,7 +174,7 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 // aggregatedPart decodes an aggregated discovery body into what one
 // endpoint contributes to a snapshot. With verify, the part records
 // whether the body is the one its ETag names (surface.DecodeAggregated),
-// which WithShared requires of what it shares.
+// which WithSurfaces requires of what it shares.
 func aggregatedPart(body []byte, contentType, etag string, verify bool) (*part, error) {
 	check := ""
 	if verify {
@@ -195,7 +196,7 @@ func aggregatedPart(body []byte, contentType, etag string, verify bool) (*part, 
 }
 
 // generations numbers contents across the process, so that a content
-// shared by the clients of a Shared hook has one generation in all of them.
+// shared by the clients of a Surfaces table has one generation in all of them.
 var generations atomic.Uint64
 
 // newContent joins what /api and /apis contributed.
@@ -219,7 +220,7 @@ func newContent(core, named part) *content {
 func readAs(contentType string) string {
 	base, _, err := mime.ParseMediaType(contentType)
 	if contentType == "" || err == nil && (base == "text/json" || base == "text/plain" || base == "text/html") {
-		return mediatype.JSON
+		return legacyJSON
 	}
 	return contentType
 }
@@ -230,7 +231,7 @@ func readAs(contentType string) string {
 func (r *reader) fetchLegacy(ctx context.Context, path string, body []byte, contentType string) (*part, error) {
 	groups, err := surface.DecodeLegacyGroups(body, contentType, path == "/api")
 	if err != nil {
-		return nil, &ResponseError{Path: path, ContentType: mediatype.JSON, Err: err}
+		return nil, &ResponseError{Path: path, ContentType: legacyJSON, Err: err}
 	}
 
 	type job struct{ g, v int }

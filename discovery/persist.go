@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // WithDiskCache persists the last aggregated discovery documents, as
@@ -35,15 +34,17 @@ func WithDiskCache(c diskcache.Store) Option {
 	}
 }
 
-// contentKey names a document persisted as an entry of its own (with
-// WithShared): its ETag and content type, whichever cluster served it.
-// fleet's store keeps entries under this prefix once for all clusters.
-func contentKey(etag, contentType string) diskcache.Key {
-	return diskcache.Key{Name: "kubeatlas/discovery/content/v1\n" + etag + "\n" + contentType}
+// documentKey files a document persisted as an entry of its own (with
+// WithSurfaces) under its ETag, whichever cluster served it: a Content key,
+// which a store shared by many clusters (fleet's) may keep once for all.
+// (A store keeps one value per Name, so the ETag is in the Name too;
+// nothing reads it back from there.)
+func documentKey(etag string) diskcache.Key {
+	return diskcache.Key{Name: "kubeatlas/discovery/document/v2 " + etag, Version: etag, Content: true}
 }
 
 // persisted is the header of the entry; the two bodies follow it (unless
-// Shared: they are entries of their own, under contentKey), then,
+// Shared: they are entries of their own, under documentKey), then,
 // when LastKnown is not zero, the last known resources of group-versions
 // that were not current (an aggregated API server that went away), which
 // the bodies no longer hold: an APIGroupDiscoveryList in JSON.
@@ -100,7 +101,7 @@ type queuedWrite struct {
 
 type writtenRecord struct {
 	content *content
-	shared  bool      // its documents are entries of their own (contentKey)
+	shared  bool      // its documents are entries of their own (documentKey)
 	at      time.Time // its validation time
 }
 
@@ -171,13 +172,13 @@ func (c *Client) write(s *Snapshot, last writtenRecord) (rec writtenRecord, ok b
 		return last, false
 	}
 	h.LastKnown = len(lastKnown)
-	if c.opts.shared != nil && s.core.verified && s.named.verified {
+	if c.opts.surfaces != nil && s.core.verified && s.named.verified {
 		// Only documents checked against their ETags are named by them;
 		// the store holds them from the write (or the read) of this
 		// content before, if any.
 		if s.content != last.content || !last.shared {
 			for _, p := range []*part{&s.core, &s.named} {
-				if err := c.opts.disk.Put(contentKey(p.etag, p.raw.contentType), p.raw.body); err != nil {
+				if err := c.opts.disk.Put(documentKey(p.etag), p.raw.body); err != nil {
 					c.opts.logger.Debug("discovery: could not persist a document", "err", err)
 					return last, false
 				}
@@ -242,7 +243,7 @@ func (c *Client) load() (*Snapshot, error) {
 		}
 		var body []byte
 		if h.Shared {
-			b, ok := c.opts.disk.Get(contentKey(sp.ETag, sp.ContentType))
+			b, ok := c.opts.disk.Get(documentKey(sp.ETag))
 			if !ok || len(b) != sp.Length {
 				return nil, fmt.Errorf("persisted document %s is not in the disk cache", sp.ETag)
 			}
@@ -258,13 +259,13 @@ func (c *Client) load() (*Snapshot, error) {
 		// clients write, in this process or another (a fleet's, for every
 		// cluster; perhaps an older build's, which filed documents
 		// unchecked): it is used only once its ETag is recomputed from it.
-		p, err := aggregatedPart(body, sp.ContentType, sp.ETag, c.opts.shared != nil || h.Shared)
+		p, err := aggregatedPart(body, sp.ContentType, sp.ETag, c.opts.surfaces != nil || h.Shared)
 		if err != nil {
 			return nil, err
 		}
 		if h.Shared && !p.verified {
 			// Dropped, so that the next persist files the real one.
-			c.opts.disk.Delete(contentKey(sp.ETag, sp.ContentType))
+			c.opts.disk.Delete(documentKey(sp.ETag))
 			return nil, fmt.Errorf("persisted document %s: %w", sp.ETag, errNotTheETags)
 		}
 		p.raw = &raw{body: body, contentType: sp.ContentType}
@@ -274,7 +275,7 @@ func (c *Client) load() (*Snapshot, error) {
 		return nil, errors.New("persisted snapshot body lengths do not add up")
 	}
 	if h.LastKnown > 0 {
-		groups, _, _, err := surface.DecodeAggregated(rest, mediatype.Aggregated("v2", false, ""), "")
+		groups, _, _, err := surface.DecodeAggregated(rest, surface.Source{Format: surface.FormatAggregatedV2}.MediaType(""), "")
 		if err != nil {
 			return nil, fmt.Errorf("persisted last known resources: %w", err)
 		}
@@ -285,18 +286,22 @@ func (c *Client) load() (*Snapshot, error) {
 	return c.loaded(c.intern(newContent(parts[0], parts[1])), h), nil
 }
 
-// sharedLoad is the persisted snapshot when its content is one the
-// WithShared hook holds: nothing to read or decode. Nil otherwise.
+// sharedLoad is the persisted snapshot when its surface is one the
+// client's Surfaces holds: nothing to read or decode. Nil otherwise.
 func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
-	if c.opts.shared == nil || h.LastKnown != 0 || len(rest) != 0 && h.Shared {
+	if c.opts.surfaces == nil || h.LastKnown != 0 || len(rest) != 0 && h.Shared {
 		return nil
 	}
-	k, ok := persistedKey(h)
-	if !ok {
+	k := surfaceKey{api: h.Parts[0].ETag, apis: h.Parts[1].ETag}
+	var err error
+	if k.core, err = surface.SourceOf(h.Parts[0].ContentType); err != nil {
 		return nil
 	}
-	if held := c.opts.shared.Lookup(k); held != nil && shareableKey(held) == k {
-		return c.loaded(held.content, h)
+	if k.named, err = surface.SourceOf(h.Parts[1].ContentType); err != nil {
+		return nil
+	}
+	if held := c.opts.surfaces.lookup(k); held != nil {
+		return c.loaded(held, h)
 	}
 	return nil
 }

@@ -1,17 +1,17 @@
 package discovery
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kubeatlas/kubeatlas/internal/gate"
 )
 
 // The refresh machine. Every snapshot the client serves is published here,
@@ -42,6 +42,19 @@ import (
 // Current returns the latest snapshot without doing anything, or nil before
 // the first successful read.
 func (c *Client) Current() *Snapshot { return c.current.Load() }
+
+// Load reads the snapshot the disk cache holds (WithDiskCache) and
+// publishes it, as the first Snapshot or Refresh would, but sends no
+// request: it returns the current snapshot afterwards, nil when neither
+// the disk nor the server has given one (an empty cache, or no disk
+// cache), and ctx's error if ctx ended first. The disk is read once per
+// client, whoever asks first. A program that wants to know what it
+// starts from before it reads the server (an offline CLI, a fleet that
+// prepares a cold start) calls it.
+func (c *Client) Load(ctx context.Context) (*Snapshot, error) {
+	err := c.warmStart(ctx)
+	return c.current.Load(), err
+}
 
 // Snapshot returns the latest snapshot, reading discovery first if there is
 // none. When the snapshot is older than the max age it is returned at once
@@ -168,11 +181,15 @@ func (r *refresher) wait(ctx context.Context, fresh bool) (*Snapshot, error) {
 		// The run has published. Its disk write is waited for, so that a
 		// program that refreshes and exits leaves the snapshot on disk,
 		// but a slow store is not the refresh's failure: when ctx ends
-		// first, the result stands.
+		// first, or the write takes longer than a refresh may, the result
+		// stands.
 		if x.persisted != nil {
+			t := time.NewTimer(r.timeout)
+			defer t.Stop()
 			select {
 			case <-x.persisted:
 			case <-ctx.Done():
+			case <-t.C:
 			}
 		}
 		return x.snap, x.err
@@ -311,15 +328,13 @@ func (r *refresher) publish(seq uint64, s *Snapshot) (*Snapshot, bool) {
 // that published never waits for a subscriber, and subscribers never wait
 // for each other.
 type subscriber struct {
-	fn func(Change)
+	fn   func(Change)
+	gate gate.Gate // closed by unsubscribe; each call of fn is made through it
 
 	mu      sync.Mutex
-	seen    *Snapshot     // the New of the last change delivered (an empty change leaves it)
-	latest  *Snapshot     // the newest snapshot offered, not yet delivered
-	running bool          // a delivery goroutine is under way
-	stopped bool          // unsubscribed: no call begins after this is set
-	caller  uint64        // while fn runs: the delivering goroutine's id; else 0
-	ended   chan struct{} // closed when the call under way ends, if an unsubscribe waits for it
+	seen    *Snapshot // the New of the last change delivered (an empty change leaves it)
+	latest  *Snapshot // the newest snapshot offered, not yet delivered
+	running bool      // a delivery goroutine is under way
 }
 
 // offer hands the subscriber a newly published snapshot. It is called
@@ -327,9 +342,6 @@ type subscriber struct {
 func (s *subscriber) offer(snap *Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
 	s.latest = snap
 	if !s.running {
 		s.running = true
@@ -338,17 +350,14 @@ func (s *subscriber) offer(snap *Snapshot) {
 }
 
 // deliver calls fn with the change from what the subscriber saw last to
-// the newest snapshot offered, until it has caught up. Snapshots offered
-// while fn runs are coalesced into the next call: each change's Old is
-// the New of the change before it. A call begins under s.mu (caller set),
-// so an unsubscribe either comes before it (and it does not begin) or
-// finds it under way (and waits for it).
+// the newest snapshot offered, until it has caught up (or unsubscribe).
+// Snapshots offered while fn runs are coalesced into the next call: each
+// change's Old is the New of the change before it.
 func (s *subscriber) deliver() {
-	self := goroutineID()
 	for {
 		s.mu.Lock()
 		next := s.latest
-		if next == nil || s.stopped {
+		if next == nil {
 			s.running = false
 			s.mu.Unlock()
 			return
@@ -362,75 +371,26 @@ func (s *subscriber) deliver() {
 			// came back): nothing to tell, and Old stays what it saw.
 			continue
 		}
-		s.mu.Lock()
-		if s.stopped {
+		if !s.call(change) {
+			s.mu.Lock()
 			s.running = false
 			s.mu.Unlock()
 			return
 		}
-		s.seen = next
-		s.caller = self
-		s.mu.Unlock()
-		s.call(change)
 	}
 }
 
-// call runs fn, and then lets an unsubscribe that waits for it return,
-// even when fn panics (the panic goes on: it is the program's).
-func (s *subscriber) call(change Change) {
-	defer func() {
-		s.mu.Lock()
-		s.caller = 0
-		if s.ended != nil {
-			close(s.ended)
-			s.ended = nil
-		}
-		s.mu.Unlock()
-	}()
-	s.fn(change)
-}
-
-// stop is unsubscribe: no call begins after it returns, and a call under
-// way on another goroutine has returned. Called from fn itself, it cannot
-// wait for that call (its own): it returns at once, and fn is not called
-// again.
-func (s *subscriber) stop() {
+// call calls fn unless the subscriber has unsubscribed.
+func (s *subscriber) call(change Change) bool {
+	if !s.gate.Enter() {
+		return false
+	}
+	defer s.gate.Exit()
 	s.mu.Lock()
-	s.stopped = true
-	if s.caller == 0 || s.caller == goroutineID() {
-		s.mu.Unlock()
-		return
-	}
-	if s.ended == nil {
-		s.ended = make(chan struct{})
-	}
-	ended := s.ended
+	s.seen = change.New
 	s.mu.Unlock()
-	<-ended
-}
-
-// goroutineID is the running goroutine's id, read from its stack header
-// ("goroutine 123 [running]:"), whose form the runtime has kept since Go
-// 1.0. Go gives no other way to tell that an unsubscribe comes from the
-// subscriber's own callback, where waiting for the call under way would
-// wait for itself; it is read once per delivery goroutine, and by an
-// unsubscribe only while a call is under way. 0 if it cannot be read,
-// which no goroutine has: an unsubscribe then waits.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b, ok := bytes.CutPrefix(b, []byte("goroutine "))
-	if !ok {
-		return 0
-	}
-	var id uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
+	s.fn(change)
+	return true
 }
 
 // Subscribe calls fn with a Change each time the client publishes a
@@ -467,7 +427,7 @@ func (c *Client) Subscribe(fn func(Change)) (unsubscribe func()) {
 		r.mu.Lock()
 		r.subs = slices.DeleteFunc(r.subs, func(x *subscriber) bool { return x == s })
 		r.mu.Unlock()
-		s.stop()
+		s.gate.Close()
 	}
 }
 

@@ -2,7 +2,6 @@ package discovery
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
@@ -23,7 +22,7 @@ type Snapshot struct {
 }
 
 // content is what two snapshots share when a revalidation found nothing
-// changed (two 304s), and what the clients of one Shared hook share when their
+// changed (two 304s), and what the clients of one Surfaces table share when their
 // clusters serve the same documents: nothing in it belongs to one cluster.
 type content struct {
 	generation  uint64
@@ -39,8 +38,6 @@ type content struct {
 	partsOf          *content
 	partialVersions  map[schema.GroupVersion]bool
 	partialResources map[schema.GroupVersionResource]bool
-
-	self atomic.Pointer[Snapshot] // the one Shared is handed (shared.go)
 }
 
 // part is what one endpoint (/api or /apis) contributed.
@@ -51,7 +48,7 @@ type part struct {
 	failed []*GroupVersionError
 	raw    *raw // the body as received, only when it is to be persisted
 	// verified: the body is the one the ETag names (checked only for
-	// WithShared, which shares nothing else).
+	// WithSurfaces, which shares nothing else).
 	verified bool
 }
 
@@ -103,7 +100,7 @@ func (c *content) index() {
 
 // Generation numbers the snapshot's content: two snapshots have the same
 // generation exactly when they hold the same content, which happens when a
-// revalidation found nothing changed, or when the clients of one Shared hook
+// revalidation found nothing changed, or when the clients of one Surfaces table
 // read the same documents from two clusters. Structures derived from a
 // snapshot (a REST mapper's indexes) are rebuilt when it changes, and can
 // be shared between snapshots of one generation.

@@ -18,7 +18,7 @@ type Stats struct {
 	RefreshTime   time.Duration
 	DiskLoads     int64 // snapshots read from the disk cache (warm starts)
 	// SurfaceHits counts cold starts that the server confirmed (two 304s)
-	// for a surface the WithShared hook guessed.
+	// for a surface its Surfaces table offered (WithSurfaces).
 	SurfaceHits int64
 	// Resamples counts refreshes whose discovery differed from the one
 	// before and that asked again on a new connection, to tell a change

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -46,17 +45,15 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 	// Nothing is kept of cfg beyond the discovery client's copy: a
 	// cluster costs a few hundred bytes of its own (see Fleet).
 	c := &Cluster{id: id, fleet: f}
-	// JSON: a surface is shared only once its documents are checked against
-	// their ETags, which protobuf documents cannot be (discovery.Shared).
-	sh := share{s: f.surfaces}
 	if co.like != "" {
 		var ok bool
 		if c.like, ok = f.Cluster(co.like); !ok {
 			return nil, fmt.Errorf("fleet: cluster %s: Like(%q): no such cluster", id, co.like)
 		}
-		sh.like = c.like.disc
 	}
-	dopts := []discovery.Option{discovery.WithShared(sh), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(f.opts.refreshTimeout)}
+	// JSON: a surface is shared only once its documents are checked against
+	// their ETags, which protobuf documents cannot be (discovery.Surfaces).
+	dopts := []discovery.Option{discovery.WithSurfaces(f.surfaces.table), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(f.opts.refreshTimeout)}
 	if f.content != nil {
 		base, _, err := rest.DefaultServerUrlFor(cfg)
 		if err != nil {
@@ -132,9 +129,35 @@ func (c *Cluster) due(now time.Time) bool {
 	return !now.Before(c.retryAt)
 }
 
-// refresh revalidates the cluster, recording a failure and its backoff.
+// refresh revalidates the cluster, recording a failure and its backoff. A
+// cold start is first offered a surface to confirm (surfaces.prepare), here
+// on the round's goroutine: the cluster's refresh does no fleet work.
 func (c *Cluster) refresh(ctx context.Context) *ClusterError {
+	var tell func(*discovery.Snapshot)
+	if c.disc.Current() == nil {
+		// A cold start, unless the disk cache has a snapshot.
+		s, err := c.disc.Load(ctx)
+		if err != nil {
+			return nil // the round was cancelled: not the cluster's failure
+		}
+		if s == nil {
+			var like *discovery.Client
+			if c.like != nil {
+				like = c.like.disc
+			}
+			if tell, err = c.fleet.surfaces.prepare(ctx, c.disc, like); err != nil {
+				return nil
+			}
+		}
+	}
 	snap, err := c.disc.Refresh(ctx)
+	if tell != nil {
+		if err != nil {
+			tell(nil)
+		} else {
+			tell(snap)
+		}
+	}
 	var partial *discovery.PartialError
 	if err != nil && errors.As(err, &partial) && snap != nil && snap.RefreshError() == nil {
 		err = nil // read; some group-versions are not current (Snapshot.Err says which)
@@ -144,21 +167,25 @@ func (c *Cluster) refresh(ctx context.Context) *ClusterError {
 	}
 	o := &c.fleet.opts
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err == nil {
-		if c.failures > 0 {
-			o.logger.Info("fleet: cluster recovered", "cluster", c.id, "after", c.failures)
-		}
+		recovered := c.failures
 		c.failures, c.retryAt, c.lastErr = 0, time.Time{}, nil
+		c.mu.Unlock()
+		if recovered > 0 {
+			o.logger.Info("fleet: cluster recovered", "cluster", c.id, "after", recovered)
+		}
 		return nil
 	}
 	c.failures++
 	c.retryAt = o.clock.Now().Add(o.backoff(c.failures))
 	c.lastErr = &ClusterError{Cluster: c.id, Err: err, Last: c.disc.Current(), Failures: c.failures, RetryAt: c.retryAt}
-	if c.failures == 1 {
+	cerr := c.lastErr
+	c.mu.Unlock()
+	// Logged after unlocking: a handler is the user's code.
+	if cerr.Failures == 1 {
 		o.logger.Warn("fleet: cluster failed", "cluster", c.id, "err", err)
 	}
-	return c.lastErr
+	return cerr
 }
 
 func (c *Cluster) close() {
@@ -169,42 +196,42 @@ func (c *Cluster) close() {
 }
 
 // contentStore is a cluster's disk store, for discovery and OpenAPI v3:
-// what is named by its content goes to the fleet's content cache,
+// what is named by its content (a diskcache.Key with Content set: a
+// discovery document a client persists under its ETag, an OpenAPI document
+// at a ?hash= URL, each verified against that name before it is stored and
+// again when it is read back) goes to the fleet's content cache, once
 // whichever cluster (and path prefix) served it; everything else is the
-// cluster's own. Named by content are the discovery documents a client
-// persists under their ETag (discovery persists only documents it checked
-// against their ETag as such), and the keys openapi3 marks Content (a JSON
-// document at a ?hash= URL, which its check verifies against the hash
-// before it is stored), named by their hash alone.
+// cluster's own. The key's fields decide, never its text.
 type contentStore struct {
 	own, content diskcache.Store
-	// stored holds the discovery documents this process has put in
-	// content: a thousand clusters of one surface write it once.
+	// stored holds the content keys this process has put in content: a
+	// thousand clusters of one surface write it once.
 	stored *sync.Map
 }
 
-// discoveryContent prefixes the keys under which discovery persists a
-// document by its ETag (with WithShared).
-const discoveryContent = "kubeatlas/discovery/content/v1\n"
-
+// route is the store of k, and the key it has there: content is filed by
+// what names it (its ETag or hash) alone.
 func (s *contentStore) route(k diskcache.Key) (diskcache.Store, diskcache.Key) {
-	switch {
-	case strings.HasPrefix(k.Name, discoveryContent):
-		return s.content, k
-	case k.Content:
-		return s.content, diskcache.Key{Name: "kubeatlas/openapi/content/v2\n" + k.Version, Content: true}
+	if k.Content {
+		return s.content, diskcache.Key{Name: "kubeatlas/content/v3\n" + k.Version, Version: k.Version, Content: true}
 	}
 	return s.own, k
 }
 
 func (s *contentStore) Get(key diskcache.Key) ([]byte, bool) {
 	st, k := s.route(key)
-	return st.Get(k)
+	v, ok := st.Get(k)
+	if !ok && k.Content {
+		// Gone (evicted, or dropped as not what it is named by): the
+		// next Put writes it again.
+		s.stored.Delete(k)
+	}
+	return v, ok
 }
 
 func (s *contentStore) Put(key diskcache.Key, value []byte) error {
 	st, k := s.route(key)
-	if st != s.content || !strings.HasPrefix(k.Name, discoveryContent) {
+	if !k.Content {
 		return st.Put(k, value)
 	}
 	if _, done := s.stored.Load(k); done {
@@ -219,7 +246,7 @@ func (s *contentStore) Put(key diskcache.Key, value []byte) error {
 
 func (s *contentStore) Delete(key diskcache.Key) {
 	st, k := s.route(key)
-	if st == s.content && strings.HasPrefix(k.Name, discoveryContent) {
+	if k.Content {
 		s.stored.Delete(k)
 	}
 	st.Delete(k)

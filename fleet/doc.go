@@ -8,8 +8,8 @@
 // each OpenAPI v3 document by a ?hash= that is the SHA-512 of its JSON, so
 // a Fleet keeps what clusters share once:
 //
-//   - one decoded discovery snapshot per surface (surfaces.go, through
-//     the hook discovery.WithShared), and
+//   - one decoded discovery snapshot per surface (a discovery.Surfaces
+//     table every cluster's client is given), and
 //     one REST mapper index (restmapper.Indexes): memory grows with the
 //     number of distinct surfaces, plus a small constant per cluster;
 //   - one copy of each OpenAPI v3 document (openapi3.Documents), fetched
@@ -21,11 +21,14 @@
 // A cluster that starts cold while the fleet holds its surface costs two
 // 304s and no body: its requests are conditional on a held surface. A
 // kube-apiserver compares If-None-Match with one ETag exactly, so one
-// surface is offered: that of the cluster named by Like; else the one its
-// server's fingerprint names (the size of its OpenAPI v3 root, one
-// request answered with one byte, before the two 304s); else the one the
-// most clusters serve. A wrong guess costs what no guess costs (see
-// surfaces.go and probe.go).
+// surface is offered: that of the cluster named by Like; else, in a
+// Refresh round, the one its server's
+// fingerprint names (the size of its OpenAPI v3 root, one request
+// answered with one byte, before the two 304s); else the one the most
+// clusters serve. The guess is worked out on the round's goroutine before
+// the cluster's refresh (which does no work for other clusters), and only
+// when the disk cache (WithCacheDir) has no snapshot of the cluster. A wrong
+// guess costs what no guess costs (see surfaces.go and probe.go).
 //
 // Refresh rounds read clusters a bounded number at a time; a cluster that
 // fails keeps its last snapshot, backs off, and is reported with a
@@ -45,9 +48,8 @@
 //
 // fleet.go: [Fleet], its options, Refresh rounds and backoff, Subscribe,
 // Stats. cluster.go: [Cluster] and the disk store that keeps discovery and
-// OpenAPI documents by content. surfaces.go: the decoded surfaces the
-// clusters share, and the cold-start guess (the discovery.Shared hook each
-// cluster's client is given). probe.go: the fingerprint a cold start takes
+// OpenAPI documents by content. surfaces.go: the cold-start guess the
+// fleet offers through the discovery.Surfaces table its clusters share. probe.go: the fingerprint a cold start takes
 // of its server (the size of its OpenAPI v3 root). kubeconfig.go:
 // [Fleet.AddKubeconfig].
 package fleet

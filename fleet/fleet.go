@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/gate"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
@@ -133,13 +134,13 @@ type Fleet struct {
 	indexes   *restmapper.Indexes
 	documents *openapi3.Documents
 	content   *diskcache.Cache // documents by content, with WithCacheDir
-	stored    sync.Map         // discovery documents put in content by this process
+	stored    sync.Map         // content keys put in content by this process (contentStore)
 
 	mu       sync.RWMutex
 	clusters map[string]*Cluster
 
 	subsMu     sync.Mutex
-	subs       map[int]func(Change)
+	subs       map[int]*subscription
 	nextSub    int
 	forwarding atomic.Bool // clusters pass on their changes (from the first Subscribe)
 }
@@ -163,7 +164,7 @@ func New(opts ...Option) (*Fleet, error) {
 	}
 	f := &Fleet{
 		opts: o, surfaces: newSurfaces(), indexes: restmapper.NewIndexes(), documents: openapi3.NewDocuments(),
-		clusters: map[string]*Cluster{}, subs: map[int]func(Change){},
+		clusters: map[string]*Cluster{}, subs: map[int]*subscription{},
 	}
 	if o.cacheDir != "" {
 		c, err := diskcache.Open(o.cacheDir, contentDir, diskcache.WithLogger(o.logger))
@@ -329,7 +330,7 @@ func (f *Fleet) Refresh(ctx context.Context) error {
 	// surface another has read: with nothing held yet, one goes first,
 	// alone; a cluster whose Like cluster is cold too goes after it.
 	var first, rest, later []*Cluster
-	seeded := f.surfaces.stats().surfaces > 0
+	seeded := f.surfaces.table.Len() > 0
 	for _, c := range f.all() {
 		switch {
 		case !c.due(now):
@@ -400,15 +401,25 @@ func (f *Fleet) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// subscription is one Subscribe call: fn, called through gate.
+type subscription struct {
+	fn   func(Change)
+	gate gate.Gate
+}
+
 // Subscribe calls fn with each change of any cluster's discovery, as the
 // cluster's client reports it (discovery.Client.Subscribe): after the
-// cluster's snapshot is published, one call at a time per cluster, never
-// on the goroutine that refreshed it. The returned function unsubscribes.
+// cluster's snapshot is published, one call at a time per cluster (calls
+// for different clusters may run at once), never on the goroutine that
+// refreshed it. The returned function unsubscribes: when it returns, fn is
+// not running on another goroutine and is not called again (called from
+// fn, it returns at once, and fn is not called again).
 func (f *Fleet) Subscribe(fn func(Change)) (unsubscribe func()) {
+	sub := &subscription{fn: fn}
 	f.subsMu.Lock()
 	id := f.nextSub
 	f.nextSub++
-	f.subs[id] = fn
+	f.subs[id] = sub
 	f.subsMu.Unlock()
 	if !f.forwarding.Swap(true) {
 		for _, c := range f.all() {
@@ -419,18 +430,24 @@ func (f *Fleet) Subscribe(fn func(Change)) (unsubscribe func()) {
 		f.subsMu.Lock()
 		delete(f.subs, id)
 		f.subsMu.Unlock()
+		sub.gate.Close()
 	}
 }
 
 func (f *Fleet) notify(cluster string, ch discovery.Change) {
 	f.subsMu.Lock()
-	fns := make([]func(Change), 0, len(f.subs))
-	for _, fn := range f.subs {
-		fns = append(fns, fn)
+	subs := make([]*subscription, 0, len(f.subs))
+	for _, sub := range f.subs {
+		subs = append(subs, sub)
 	}
 	f.subsMu.Unlock()
-	for _, fn := range fns {
-		fn(Change{Cluster: cluster, Change: ch})
+	for _, sub := range subs {
+		if sub.gate.Enter() {
+			func() {
+				defer sub.gate.Exit()
+				sub.fn(Change{Cluster: cluster, Change: ch})
+			}()
+		}
 	}
 }
 
@@ -448,7 +465,7 @@ type Stats struct {
 
 // Stats returns the fleet's counters.
 func (f *Fleet) Stats() Stats {
-	st := Stats{Surfaces: f.surfaces.stats().surfaces, Indexes: f.indexes.Len(), Documents: f.documents.Len(), Bytes: f.surfaces.probeBytes.Load()}
+	st := Stats{Surfaces: f.surfaces.table.Len(), Indexes: f.indexes.Len(), Documents: f.documents.Len(), Bytes: f.surfaces.probeBytes.Load()}
 	for _, c := range f.all() {
 		st.Clusters++
 		if c.Err() != nil {

@@ -43,13 +43,35 @@ func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.C
 	return c
 }
 
-// shared is the hook a fleet gives a cluster's client (share), here for
-// clients made without a Fleet.
-func shared(s *surfaces) discovery.Option { return discovery.WithShared(share{s: s}) }
+// shared gives a client made without a Fleet the fleet's table.
+func shared(s *surfaces) discovery.Option { return discovery.WithSurfaces(s.table) }
 
-// sharedLike is shared with Like's client.
-func sharedLike(s *surfaces, like *discovery.Client) discovery.Option {
-	return discovery.WithShared(share{s: s, like: like})
+// coldStart is a cold start of c as a fleet's round makes it: the guess
+// worked out and offered first (prepare, with like the Like cluster's
+// client or nil), then the first read.
+func coldStart(t *testing.T, s *surfaces, c, like *discovery.Client) *discovery.Snapshot {
+	t.Helper()
+	return coldStartWithin(t, context.Background(), s, c, like)
+}
+
+func coldStartWithin(t *testing.T, ctx context.Context, s *surfaces, c, like *discovery.Client) *discovery.Snapshot {
+	t.Helper()
+	tell, err := s.prepare(ctx, c, like)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Snapshot(ctx)
+	if tell != nil {
+		if err != nil {
+			tell(nil)
+		} else {
+			tell(snap)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }
 
 func snapshot(t *testing.T, c *discovery.Client) *discovery.Snapshot {
@@ -81,14 +103,14 @@ func TestSurfacesShareContent(t *testing.T) {
 	}
 
 	first := newClient(t, baseA1, shared(surfaces), discovery.WithJSONOnly())
-	s1 := snapshot(t, first)
+	s1 := coldStart(t, surfaces, first, nil)
 	if got := statuses(a1); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
 		t.Fatalf("first client: %v, want two 200s", got)
 	}
 
 	a2.ResetRequests()
 	second := newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly())
-	s2 := snapshot(t, second)
+	s2 := coldStart(t, surfaces, second, nil)
 	if got := statuses(a2); len(got) != 3 || got["/openapi/v3"] != http.StatusPartialContent || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("a cold client on a held surface: %v, want the probe's 206 and two 304s", got)
 	}
@@ -106,22 +128,22 @@ func TestSurfacesShareContent(t *testing.T) {
 	// /apis, which comes whole; /api is the same on both.
 	b1.ResetRequests()
 	third := newClient(t, baseB1, shared(surfaces), discovery.WithJSONOnly())
-	s3 := snapshot(t, third)
+	s3 := coldStart(t, surfaces, third, nil)
 	if got := statuses(b1); got["/apis"] != http.StatusOK {
 		t.Errorf("a cold client on another surface: %v, want /apis 200", got)
 	}
 	if s3.Generation() == s1.Generation() || len(s3.Groups()) == len(s1.Groups()) {
 		t.Errorf("another surface shares the first's content")
 	}
-	if got := surfaces.stats(); got.surfaces != 2 {
-		t.Errorf("surfaces held: %+v, want 2", got)
+	if got := surfaces.table.Len(); got != 2 {
+		t.Errorf("surfaces held: %d, want 2", got)
 	}
 
 	// The first surface is the most read (two clients); Like offers
 	// the other.
 	b2.ResetRequests()
-	fourth := newClient(t, baseB2, sharedLike(surfaces, third), discovery.WithJSONOnly())
-	s4 := snapshot(t, fourth)
+	fourth := newClient(t, baseB2, shared(surfaces), discovery.WithJSONOnly())
+	s4 := coldStart(t, surfaces, fourth, third)
 	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("Like: %v, want two 304s", got)
 	}
@@ -131,10 +153,10 @@ func TestSurfacesShareContent(t *testing.T) {
 	// A third client of the first surface makes it the most read again
 	// (three against two); without Like, the server's fingerprint
 	// still names the second.
-	snapshot(t, newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly()))
+	coldStart(t, surfaces, newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly()), nil)
 	b2.ResetRequests()
 	fifth := newClient(t, baseB2, shared(surfaces), discovery.WithJSONOnly())
-	if s5 := snapshot(t, fifth); s5.Generation() != s3.Generation() {
+	if s5 := coldStart(t, surfaces, fifth, nil); s5.Generation() != s3.Generation() {
 		t.Errorf("the fingerprint's surface was not adopted")
 	}
 	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
@@ -143,11 +165,11 @@ func TestSurfacesShareContent(t *testing.T) {
 	// Behind a proxy that does not answer ranges there is no fingerprint:
 	// the most read surface (the first, after two more reads) is offered.
 	for range 2 {
-		snapshot(t, newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly()))
+		coldStart(t, surfaces, newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly()), nil)
 	}
 	noRanges := withoutRanges(t, baseB2)
 	b2.ResetRequests()
-	snapshot(t, newClient(t, noRanges, shared(surfaces), discovery.WithJSONOnly()))
+	coldStart(t, surfaces, newClient(t, noRanges, shared(surfaces), discovery.WithJSONOnly()), nil)
 	if got := statuses(b2); got["/apis"] != http.StatusOK {
 		t.Errorf("without a fingerprint the most read surface is offered first: %v, want /apis 200", got)
 	}
@@ -201,8 +223,8 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 	if len(v.Resources) != 0 || v.LastKnown {
 		t.Errorf("the Stale group-version took %d resources from another cluster's surface", len(v.Resources))
 	}
-	if got := surfaces.stats(); got.surfaces != 1 {
-		t.Errorf("surfaces held: %+v, want only the complete one", got)
+	if got := surfaces.table.Len(); got != 1 {
+		t.Errorf("surfaces held: %d, want only the complete one", got)
 	}
 	c.ResetRequests()
 	if _, err := newClient(t, baseC, shared(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background()); !errors.As(err, &partial) {
@@ -220,12 +242,12 @@ func TestSurfacesForget(t *testing.T) {
 	func() {
 		c := newClient(t, base, shared(surfaces), discovery.WithJSONOnly())
 		snapshot(t, c)
-		if got := surfaces.stats().surfaces; got != 1 {
+		if got := surfaces.table.Len(); got != 1 {
 			t.Fatalf("surfaces held: %d, want 1", got)
 		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for surfaces.stats().surfaces != 0 {
+	for surfaces.table.Len() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("a surface no client holds is still held")
 		}
@@ -327,7 +349,7 @@ func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 	if _, e := forged.ETags(); e != realETag {
 		t.Fatalf("the forger's ETag: %s", e)
 	}
-	if got := surfaces.stats().surfaces; got != 0 {
+	if got := surfaces.table.Len(); got != 0 {
 		t.Errorf("a document that is not the one its ETag names was shared (%d surfaces held)", got)
 	}
 	real.ResetRequests()
@@ -341,7 +363,7 @@ func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 
 	protobuf := newSurfaces()
 	snapshot(t, newClient(t, baseReal, shared(protobuf)))
-	if got := protobuf.stats().surfaces; got != 0 {
+	if got := protobuf.table.Len(); got != 0 {
 		t.Errorf("a protobuf document was shared (%d surfaces held)", got)
 	}
 }
@@ -411,7 +433,7 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, c := range clients {
-		wg.Go(func() { snapshot(t, c) })
+		wg.Go(func() { coldStart(t, surfaces, c, nil) })
 	}
 	wg.Wait()
 	bodies, hits := 0, int64(0)
@@ -424,7 +446,7 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	if bodies != 2 || hits != 10 {
 		t.Errorf("12 concurrent cold starts over 2 surfaces: %d /apis bodies, %d surface hits; want 2 and 10", bodies, hits)
 	}
-	if got := surfaces.stats().surfaces; got != 2 {
+	if got := surfaces.table.Len(); got != 2 {
 		t.Errorf("surfaces held: %d, want 2", got)
 	}
 
@@ -446,7 +468,7 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
 	for range 3 {
-		snapshot(t, newClient(t, front.URL, shared(other), discovery.WithJSONOnly()))
+		coldStart(t, other, newClient(t, front.URL, shared(other), discovery.WithJSONOnly()), nil)
 	}
 	if roots != 1 {
 		t.Errorf("a host that ignores ranges had the OpenAPI root asked for %d times, want once", roots)
@@ -473,12 +495,11 @@ func warmOpenAPIRoot(t *testing.T, base string) {
 func TestProbeDoesNotHoldAColdStart(t *testing.T) {
 	srv, base := docserver.Start(t, docserver.WithCRDs(5, 1))
 	srv.InjectFault("/openapi/v3", docserver.Fault{Latency: time.Minute})
-	c := newClient(t, base, shared(newSurfaces()), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(20*time.Second))
+	s := newSurfaces()
+	c := newClient(t, base, shared(s), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(20*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := c.Snapshot(ctx); err != nil {
-		t.Fatalf("a cold start behind a root that does not answer: %v", err)
-	}
+	coldStartWithin(t, ctx, s, c, nil) // fails the test if the cold start fails
 	if got := statuses(srv); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
 		t.Errorf("requests %v: want both documents read", got)
 	}

@@ -4,7 +4,7 @@ import "github.com/kubeatlas/kubeatlas/internal/weakmap"
 
 // Indexes is a table of the indexes mappers build from discovery, that the
 // mappers given it (WithIndexes) share by snapshot generation: clients
-// that share decoded discovery (discovery.WithShared, as in a fleet) hand
+// that share decoded discovery (discovery.WithSurfaces, as in a fleet) hand
 // their mappers snapshots of one generation for one surface, so a thousand
 // clusters of one surface cost one index. An index no mapper uses any more
 // is forgotten. Warnings about ambiguous short names go to the warning

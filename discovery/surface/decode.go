@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // protobufMagic starts every Kubernetes protobuf body: "k8s\x00", then a
@@ -36,13 +34,15 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // protobuf one cannot be (its ETag is of the JSON too), nor a JSON one of
 // fields these types do not know.
 func DecodeAggregated(body []byte, contentType, etag string) (groups []Group, src Source, verified bool, err error) {
-	mt, err := aggregatedType(contentType)
+	src, err = SourceOf(contentType)
 	if err != nil {
 		return nil, Source{}, false, err
 	}
-	src = sourceOf(mt)
-	apiVersion := "apidiscovery.k8s.io/" + mt.Version
-	if mt.Protobuf {
+	apiVersion := "apidiscovery.k8s.io/v2"
+	if src.Format == FormatAggregatedV2Beta1 {
+		apiVersion = "apidiscovery.k8s.io/v2beta1"
+	}
+	if src.Protobuf {
 		groups, err := decodeAggregatedProtobuf(body, apiVersion)
 		return groups, src, false, err
 	}
@@ -69,29 +69,11 @@ func DecodeAggregated(body []byte, contentType, etag string) (groups []Group, sr
 // content type, as DecodeAggregated reports it, without decoding anything;
 // any other type is an error.
 func SourceOf(contentType string) (Source, error) {
-	mt, err := aggregatedType(contentType)
-	if err != nil {
-		return Source{}, err
-	}
-	return sourceOf(mt), nil
-}
-
-// aggregatedType parses the media type of an aggregated document.
-func aggregatedType(contentType string) (mediatype.Discovery, error) {
-	mt, err := mediatype.ParseDiscovery(contentType)
-	if err == nil && !mt.Aggregated {
+	src, err := ParseMediaType(contentType)
+	if err == nil && src.Format == FormatLegacy {
 		err = errors.New("not aggregated discovery: the server is older than 1.26, or it is off")
 	}
-	return mt, err
-}
-
-// sourceOf is the source of an aggregated document of media type mt.
-func sourceOf(mt mediatype.Discovery) Source {
-	format := FormatAggregatedV2
-	if mt.Version == "v2beta1" {
-		format = FormatAggregatedV2Beta1
-	}
-	return Source{Format: format, Protobuf: mt.Protobuf}
+	return src, err
 }
 
 // legacyObject is one of the legacy discovery types (APIVersions,
@@ -106,7 +88,7 @@ type legacyObject interface {
 // apiVersion; hand-written servers and test fakes without either, and it
 // is then read as the document asked for, as client-go reads it. A body
 // that names another type (a Status, a list of another kind) is an error.
-func decodeLegacy(body []byte, mt mediatype.Discovery, kind string, into legacyObject) error {
+func decodeLegacy(body []byte, mt Source, kind string, into legacyObject) error {
 	gotVersion, gotKind := "", ""
 	if mt.Protobuf {
 		if !bytes.HasPrefix(body, protobufMagic) {
@@ -445,9 +427,9 @@ func DecodeLegacyVersion(gv schema.GroupVersion, body []byte, contentType string
 }
 
 // legacyType parses the media type of a legacy document.
-func legacyType(contentType string) (mediatype.Discovery, error) {
-	mt, err := mediatype.ParseDiscovery(contentType)
-	if err == nil && mt.Aggregated {
+func legacyType(contentType string) (Source, error) {
+	mt, err := ParseMediaType(contentType)
+	if err == nil && mt.Format != FormatLegacy {
 		err = fmt.Errorf("an aggregated type answered a legacy request")
 	}
 	return mt, err

@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // BenchmarkDecode isolates decoding /apis from the network: kubeatlas from
@@ -27,16 +26,16 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 		ts := httptest.NewServer(srv)
-		jsonBody := fetchBody(b, ts.URL+"/apis", mediatype.Aggregated("v2", false, ""))
-		pbBody := fetchBody(b, ts.URL+"/apis", mediatype.Aggregated("v2", true, ""))
+		jsonBody := fetchBody(b, ts.URL+"/apis", Source{Format: FormatAggregatedV2}.MediaType(""))
+		pbBody := fetchBody(b, ts.URL+"/apis", Source{Format: FormatAggregatedV2, Protobuf: true}.MediaType(""))
 		ts.Close()
 		for _, tc := range []struct {
 			name string
 			body []byte
 			mt   string
 		}{
-			{"json", jsonBody, mediatype.Aggregated("v2", false, "")},
-			{"protobuf", pbBody, mediatype.Aggregated("v2", true, "")},
+			{"json", jsonBody, Source{Format: FormatAggregatedV2}.MediaType("")},
+			{"protobuf", pbBody, Source{Format: FormatAggregatedV2, Protobuf: true}.MediaType("")},
 		} {
 			b.Run(fmt.Sprintf("crds=%d/kubeatlas-%s", n, tc.name), func(b *testing.B) {
 				b.SetBytes(int64(len(tc.body)))

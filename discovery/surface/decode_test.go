@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // generatedDecode is the reference: the generated protobuf decoder, then the
@@ -159,7 +158,7 @@ func TestProtobufDecoderMatchesGeneratedAtScale(t *testing.T) {
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	body := fetchBody(t, ts.URL+"/apis", mediatype.Aggregated("v2", true, ""))
+	body := fetchBody(t, ts.URL+"/apis", Source{Format: FormatAggregatedV2, Protobuf: true}.MediaType(""))
 	got := decodeAsGenerated(t, body, "3000 custom resources")
 	// The promise of protobuf.go: identical verb lists are one list.
 	lists := map[*string]bool{}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // TestDecodeAggregatedFormsAgree: the recorded v1.36.3 /apis, with CRDs,
@@ -34,8 +33,8 @@ func TestDecodeAggregatedFormsAgree(t *testing.T) {
 		}
 		return body, resp.Header.Get("Content-Type"), resp.Header.Get("ETag")
 	}
-	jb, jct, etag := get(mediatype.Aggregated("v2", false, ""))
-	pb, pct, _ := get(mediatype.Aggregated("v2", true, ""))
+	jb, jct, etag := get(surface.Source{Format: surface.FormatAggregatedV2}.MediaType(""))
+	pb, pct, _ := get(surface.Source{Format: surface.FormatAggregatedV2, Protobuf: true}.MediaType(""))
 
 	fromJSON, src, verified, err := surface.DecodeAggregated(jb, jct, etag)
 	if err != nil || !verified || src != (surface.Source{Format: surface.FormatAggregatedV2}) {
@@ -51,7 +50,7 @@ func TestDecodeAggregatedFormsAgree(t *testing.T) {
 	if len(fromJSON) < 20 || !reflect.DeepEqual(fromJSON, fromPB) {
 		t.Errorf("JSON and protobuf decode differently (%d and %d groups)", len(fromJSON), len(fromPB))
 	}
-	if _, _, _, err := surface.DecodeAggregated(jb, mediatype.JSON, ""); err == nil {
+	if _, _, _, err := surface.DecodeAggregated(jb, surface.Source{Format: surface.FormatLegacy}.MediaType(""), ""); err == nil {
 		t.Error("a document labelled plain JSON (legacy discovery) decoded as aggregated")
 	}
 }
@@ -65,7 +64,7 @@ func TestDecodeLegacy(t *testing.T) {
 	groups, err := surface.DecodeLegacyGroups([]byte(`{"kind":"APIGroupList","apiVersion":"v1","groups":[
 		{"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}},
 		{"versions":[{"groupVersion":"batch/v1"}],"preferredVersion":{"groupVersion":"batch/v2"}},
-		{"name":"apps","versions":[{"groupVersion":"apps/v1beta1","version":"v1beta1"}]}]}`), mediatype.JSON, false)
+		{"name":"apps","versions":[{"groupVersion":"apps/v1beta1","version":"v1beta1"}]}]}`), surface.Source{Format: surface.FormatLegacy}.MediaType(""), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func TestDecodeLegacy(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("groups: %v, want %v", got, want)
 	}
-	if _, err := surface.DecodeLegacyGroups([]byte(`{"kind":"Status","apiVersion":"v1"}`), mediatype.JSON, false); err == nil {
+	if _, err := surface.DecodeLegacyGroups([]byte(`{"kind":"Status","apiVersion":"v1"}`), surface.Source{Format: surface.FormatLegacy}.MediaType(""), false); err == nil {
 		t.Error("a Status decoded as an APIGroupList")
 	}
 
@@ -88,7 +87,7 @@ func TestDecodeLegacy(t *testing.T) {
 	v, err := surface.DecodeLegacyVersion(gv, []byte(`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"custom.metrics.k8s.io/v1beta1","resources":[
 		{"name":"widgets","singularName":"widget","namespaced":true,"kind":"Widget","verbs":["get"]},
 		{"name":"widgets/status","namespaced":true,"kind":"Widget","verbs":["get"]},
-		{"name":"pods/http_requests","namespaced":true,"kind":"MetricValueList","verbs":["get"]}]}`), mediatype.JSON)
+		{"name":"pods/http_requests","namespaced":true,"kind":"MetricValueList","verbs":["get"]}]}`), surface.Source{Format: surface.FormatLegacy}.MediaType(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +98,7 @@ func TestDecodeLegacy(t *testing.T) {
 	if av, k := v.LegacyType(); av != "v1" || k != "APIResourceList" || v.Version != "v1beta1" || v.Freshness != surface.FreshnessCurrent {
 		t.Errorf("version %q, type %q %q, freshness %v", v.Version, av, k, v.Freshness)
 	}
-	if _, err := surface.DecodeLegacyVersion(schema.GroupVersion{Group: "apps", Version: "v1"}, []byte(`{"kind":"APIResourceList","groupVersion":"batch/v1"}`), mediatype.JSON); err == nil {
+	if _, err := surface.DecodeLegacyVersion(schema.GroupVersion{Group: "apps", Version: "v1"}, []byte(`{"kind":"APIResourceList","groupVersion":"batch/v1"}`), surface.Source{Format: surface.FormatLegacy}.MediaType("")); err == nil {
 		t.Error("a document for batch/v1 decoded as apps/v1")
 	}
 }

@@ -456,9 +456,9 @@ func serveDiscovery(w http.ResponseWriter, r *http.Request, d document) {
 		t = strings.ReplaceAll(strings.TrimSpace(t), " ", "")
 		switch {
 		case strings.HasPrefix(t, "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"):
-			body, contentType = d.protobuf, mediatype.Aggregated("v2", true, "")
+			body, contentType = d.protobuf, "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 		case strings.HasPrefix(t, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"):
-			body, contentType = d.json, mediatype.Aggregated("v2", false, "")
+			body, contentType = d.json, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 		}
 		if body != nil {
 			break

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 )
 
 // document reads path from base as a server sends it to accept.
@@ -48,7 +48,7 @@ func TestNewSnapshot(t *testing.T) {
 	}
 	at := time.Unix(1000, 0)
 	for _, protobuf := range []bool{false, true} {
-		accept := mediatype.Aggregated("v2", protobuf, "")
+		accept := surface.Source{Format: surface.FormatAggregatedV2, Protobuf: protobuf}.MediaType("")
 		s, err := discovery.NewSnapshot(document(t, base, "/api", accept), document(t, base, "/apis", accept), at)
 		if err != nil {
 			t.Fatal(err)
@@ -62,10 +62,10 @@ func TestNewSnapshot(t *testing.T) {
 		}
 	}
 
-	aggregated := mediatype.Aggregated("v2", false, "")
+	aggregated := surface.Source{Format: surface.FormatAggregatedV2}.MediaType("")
 	core := document(t, base, "/api", aggregated)
 	var re *discovery.ResponseError
-	legacy := document(t, base, "/apis", mediatype.JSON)
+	legacy := document(t, base, "/apis", surface.Source{Format: surface.FormatLegacy}.MediaType(""))
 	if _, err := discovery.NewSnapshot(core, legacy, at); !errors.As(err, &re) || re.Path != "/apis" {
 		t.Errorf("legacy /apis: %v, want a *ResponseError for /apis", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
 // TestSameDocumentsAsTheFake: for the same CRDs, before and after a change,
@@ -27,7 +27,7 @@ func TestSameDocumentsAsTheFake(t *testing.T) {
 		t.Helper()
 		for _, path := range []string{"/api", "/apis"} {
 			for _, protobuf := range []bool{false, true} {
-				accept := mediatype.Aggregated("v2", protobuf, "")
+				accept := surface.Source{Format: surface.FormatAggregatedV2, Protobuf: protobuf}.MediaType("")
 				wantBody, wantETag, wantType := get(t, fakeBase+path, accept, "")
 				body, etag, contentType := get(t, oursBase+path, accept, "")
 				if string(body) != string(wantBody) || etag != wantETag || contentType != wantType {

@@ -3,7 +3,6 @@ package restmapper_test
 import (
 	"context"
 	"runtime"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,48 +12,18 @@ import (
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
-// sharing is the smallest discovery.Shared: contents by key, held for the
-// test's life, and no cold-start guesses (package fleet has the real one).
-type sharing struct {
-	mu   sync.Mutex
-	held map[string]*discovery.Snapshot
-}
-
-func newSharing() *sharing { return &sharing{held: map[string]*discovery.Snapshot{}} }
-
-func (s *sharing) Guess(context.Context, *discovery.Client) (*discovery.Snapshot, func(*discovery.Snapshot), error) {
-	return nil, nil, nil
-}
-
-func (s *sharing) Intern(sn *discovery.Snapshot) *discovery.Snapshot {
-	k, _ := sn.ContentKey()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if held := s.held[k]; held != nil {
-		return held
-	}
-	s.held[k] = sn
-	return sn
-}
-
-func (s *sharing) Lookup(k string) *discovery.Snapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.held[k]
-}
-
 // TestIndexesShared: mappers of clusters that serve one surface (clients
-// sharing decoded discovery, discovery.WithShared) share one index through an Indexes, and
+// sharing decoded discovery, discovery.WithSurfaces) share one index through an Indexes, and
 // each still answers for its own cluster when that cluster changes;
 // another surface gets an index of its own.
 func TestIndexesShared(t *testing.T) {
-	surfaces, ix := newSharing(), restmapper.NewIndexes()
+	surfaces, ix := discovery.NewSurfaces(), restmapper.NewIndexes()
 	var mappers []*restmapper.Mapper
 	var servers []*discoverytest.Server
 	var clients []*discovery.Client
 	for _, crds := range []int{20, 20, 20, 30} {
 		srv, base := discoverytest.Start(t, discoverytest.WithCRDs(crds, 4))
-		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithShared(surfaces), discovery.WithJSONOnly())
+		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,12 +70,12 @@ func TestIndexesShared(t *testing.T) {
 // Indexes' doc says; the other mapper's handler hears nothing and its
 // answer is the same.
 func TestIndexesWarnOnce(t *testing.T) {
-	surfaces, ix := newSharing(), restmapper.NewIndexes()
+	surfaces, ix := discovery.NewSurfaces(), restmapper.NewIndexes()
 	var heard [2][]string
 	var mappers []*restmapper.Mapper
 	for i := range 2 {
 		_, base := discoverytest.Start(t)
-		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithShared(surfaces), discovery.WithJSONOnly())
+		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

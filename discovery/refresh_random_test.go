@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/diskcache/diskcachetest"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -122,19 +124,59 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-// randomStore is a memStore whose writes take a random while.
-type randomStore struct {
-	*memStore
-	mu  sync.Mutex
-	rng *rand.Rand
+// randomStore is a store whose reads and writes take a random while, and
+// now and then hang for up to a minute: a store another host serves, or a
+// disk that stalls. It must delay no caller past its deadline, nor any
+// publication.
+func randomStore(seed uint64) *diskcachetest.Memory {
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(seed, 2))
+	return &diskcachetest.Memory{Before: func(string, diskcache.Key) {
+		mu.Lock()
+		d := time.Duration(rng.IntN(400)) * time.Millisecond
+		if rng.IntN(40) == 0 {
+			d = time.Duration(10+rng.IntN(50)) * time.Second
+		}
+		mu.Unlock()
+		time.Sleep(d)
+	}}
 }
 
-func (s *randomStore) Put(key diskcache.Key, value []byte) error {
-	s.mu.Lock()
-	d := time.Duration(s.rng.IntN(400)) * time.Millisecond
-	s.mu.Unlock()
-	s.slow(d)
-	return s.memStore.Put(key, value)
+// comer is a subscriber that comes and goes: it writes each change to a
+// channel that whoever unsubscribes it closes right after (the usual
+// pattern, which panics on a send after the close), and may unsubscribe
+// itself from its callback. It checks what unsubscribe promises.
+type comer struct {
+	t      *testing.T
+	unsub  atomic.Pointer[func()]
+	ch     chan discovery.Change
+	gone   atomic.Bool // set once an unsubscribe from outside returned
+	quit   atomic.Bool // set once fn unsubscribed itself
+	calls  atomic.Int64
+	drain  chan struct{}        // closed when the reader of ch has seen it closed
+	leaves func() bool          // whether this call unsubscribes from inside
+	dawdle func() time.Duration // how long this call takes
+}
+
+func (c *comer) fn(ch discovery.Change) {
+	if c.gone.Load() {
+		c.t.Errorf("a subscriber was called after its unsubscribe returned")
+	}
+	if c.quit.Load() {
+		c.t.Errorf("a subscriber was called again after it unsubscribed from its callback")
+	}
+	c.calls.Add(1)
+	time.Sleep(c.dawdle())
+	c.ch <- ch // buffered, and drained: panics if the channel is closed
+	if c.leaves() {
+		if u := c.unsub.Load(); u != nil {
+			(*u)()
+			c.quit.Store(true)
+		}
+	}
+	if c.gone.Load() {
+		c.t.Errorf("an unsubscribe returned while the subscriber's call was under way on another goroutine")
+	}
 }
 
 // chain checks, as changes arrive, what a subscriber is promised: one
@@ -180,20 +222,25 @@ func shows(s *discovery.Snapshot) int {
 }
 
 // TestRefreshMachineRandomized: many goroutines read, refresh (with
-// random deadlines, which cancel), map (hits and misses) and change the
-// cluster, against a server and a disk cache that are randomly slow, while
-// subscribers refresh, map and dawdle in their callbacks. On every
-// observation: generations never go back for any reader; a Refresh that
-// succeeds shows the cluster as of its call or later; no snapshot joins
-// views (one server is not a disagreement); every call returns within its
-// context; subscribers get a chain with one first snapshot, and catch up.
-// In a synctest bubble: the waits are of bubble time, and a call that
-// returned "within its context" did so to the nanosecond.
+// random deadlines, which cancel, and without any), map (hits and misses),
+// change the cluster, and subscribe and unsubscribe, against a server and
+// a disk cache that are randomly slow (the store now and then hangs for up
+// to a minute), while subscribers refresh, map, dawdle and unsubscribe
+// themselves in their callbacks. On every observation: generations never
+// go back for any reader; a Refresh that succeeds shows the cluster as of
+// its call or later; no snapshot joins views (one server is not a
+// disagreement); every call returns within its context, and one without a
+// deadline within three refresh timeouts (the run under way, its own, and
+// the wait for its disk write) however long the store hangs; no subscriber
+// is called after its unsubscribe returned, nor is running on another
+// goroutine then; subscribers get a chain with one first snapshot, and
+// catch up. In a synctest bubble: the waits are of bubble time, and a call
+// that returned "within its context" did so to the nanosecond.
 func TestRefreshMachineRandomized(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const refreshTimeout = 2 * time.Second
 		cluster := newMovingCluster(1)
-		store := &randomStore{memStore: newMemStore(), rng: rand.New(rand.NewPCG(2, 2))}
+		store := randomStore(2)
 		hc := &http.Client{Transport: handlerTransport{cluster}}
 		c, err := discovery.NewForHTTPClient(hc, "https://moving.invalid", discovery.WithDiskCache(store),
 			discovery.WithRefreshTimeout(refreshTimeout), discovery.WithMaxAge(500*time.Millisecond), discovery.WithJSONOnly())
@@ -236,6 +283,42 @@ func TestRefreshMachineRandomized(t *testing.T) {
 			time.Sleep(time.Duration(randN(3000)) * time.Millisecond)
 		})
 
+		// Subscribers that come and go, unsubscribed from outside by the
+		// workers, or from inside by themselves.
+		var comersMu sync.Mutex
+		var comers []*comer
+		subscribe := func() {
+			k := &comer{t: t, ch: make(chan discovery.Change, 1), drain: make(chan struct{}),
+				leaves: func() bool { return randN(8) == 0 }, dawdle: func() time.Duration { return time.Duration(randN(100)) * time.Millisecond }}
+			go func() {
+				defer close(k.drain)
+				for ch := range k.ch {
+					time.Sleep(time.Duration(randN(50)) * time.Millisecond)
+					_ = ch
+				}
+			}()
+			u := c.Subscribe(k.fn)
+			k.unsub.Store(&u)
+			comersMu.Lock()
+			comers = append(comers, k)
+			comersMu.Unlock()
+		}
+		unsubscribe := func(i int) bool {
+			comersMu.Lock()
+			if len(comers) == 0 {
+				comersMu.Unlock()
+				return false
+			}
+			k := comers[i%len(comers)]
+			comers = slices.Delete(comers, i%len(comers), i%len(comers)+1)
+			comersMu.Unlock()
+			(*k.unsub.Load())()
+			k.gone.Store(true)
+			close(k.ch)
+			<-k.drain
+			return true
+		}
+
 		var rounds atomic.Int64
 		var wg sync.WaitGroup
 		const workers = 8
@@ -259,7 +342,7 @@ func TestRefreshMachineRandomized(t *testing.T) {
 					timeout := time.Duration(rng.IntN(800)) * time.Millisecond
 					ctx, cancel := context.WithTimeout(context.Background(), timeout)
 					start := time.Now()
-					switch op := rng.IntN(10); {
+					switch op := rng.IntN(13); {
 					case op < 3:
 						s, _ := c.Snapshot(ctx)
 						observe(s, "Snapshot")
@@ -293,16 +376,40 @@ func TestRefreshMachineRandomized(t *testing.T) {
 							t.Errorf("two lookups took %v of bubble time, more than two refreshes", d)
 						}
 						observe(c.Current(), "Current after lookups")
-					default:
+					case op < 9:
 						cluster.change()
+					case op < 10:
+						// No deadline: bounded by the refresh timeout alone,
+						// whatever the store does.
+						asked := cluster.current()
+						s, err := c.Refresh(context.Background())
+						observe(s, "Refresh without a deadline")
+						if d := time.Since(start); d > 3*refreshTimeout {
+							t.Errorf("a Refresh without a deadline returned after %v, more than three refresh timeouts", d)
+						}
+						if err == nil && shows(s) < asked {
+							t.Errorf("a Refresh called at version %d returned a snapshot of version %d, older than its call", asked, shows(s))
+						}
+					case op < 11:
+						comersMu.Lock()
+						n := len(comers)
+						comersMu.Unlock()
+						if n < 16 {
+							subscribe()
+						}
+					default:
+						unsubscribe(rng.IntN(1 << 10))
 					}
 					cancel()
 				}
 			})
 		}
 		wg.Wait()
-		// Quiet: every refresh, write and delivery ends.
-		time.Sleep(time.Minute)
+		for unsubscribe(0) {
+		}
+		// Quiet: every refresh, write (the store hangs a minute at most)
+		// and delivery ends.
+		time.Sleep(2 * time.Minute)
 		synctest.Wait()
 		cur := c.Current()
 		if cur == nil {

@@ -1,0 +1,201 @@
+package discovery
+
+import (
+	"runtime"
+	"sync"
+	"weak"
+
+	"github.com/kubeatlas/kubeatlas/discovery/surface"
+)
+
+// Surfaces is a table of decoded discovery that the clients given it
+// (WithSurfaces) share, as openapi3.Documents is for OpenAPI documents:
+// clients whose servers serve the same /api and /apis documents hold one
+// copy of their groups and resources, however many clients there are; and
+// a client that starts with nothing asks its server to confirm a surface
+// the table holds, with conditional requests, instead of having it sent
+// again: two 304s and no body. A wrong guess costs what no guess costs (the
+// server sends the documents), never a wrong snapshot.
+//
+// A surface is named by its documents' ETags, which kube-apiserver
+// computes as the SHA-512 of each, and enters the table only once the
+// client has checked the documents against them: complete (a Stale or
+// failed group-version may carry resources its own cluster last knew,
+// which are not the documents' to give another), of one server's view, and
+// read as JSON. A protobuf document cannot be checked (its ETag is of the
+// list's JSON, whatever the Accept), so clients that share should read
+// JSON (WithJSONOnly). A surface no client holds any more is forgotten.
+//
+// The table is data: it does no I/O and never waits, so a client's refresh
+// does no work for another client (package fleet works out its guesses on
+// its own goroutines and hands them over with Offer). It is safe for
+// concurrent use.
+type Surfaces struct {
+	mu     sync.Mutex
+	held   map[surfaceKey]*heldSurface
+	offers map[*Client]*content // what Offer gave a client's next refresh
+	seq    uint64               // orders the held surfaces by when they were last read
+}
+
+// surfaceKey names a surface: its documents' ETags, and the form of each.
+type surfaceKey struct {
+	api, apis   string
+	core, named surface.Source
+}
+
+type heldSurface struct {
+	content weak.Pointer[content]
+	uses    int    // times a client read or confirmed it
+	last    uint64 // seq when it was last read or confirmed
+}
+
+// NewSurfaces returns an empty table.
+func NewSurfaces() *Surfaces { return &Surfaces{} }
+
+// WithSurfaces shares decoded discovery with the other clients given t
+// (see Surfaces). With a disk cache, each checked document is also
+// persisted as an entry of its own, named by its ETag (a diskcache.Key
+// with Content set), which a store shared by many clients may keep once
+// (as package fleet's does); such an entry is loaded only once the ETag is
+// recomputed from its body (another process may have written it), and one
+// that is not the ETag's is dropped. Default: none; every client holds its
+// own.
+func WithSurfaces(t *Surfaces) Option {
+	return func(o *options) error { o.surfaces = t; return nil }
+}
+
+// Len is how many surfaces the table holds now.
+func (t *Surfaces) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, h := range t.held {
+		if h.content.Value() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Offer makes s the surface that c's next refresh, if it is a cold start
+// (c has no snapshot), asks its server to confirm, in place of the one the
+// most clients read (the default guess). It reports whether s was offered:
+// a snapshot that may not be shared is not, and a nil s withdraws an offer.
+// Any refresh of c takes the offer. A fleet offers what it knows of c's
+// server (a cluster said to be like it, or one whose server answered
+// alike), having found it out on its own goroutine.
+func (t *Surfaces) Offer(c *Client, s *Snapshot) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.offers, c)
+	if s == nil {
+		return false
+	}
+	if _, ok := s.content.key(); !ok {
+		return false
+	}
+	if t.offers == nil {
+		t.offers = map[*Client]*content{}
+	}
+	t.offers[c] = s.content
+	return true
+}
+
+// guess is the content a cold start of c is conditional on: what was
+// offered to c, or the surface the most clients read (of those that tie,
+// the one read last); nil for none.
+func (t *Surfaces) guess(c *Client) *content {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ct := t.offers[c]; ct != nil {
+		delete(t.offers, c)
+		return ct
+	}
+	var best *content
+	var bestUses int
+	var bestLast uint64
+	for _, h := range t.held {
+		if h.uses < bestUses || h.uses == bestUses && h.last < bestLast {
+			continue
+		}
+		if ct := h.content.Value(); ct != nil {
+			best, bestUses, bestLast = ct, h.uses, h.last
+		}
+	}
+	return best
+}
+
+// forgetOffer drops an offer c has not taken (c has a snapshot).
+func (t *Surfaces) forgetOffer(c *Client) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.offers, c)
+}
+
+// intern returns the held content of ct's surface, or holds ct and returns
+// it; content that may not be shared is returned as it is.
+func (t *Surfaces) intern(ct *content) *content {
+	k, ok := ct.key()
+	if !ok {
+		return ct
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if held := t.useLocked(k); held != nil {
+		return held
+	}
+	if t.held == nil {
+		t.held = map[surfaceKey]*heldSurface{}
+	}
+	t.seq++
+	t.held[k] = &heldSurface{content: weak.Make(ct), uses: 1, last: t.seq}
+	runtime.AddCleanup(ct, t.forget, k)
+	return ct
+}
+
+// lookup returns the held content of a surface, counting a use of it, or
+// nil.
+func (t *Surfaces) lookup(k surfaceKey) *content {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.useLocked(k)
+}
+
+func (t *Surfaces) useLocked(k surfaceKey) *content {
+	h := t.held[k]
+	if h == nil {
+		return nil
+	}
+	ct := h.content.Value()
+	if ct != nil {
+		t.seq++
+		h.uses, h.last = h.uses+1, t.seq
+	}
+	return ct
+}
+
+// forget drops the entry of a surface whose content is gone.
+func (t *Surfaces) forget(k surfaceKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.held[k]; h != nil && h.content.Value() == nil {
+		delete(t.held, k)
+	}
+}
+
+// key names c's surface; ok is false when it must not be shared: a failed
+// or Stale group-version, a document not checked against its ETag
+// (protobuf, legacy discovery, no Surfaces), or a view of servers that
+// disagree.
+func (c *content) key() (k surfaceKey, ok bool) {
+	return surfaceKey{api: c.core.etag, apis: c.named.etag, core: c.core.source, named: c.named.source},
+		c.err == nil && c.core.verified && c.named.verified && c.partsOf == nil
+}
+
+// intern shares ct through the client's Surfaces, if any.
+func (c *Client) intern(ct *content) *content {
+	if c.opts.surfaces == nil {
+		return ct
+	}
+	return c.opts.surfaces.intern(ct)
+}
