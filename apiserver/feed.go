@@ -46,10 +46,12 @@ type Feed struct {
 	CheckInterval, CheckDelay time.Duration
 	// CheckOptions are passed to consistency.Check.
 	CheckOptions []consistency.Option
-	// WatchOptions are passed to watch.Run, after WithoutServedAPI (the
-	// upstream cluster serves this very API once this server is registered,
-	// and a feed that watched its own output would never see a change) and
-	// WithRefreshLimit(FeedRefreshEvery, FeedRefreshBurst).
+	// WatchOptions are passed to watch.Run with the feed's own, which
+	// they may not give again (watch.Run's error says which):
+	// WithServedAPI(false) (the upstream cluster serves this very API once
+	// this server is registered, and a feed that watched its own output
+	// would never see a change), WithRefreshLimit(FeedRefreshEvery,
+	// FeedRefreshBurst) and WithLogger(Logger).
 	WatchOptions []watch.Option
 	Logger       *slog.Logger
 	Clock        clock.Clock
@@ -87,7 +89,7 @@ func (f *Feed) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		opts := append([]watch.Option{watch.WithoutServedAPI(), watch.WithRefreshLimit(FeedRefreshEvery, FeedRefreshBurst), watch.WithLogger(f.Logger)}, f.WatchOptions...)
+		opts := append([]watch.Option{watch.WithServedAPI(false), watch.WithRefreshLimit(FeedRefreshEvery, FeedRefreshBurst), watch.WithLogger(f.Logger)}, f.WatchOptions...)
 		if err := watch.Run(ctx, f.Client, opts...); err != nil {
 			f.Logger.Error("watching the upstream cluster", "err", err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
+	"github.com/kubeatlas/kubeatlas/internal/optset"
 )
 
 // DefaultSamples is how many requests through the client's URL Check sends
@@ -23,38 +24,45 @@ type options struct {
 	samples    int
 	throughURL bool
 	clock      clock.PassiveClock
+
+	given optset.Given // the options given, by name (named)
+}
+
+// named is the option name, which may be given once (optset).
+func named(name string, set func(*options) error) Option {
+	return optset.Named("consistency", name, func(o *options) optset.Given { return o.given }, set)
 }
 
 // WithSamples bounds the requests (each on a new connection) sent through
 // the client's URL to reach servers that cannot be asked directly.
 // Default: DefaultSamples (16).
 func WithSamples(n int) Option {
-	return func(o *options) error {
+	return named("WithSamples", func(o *options) error {
 		if n < 1 {
 			return fmt.Errorf("consistency: at least one sample is needed, got %d", n)
 		}
 		o.samples = n
 		return nil
-	}
+	})
 }
 
-// ThroughURLOnly asks only through the client's URL, as from outside the
+// WithURLOnly asks only through the client's URL, as from outside the
 // cluster's network where the servers' own addresses cannot be reached.
 // Default: each server is asked directly where its address is known.
-func ThroughURLOnly() Option {
-	return func(o *options) error { o.throughURL = true; return nil }
+func WithURLOnly() Option {
+	return named("WithURLOnly", func(o *options) error { o.throughURL = true; return nil })
 }
 
 // WithClock sets the clock that identity leases are judged alive by, and
 // that the servers' views are timed with. Default: the real clock.
 func WithClock(c clock.PassiveClock) Option {
-	return func(o *options) error {
+	return named("WithClock", func(o *options) error {
 		if c == nil {
 			return errors.New("consistency: nil clock")
 		}
 		o.clock = c
 		return nil
-	}
+	})
 }
 
 // Check tells whether the API servers of c's cluster serve the same
@@ -70,7 +78,7 @@ func WithClock(c clock.PassiveClock) Option {
 //   - servers that cannot be reached directly (no address, an address not
 //     routable from here or named by two leases, a certificate not valid
 //     for the client's host, a client without a rest.Config
-//     (discovery.Client.Config), or ThroughURLOnly) are sampled through
+//     (discovery.Client.Config), or WithURLOnly) are sampled through
 //     the client's URL on new connections, /version and discovery on one
 //     connection, and told apart by version and views, up to WithSamples
 //     requests;
@@ -92,7 +100,7 @@ func WithClock(c clock.PassiveClock) Option {
 // or 5xx with Retry-After are retried up to 5 times, whatever c's own
 // options.
 func Check(ctx context.Context, c *discovery.Client, opts ...Option) (*Report, error) {
-	o := options{samples: DefaultSamples, clock: clock.RealClock{}}
+	o := options{samples: DefaultSamples, clock: clock.RealClock{}, given: optset.Given{}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err

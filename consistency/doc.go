@@ -43,7 +43,7 @@
 // for its URL; [Report].NotAskedDirectly says why ([ErrNotAskedDirectly]),
 // and the servers are sampled through the URL. A client without
 // credentials over plain http still asks directly: nothing can be stolen,
-// and its URL is no better verified. [ThroughURLOnly] sends nothing
+// and its URL is no better verified. [WithURLOnly] sends nothing
 // anywhere but the client's URL.
 //
 // Two live leases naming one address are not two servers: neither is

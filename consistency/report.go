@@ -144,7 +144,7 @@ type Report struct {
 	Samples int
 	// NotAskedDirectly says why no server was asked at the address the
 	// cluster names for it when the check would otherwise have (not
-	// ThroughURLOnly, a client with a rest.Config): it wraps
+	// WithURLOnly, a client with a rest.Config): it wraps
 	// ErrNotAskedDirectly. Nothing verifies who answers there over plain
 	// http or with TLS verification off, and the client carries
 	// credentials; or its rest.Config's own Transport, or a proxy, would

@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -36,6 +35,20 @@ type options struct {
 	clock            clock.PassiveClock
 	disk             diskcache.Store
 	surfaces         *Surfaces
+
+	given map[string]bool // the options given, by name (named)
+}
+
+// named is the option name, which may be given once: two of one option
+// would be silently last-wins, so the second is a constructor error.
+func named(name string, set func(*options) error) Option {
+	return func(o *options) error {
+		if o.given[name] {
+			return fmt.Errorf("discovery: %s given twice", name)
+		}
+		o.given[name] = true
+		return set(o)
+	}
 }
 
 // Option configures a Client.
@@ -44,47 +57,47 @@ type Option func(*options) error
 // WithMaxAge sets how old a snapshot may be before Snapshot revalidates it
 // in the background. Default: 30s.
 func WithMaxAge(d time.Duration) Option {
-	return func(o *options) error {
+	return named("WithMaxAge", func(o *options) error {
 		if d < 0 {
 			return fmt.Errorf("discovery: negative max age %v", d)
 		}
 		o.maxAge = d
 		return nil
-	}
+	})
 }
 
 // WithRefreshTimeout bounds one refresh, which callers share. Default: 30s.
 func WithRefreshTimeout(d time.Duration) Option {
-	return func(o *options) error {
+	return named("WithRefreshTimeout", func(o *options) error {
 		if d <= 0 {
 			return fmt.Errorf("discovery: refresh timeout must be positive, got %v", d)
 		}
 		o.refreshTimeout = d
 		return nil
-	}
+	})
 }
 
-// WithLegacyParallelism bounds the concurrent per-group-version requests of
-// legacy discovery. Default: 8.
-func WithLegacyParallelism(n int) Option {
-	return func(o *options) error {
+// WithConcurrency bounds the requests a refresh sends at once: those of
+// legacy discovery, one per group-version. Default: 8.
+func WithConcurrency(n int) Option {
+	return named("WithConcurrency", func(o *options) error {
 		if n < 1 {
-			return fmt.Errorf("discovery: legacy parallelism must be at least 1, got %d", n)
+			return fmt.Errorf("discovery: concurrency must be at least 1, got %d", n)
 		}
 		o.legacyParallel = n
 		return nil
-	}
+	})
 }
 
 // WithMaxResponseBytes caps one response body. Default: 64 MiB.
 func WithMaxResponseBytes(n int64) Option {
-	return func(o *options) error {
+	return named("WithMaxResponseBytes", func(o *options) error {
 		if n < 1 {
 			return fmt.Errorf("discovery: max response bytes must be positive, got %d", n)
 		}
 		o.maxResponseBytes = n
 		return nil
-	}
+	})
 }
 
 // WithMaxRetries bounds how many times a request answered with 429 or a
@@ -93,36 +106,62 @@ func WithMaxResponseBytes(n int64) Option {
 // the refresh's deadline is not made, and the server's error is returned.
 // Default: 5; 0 turns retries off.
 func WithMaxRetries(n int) Option {
-	return func(o *options) error {
+	return named("WithMaxRetries", func(o *options) error {
 		if n < 0 {
 			return fmt.Errorf("discovery: max retries must not be negative, got %d", n)
 		}
 		o.maxRetries = n
 		return nil
-	}
+	})
 }
 
 // WithLegacyOnly never asks for aggregated discovery. Default: off.
-func WithLegacyOnly() Option { return func(o *options) error { o.legacyOnly = true; return nil } }
+func WithLegacyOnly() Option {
+	return named("WithLegacyOnly", func(o *options) error { o.legacyOnly = true; return nil })
+}
 
 // WithJSONOnly never asks for protobuf. Default: off (protobuf preferred).
-func WithJSONOnly() Option { return func(o *options) error { o.jsonOnly = true; return nil } }
+func WithJSONOnly() Option {
+	return named("WithJSONOnly", func(o *options) error { o.jsonOnly = true; return nil })
+}
 
 // WithNoPeer asks for the answering API server's own view instead of the
 // discovery merged across API servers (KEP-4020 profile=nopeer). Default: off.
-func WithNoPeer() Option { return func(o *options) error { o.noPeer = true; return nil } }
+func WithNoPeer() Option {
+	return named("WithNoPeer", func(o *options) error { o.noPeer = true; return nil })
+}
 
 // WithLogger sets where the client logs (discovery/watch has its own).
 // A logr.Logger (controller-runtime's, klog's) goes through logr's bridge:
 // WithLogger(slog.New(logr.ToSlogHandler(l))). Default: nowhere.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) error { o.logger = l; return nil }
+	return named("WithLogger", func(o *options) error { o.logger = l; return nil })
 }
 
 // WithClock sets the clock for snapshot times and max age. Default: the
 // real clock.
 func WithClock(c clock.PassiveClock) Option {
-	return func(o *options) error { o.clock = c; return nil }
+	return named("WithClock", func(o *options) error { o.clock = c; return nil })
+}
+
+// contradictions is the error of options that cannot all hold.
+func (o *options) contradictions() error {
+	if !o.legacyOnly {
+		return nil
+	}
+	for _, other := range []struct {
+		given bool
+		why   string
+	}{
+		{o.noPeer, "WithNoPeer applies to aggregated discovery"},
+		{o.disk != nil, "WithDiskCache persists aggregated discovery only"},
+		{o.surfaces != nil, "WithSurfaces shares aggregated discovery only"},
+	} {
+		if other.given {
+			return fmt.Errorf("discovery: %s, which WithLegacyOnly turns off", other.why)
+		}
+	}
+	return nil
 }
 
 // Client reads a cluster's discovery and keeps the latest Snapshot.
@@ -201,14 +240,18 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		maxRetries:       httpx.DefaultMaxRetries,
 		logger:           slog.New(slog.DiscardHandler),
 		clock:            clock.RealClock{},
+		given:            map[string]bool{},
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	if o.legacyOnly && o.noPeer {
-		return nil, errors.New("discovery: WithNoPeer applies to aggregated discovery, which WithLegacyOnly turns off")
+	if err := o.contradictions(); err != nil {
+		return nil, err
+	}
+	if o.surfaces != nil {
+		o.jsonOnly = true // what WithSurfaces says
 	}
 	c := &Client{opts: o, log: failureLog{logger: o.logger}}
 	c.machine = refresher{current: &c.current, timeout: o.refreshTimeout, work: c}

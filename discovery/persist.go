@@ -26,12 +26,12 @@ import (
 // persisted. A nil c, or a nil *diskcache.Cache, is no persistence.
 // Default: no persistence.
 func WithDiskCache(c diskcache.Store) Option {
-	return func(o *options) error {
+	return named("WithDiskCache", func(o *options) error {
 		if o.disk = c; diskcache.IsNil(c) {
 			o.disk = nil
 		}
 		return nil
-	}
+	})
 }
 
 // documentKey files a document persisted as an entry of its own (with

@@ -58,10 +58,11 @@ func NewSurfaces() *Surfaces { return &Surfaces{} }
 // with Content set), which a store shared by many clients may keep once
 // (as package fleet's does); such an entry is loaded only once the ETag is
 // recomputed from its body (another process may have written it), and one
-// that is not the ETag's is dropped. Default: none; every client holds its
-// own.
+// that is not the ETag's is dropped. The client reads JSON, the form
+// that can be checked (as WithJSONOnly). Default: none; every client holds
+// its own.
 func WithSurfaces(t *Surfaces) Option {
-	return func(o *options) error { o.surfaces = t; return nil }
+	return named("WithSurfaces", func(o *options) error { o.surfaces = t; return nil })
 }
 
 // Len is how many surfaces the table holds now.

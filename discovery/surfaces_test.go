@@ -41,7 +41,8 @@ func snapshotOfNew(t *testing.T, base string, opts ...discovery.Option) (*discov
 
 // TestSurfacesShareOnlyCheckedContent: a Surfaces table holds content
 // whose documents were checked against their ETags, and nothing else: not
-// protobuf (which cannot be checked), not a snapshot with a Stale
+// protobuf (which cannot be checked, so a client given a table reads
+// JSON), not a snapshot with a Stale
 // group-version (whose last known resources are its own cluster's). A
 // cold start offers a held surface to its server (two 304s, no body) and
 // shares its content; Offer refuses a snapshot that may not be shared.
@@ -49,11 +50,12 @@ func TestSurfacesShareOnlyCheckedContent(t *testing.T) {
 	srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
 	table := discovery.NewSurfaces()
 
-	_, unchecked := snapshotOfNew(t, base, discovery.WithSurfaces(table)) // protobuf
-	if n := table.Len(); n != 0 {
-		t.Errorf("a protobuf snapshot was shared (%d surfaces held)", n)
+	_, unchecked := snapshotOfNew(t, base) // protobuf: cannot be checked against its ETag
+	// A client given a table reads JSON, which can be checked.
+	first, held := snapshotOfNew(t, base, discovery.WithSurfaces(table))
+	if src, _ := held.Sources(); src.Protobuf {
+		t.Errorf("a client given a table read protobuf")
 	}
-	first, held := snapshotOfNew(t, base, discovery.WithSurfaces(table), discovery.WithJSONOnly())
 	if n := table.Len(); n != 1 {
 		t.Fatalf("a complete JSON snapshot was not shared (%d surfaces held)", n)
 	}
@@ -133,8 +135,9 @@ func (l *keyLog) content() (n int) {
 // TestSurfacesPersistOnlyCheckedDocumentsByETag: with a Surfaces table, a
 // client persists each document checked against its ETag as an entry of
 // its own, a Content key named by the ETag (which a fleet's store keeps
-// once for all clusters), and a document it could not check (protobuf)
-// inside its own entry only: no cluster can put a document of its own
+// once for all clusters), and a client without one (here reading
+// protobuf, which cannot be checked) files its documents inside its own
+// entry only: no cluster can put a document of its own
 // making under another's ETag. A new client whose table holds the content
 // starts from it without decoding.
 func TestSurfacesPersistOnlyCheckedDocumentsByETag(t *testing.T) {
@@ -147,7 +150,7 @@ func TestSurfacesPersistOnlyCheckedDocumentsByETag(t *testing.T) {
 		t.Errorf("a JSON client's store: %d entries, %d by ETag; want its entry and the two documents", checked.Len(), n)
 	}
 	unchecked := newKeyLog()
-	snapshotOfNew(t, base, discovery.WithSurfaces(discovery.NewSurfaces()), discovery.WithDiskCache(unchecked))
+	snapshotOfNew(t, base, discovery.WithDiskCache(unchecked)) // protobuf, no table
 	if n := unchecked.content(); n != 0 || unchecked.Len() != 1 {
 		t.Errorf("a protobuf client's store: %d entries, %d by ETag; want its own entry only", unchecked.Len(), n)
 	}

@@ -23,7 +23,7 @@ type Cluster struct {
 	disc   *discovery.Client
 	mapper *restmapper.Mapper
 	store  diskcache.Store // the cluster's own entries and the fleet's content, or nil
-	like   *Cluster        // Like's cluster, or nil
+	like   *Cluster        // WithLike's cluster, or nil
 
 	forwardOnce sync.Once
 	unsub       func() // set once forwarding, under forwardOnce
@@ -48,12 +48,9 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 	if co.like != "" {
 		var ok bool
 		if c.like, ok = f.Cluster(co.like); !ok {
-			return nil, fmt.Errorf("fleet: cluster %s: Like(%q): no such cluster", id, co.like)
+			return nil, fmt.Errorf("fleet: cluster %s: WithLike(%q): no such cluster", id, co.like)
 		}
 	}
-	// JSON: a surface is shared only once its documents are checked against
-	// their ETags, which protobuf documents cannot be (discovery.Surfaces).
-	dopts := []discovery.Option{discovery.WithSurfaces(f.surfaces.table), discovery.WithJSONOnly(), discovery.WithRefreshTimeout(f.opts.refreshTimeout)}
 	if f.content != nil {
 		base, _, err := rest.DefaultServerUrlFor(cfg)
 		if err != nil {
@@ -64,9 +61,8 @@ func (f *Fleet) newCluster(id string, cfg *rest.Config, co clusterOptions) (*Clu
 			return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
 		}
 		c.store = &contentStore{own: own, content: f.content, stored: &f.stored}
-		dopts = append(dopts, discovery.WithDiskCache(c.store))
 	}
-	dopts = append(dopts, f.opts.discoveryOpts...)
+	dopts := f.discoveryOptions(c.store)
 	disc, err := discovery.New(cfg, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: cluster %s: %w", id, err)
@@ -103,12 +99,8 @@ func (c *Cluster) Snapshot() *discovery.Snapshot { return c.disc.Current() }
 // documents are shared with the fleet's other clusters by content.
 func (c *Cluster) OpenAPI() (*openapi3.Client, error) {
 	c.openapiOnce.Do(func() {
-		opts := []openapi3.Option{openapi3.WithDocuments(c.fleet.documents)}
-		if c.store != nil {
-			opts = append(opts, openapi3.WithDiskCache(c.store))
-		}
 		_, cfg := c.disc.Connection() // its own HTTP client: discovery's counts only discovery
-		c.openapi, c.openapiErr = openapi3.New(cfg, append(opts, c.fleet.opts.openapiOpts...)...)
+		c.openapi, c.openapiErr = openapi3.New(cfg, c.fleet.openAPIOptions(c.store)...)
 	})
 	return c.openapi, c.openapiErr
 }

@@ -21,7 +21,7 @@
 // A cluster that starts cold while the fleet holds its surface costs two
 // 304s and no body: its requests are conditional on a held surface. A
 // kube-apiserver compares If-None-Match with one ETag exactly, so one
-// surface is offered: that of the cluster named by Like; else, in a
+// surface is offered: that of the cluster named by WithLike; else, in a
 // Refresh round, the one its server's
 // fingerprint names (the size of its OpenAPI v3 root, one request
 // answered with one byte, before the two 304s); else the one the most

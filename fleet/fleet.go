@@ -18,6 +18,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/gate"
+	"github.com/kubeatlas/kubeatlas/internal/optset"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
@@ -40,10 +41,17 @@ type options struct {
 	openapiOpts    []openapi3.Option
 	logger         *slog.Logger
 	clock          clock.PassiveClock
+
+	given optset.Given // the options given, by name (named)
 }
 
 // Option configures a Fleet.
 type Option func(*options) error
+
+// named is the option name, which may be given once (optset).
+func named(name string, set func(*options) error) Option {
+	return optset.Named("fleet", name, func(o *options) optset.Given { return o.given }, set)
+}
 
 // WithCacheDir keeps what the fleet reads in dir, across processes: each
 // cluster's own entries (which surface it served, when it was validated)
@@ -52,74 +60,79 @@ type Option func(*options) error
 // cluster then starts from the disk and is revalidated with two 304s.
 // Default: none.
 func WithCacheDir(dir string) Option {
-	return func(o *options) error {
+	return named("WithCacheDir", func(o *options) error {
 		if dir == "" {
 			return errors.New("fleet: WithCacheDir needs a directory")
 		}
 		o.cacheDir = dir
 		return nil
-	}
+	})
 }
 
 // WithConcurrency bounds how many clusters a Refresh round reads at once.
 // Default: DefaultConcurrency (32).
 func WithConcurrency(n int) Option {
-	return func(o *options) error {
+	return named("WithConcurrency", func(o *options) error {
 		if n < 1 {
 			return fmt.Errorf("fleet: concurrency must be at least 1, got %d", n)
 		}
 		o.concurrency = n
 		return nil
-	}
+	})
 }
 
 // WithBackoff sets how long a cluster whose refresh failed is left out of
 // Refresh rounds: min after the first failure, doubling (with jitter) up
 // to max. Default: DefaultMinBackoff (1s) to DefaultMaxBackoff (5m).
 func WithBackoff(min, max time.Duration) Option {
-	return func(o *options) error {
+	return named("WithBackoff", func(o *options) error {
 		if min <= 0 || max < min {
 			return fmt.Errorf("fleet: backoff needs 0 < min <= max, got %v, %v", min, max)
 		}
 		o.minBackoff, o.maxBackoff = min, max
 		return nil
-	}
+	})
 }
 
 // WithRefreshTimeout bounds one cluster's refresh, so that an unreachable
 // cluster holds one of the round's workers for at most that long.
 // Default: DefaultRefreshTimeout (10s).
 func WithRefreshTimeout(d time.Duration) Option {
-	return func(o *options) error {
+	return named("WithRefreshTimeout", func(o *options) error {
 		if d <= 0 {
 			return fmt.Errorf("fleet: refresh timeout must be positive, got %v", d)
 		}
 		o.refreshTimeout = d
 		return nil
-	}
+	})
 }
 
 // WithDiscoveryOptions passes options to every cluster's discovery
-// client, after the fleet's own. Default: none.
+// client, with the fleet's own, which they may not give again nor
+// contradict (New's error says which): WithSurfaces (the fleet's table,
+// which makes the clients read JSON), WithRefreshTimeout (the fleet's)
+// and WithDiskCache (the fleet's store, with WithCacheDir). Default: none.
 func WithDiscoveryOptions(opts ...discovery.Option) Option {
-	return func(o *options) error { o.discoveryOpts = append(o.discoveryOpts, opts...); return nil }
+	return named("WithDiscoveryOptions", func(o *options) error { o.discoveryOpts = append(o.discoveryOpts, opts...); return nil })
 }
 
 // WithOpenAPIOptions passes options to every cluster's OpenAPI v3 client,
-// after the fleet's own. Default: none.
+// with the fleet's own, which they may not give again (New's error says
+// which): WithDocuments (the fleet's table) and WithDiskCache (the fleet's
+// store, with WithCacheDir). Default: none.
 func WithOpenAPIOptions(opts ...openapi3.Option) Option {
-	return func(o *options) error { o.openapiOpts = append(o.openapiOpts, opts...); return nil }
+	return named("WithOpenAPIOptions", func(o *options) error { o.openapiOpts = append(o.openapiOpts, opts...); return nil })
 }
 
 // WithLogger sets where the fleet logs clusters that fail and recover.
 // Default: nowhere.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) error { o.logger = l; return nil }
+	return named("WithLogger", func(o *options) error { o.logger = l; return nil })
 }
 
 // WithClock sets the clock for backoff. Default: the real clock.
 func WithClock(c clock.PassiveClock) Option {
-	return func(o *options) error { o.clock = c; return nil }
+	return named("WithClock", func(o *options) error { o.clock = c; return nil })
 }
 
 // Fleet holds discovery, REST mappings and OpenAPI v3 for many clusters.
@@ -156,6 +169,7 @@ func New(opts ...Option) (*Fleet, error) {
 	o := options{
 		concurrency: DefaultConcurrency, minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff,
 		refreshTimeout: DefaultRefreshTimeout, logger: slog.New(slog.DiscardHandler), clock: clock.RealClock{},
+		given: optset.Given{},
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -173,7 +187,35 @@ func New(opts ...Option) (*Fleet, error) {
 		}
 		f.content = c
 	}
+	// The user's options for the clusters' clients are tried here with the
+	// fleet's own, so that one that would replace what the fleet owns, or
+	// contradict it, is New's error and not every Add's.
+	var store diskcache.Store
+	if f.content != nil {
+		store = f.content
+	}
+	if _, err := discovery.NewForHTTPClient(nil, "https://fleet.invalid", f.discoveryOptions(store)...); err != nil {
+		return nil, fmt.Errorf("fleet: WithDiscoveryOptions: %w (the fleet gives its clusters WithSurfaces, WithRefreshTimeout and WithDiskCache)", err)
+	}
+	if _, err := openapi3.NewForHTTPClient(nil, "https://fleet.invalid", f.openAPIOptions(store)...); err != nil {
+		return nil, fmt.Errorf("fleet: WithOpenAPIOptions: %w (the fleet gives its clusters WithDocuments and WithDiskCache)", err)
+	}
 	return f, nil
+}
+
+// discoveryOptions are a cluster's discovery options: the fleet's (its
+// table: a surface is shared only once its documents are checked against
+// their ETags, so the clients read JSON; its refresh timeout; its store),
+// then the user's, which may not give those again.
+func (f *Fleet) discoveryOptions(store diskcache.Store) []discovery.Option {
+	own := []discovery.Option{discovery.WithSurfaces(f.surfaces.table), discovery.WithRefreshTimeout(f.opts.refreshTimeout), discovery.WithDiskCache(store)}
+	return append(own, f.opts.discoveryOpts...)
+}
+
+// openAPIOptions are a cluster's OpenAPI v3 options: the fleet's (its
+// table of documents, its store), then the user's.
+func (f *Fleet) openAPIOptions(store diskcache.Store) []openapi3.Option {
+	return append([]openapi3.Option{openapi3.WithDocuments(f.documents), openapi3.WithDiskCache(store)}, f.opts.openapiOpts...)
 }
 
 // contentDir names the disk cache directory of documents by content (a
@@ -186,28 +228,36 @@ var ErrExists = errors.New("fleet: a cluster with this ID exists")
 // ClusterOption configures one cluster.
 type ClusterOption func(*clusterOptions) error
 
-type clusterOptions struct{ like string }
+type clusterOptions struct {
+	like  string
+	given optset.Given
+}
 
-// Like names a cluster expected to serve the same API surface (the same
+// namedCluster is the cluster option name, which may be given once.
+func namedCluster(name string, set func(*clusterOptions) error) ClusterOption {
+	return optset.Named("fleet", name, func(o *clusterOptions) optset.Given { return o.given }, set)
+}
+
+// WithLike names a cluster expected to serve the same API surface (the same
 // Kubernetes version and add-ons): a cold start offers its surface to the
 // server first. Default: the surface that servers of the same fingerprint
 // (the size of the OpenAPI v3 root, one request) turned out to serve,
 // else the one the most clusters serve (see probe.go).
-func Like(id string) ClusterOption {
-	return func(o *clusterOptions) error {
+func WithLike(id string) ClusterOption {
+	return namedCluster("WithLike", func(o *clusterOptions) error {
 		if id == "" {
-			return errors.New("fleet: Like needs a cluster's ID")
+			return errors.New("fleet: WithLike needs a cluster's ID")
 		}
 		o.like = id
 		return nil
-	}
+	})
 }
 
 // Add registers a cluster under id. Nothing is read until it is used or
 // refreshed. A cfg whose server has a path prefix (a fleet proxy's
 // https://proxy/k8s/clusters/<id>) keeps it for every request.
 func (f *Fleet) Add(id string, cfg *rest.Config, opts ...ClusterOption) (*Cluster, error) {
-	var co clusterOptions
+	co := clusterOptions{given: optset.Given{}}
 	for _, o := range opts {
 		if err := o(&co); err != nil {
 			return nil, err
@@ -328,7 +378,7 @@ func (f *Fleet) Refresh(ctx context.Context) error {
 	now := f.opts.clock.Now()
 	// Cold clusters are read in an order that lets them start from a
 	// surface another has read: with nothing held yet, one goes first,
-	// alone; a cluster whose Like cluster is cold too goes after it.
+	// alone; a cluster whose WithLike cluster is cold too goes after it.
 	var first, rest, later []*Cluster
 	seeded := f.surfaces.table.Len() > 0
 	for _, c := range f.all() {
@@ -459,7 +509,7 @@ type Stats struct {
 	Indexes   int // REST mapper indexes held (one per surface in use)
 	Documents int // OpenAPI v3 documents held (one per content)
 	// Summed over the clusters' discovery clients (discovery.Stats); Bytes
-	// also counts the cold starts' size probes (see Like).
+	// also counts the cold starts' size probes (see WithLike).
 	Requests, Bytes, NotModified, SurfaceHits, DiskLoads int64
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
-// A cold start without a Like hint has to guess which held surface to
+// A cold start without a WithLike hint has to guess which held surface to
 // offer: kube-apiserver accepts one ETag in If-None-Match, and a wrong
 // guess costs the documents. So it first asks the server a cheap question
 // whose answer differs between most surfaces: the size of its OpenAPI v3

@@ -20,7 +20,7 @@ import (
 // fleet's refresh round on the round's goroutine before the cluster's
 // refresh (prepare), never on the refresh's: a kube-apiserver compares
 // If-None-Match with its current ETag as one exact string, so a cold start
-// offers one surface: the one of the cluster Like names (a cluster known to
+// offers one surface: the one of the cluster WithLike names (a cluster known to
 // be of the same kind); else, of the surfaces that servers of the same
 // fingerprint turned out to serve, the most read: the fingerprint is the
 // size of the server's OpenAPI v3 root (one request answered 206 with one
@@ -74,7 +74,7 @@ func newSurfaces() *surfaces {
 
 // prepare works out what a cold start of c offers its server (see
 // surfaces) and offers it through the table, before c's refresh; like is
-// the client of the cluster Like names, or nil. tell, when not nil, is to be called once the cold
+// the client of the cluster WithLike names, or nil. tell, when not nil, is to be called once the cold
 // start has ended, with the snapshot read (nil when none was): it records
 // which surface the fingerprint turned out to be and lets the cold starts
 // that wait for it go. An error (ctx's) ends the cold start.

@@ -21,11 +21,12 @@ import (
 	"github.com/kubeatlas/kubeatlas/diskcache"
 	"github.com/kubeatlas/kubeatlas/internal/flight"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
+	"github.com/kubeatlas/kubeatlas/internal/optset"
 )
 
 // Defaults of the options.
 const (
-	DefaultParallelism      = 8
+	DefaultConcurrency      = 8
 	DefaultMaxRedirects     = 3
 	DefaultMaxResponseBytes = 128 << 20
 	DefaultMaxAge           = 30 * time.Second
@@ -34,7 +35,7 @@ const (
 
 type options struct {
 	disk             diskcache.Store
-	parallelism      int
+	concurrency      int
 	maxRedirects     int
 	maxResponseBytes int64
 	maxRetries       int
@@ -43,6 +44,13 @@ type options struct {
 	maxDocuments     int
 	documents        *Documents
 	staleRoot        bool
+
+	given optset.Given // the options given, by name (named)
+}
+
+// named is the option name, which may be given once (optset).
+func named(name string, set func(*options) error) Option {
+	return optset.Named("openapi3", name, func(o *options) optset.Given { return o.given }, set)
 }
 
 // WithMaxDocuments bounds how many documents the client keeps in memory,
@@ -52,13 +60,13 @@ type options struct {
 // until its hash changes, as client-go's memory-cached OpenAPI client keeps
 // every document's bytes. At 3000 CRDs FetchAll keeps ~100 MB of JSON.
 func WithMaxDocuments(n int) Option {
-	return func(o *options) error {
+	return named("WithMaxDocuments", func(o *options) error {
 		if n < 0 {
 			return fmt.Errorf("openapi3: max documents must not be negative, got %d", n)
 		}
 		o.maxDocuments = n
 		return nil
-	}
+	})
 }
 
 // WithMaxAge sets how long the root (and with it every document's current
@@ -67,18 +75,18 @@ func WithMaxDocuments(n int) Option {
 // the root does not list reads it again at once (at most once a second),
 // so a group-version added since is found. Default: DefaultMaxAge (30s).
 func WithMaxAge(d time.Duration) Option {
-	return func(o *options) error {
+	return named("WithMaxAge", func(o *options) error {
 		if d < 0 {
 			return fmt.Errorf("openapi3: max age must not be negative, got %v", d)
 		}
 		o.maxAge = d
 		return nil
-	}
+	})
 }
 
 // WithClock sets the clock for the root's age. Default: the real clock.
 func WithClock(c clock.PassiveClock) Option {
-	return func(o *options) error { o.clock = c; return nil }
+	return named("WithClock", func(o *options) error { o.clock = c; return nil })
 }
 
 // Option configures a Client.
@@ -89,36 +97,36 @@ type Option func(*options) error
 // at an unchanged ?hash= URL costs no request at all. A nil c, or a nil
 // *diskcache.Cache, is no cache. Default: no disk cache.
 func WithDiskCache(c diskcache.Store) Option {
-	return func(o *options) error {
+	return named("WithDiskCache", func(o *options) error {
 		if o.disk = c; diskcache.IsNil(c) {
 			o.disk = nil
 		}
 		return nil
-	}
+	})
 }
 
-// WithParallelism bounds the concurrent requests of FetchAll. Default:
-// DefaultParallelism (8).
-func WithParallelism(n int) Option {
-	return func(o *options) error {
+// WithConcurrency bounds the requests FetchAll sends at once. Default:
+// DefaultConcurrency (8).
+func WithConcurrency(n int) Option {
+	return named("WithConcurrency", func(o *options) error {
 		if n < 1 {
-			return fmt.Errorf("openapi3: parallelism must be at least 1, got %d", n)
+			return fmt.Errorf("openapi3: concurrency must be at least 1, got %d", n)
 		}
-		o.parallelism = n
+		o.concurrency = n
 		return nil
-	}
+	})
 }
 
 // WithMaxRedirects bounds the 301s followed for a stale ?hash=. Default:
 // DefaultMaxRedirects (3).
 func WithMaxRedirects(n int) Option {
-	return func(o *options) error {
+	return named("WithMaxRedirects", func(o *options) error {
 		if n < 0 {
 			return fmt.Errorf("openapi3: max redirects must not be negative, got %d", n)
 		}
 		o.maxRedirects = n
 		return nil
-	}
+	})
 }
 
 // WithMaxRetries bounds how many times a request answered with 429 or a
@@ -126,24 +134,24 @@ func WithMaxRedirects(n int) Option {
 // for (never past the caller's deadline). Default: DefaultMaxRetries (5);
 // 0 turns retries off.
 func WithMaxRetries(n int) Option {
-	return func(o *options) error {
+	return named("WithMaxRetries", func(o *options) error {
 		if n < 0 {
 			return fmt.Errorf("openapi3: max retries must not be negative, got %d", n)
 		}
 		o.maxRetries = n
 		return nil
-	}
+	})
 }
 
 // WithMaxResponseBytes caps one document. Default: DefaultMaxResponseBytes.
 func WithMaxResponseBytes(n int64) Option {
-	return func(o *options) error {
+	return named("WithMaxResponseBytes", func(o *options) error {
 		if n < 1 {
 			return fmt.Errorf("openapi3: max response bytes must be positive, got %d", n)
 		}
 		o.maxResponseBytes = n
 		return nil
-	}
+	})
 }
 
 // Client reads a cluster's OpenAPI v3: the root once, then each
@@ -204,12 +212,13 @@ func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client,
 
 func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	o := options{
-		parallelism:      DefaultParallelism,
+		concurrency:      DefaultConcurrency,
 		maxRedirects:     DefaultMaxRedirects,
 		maxResponseBytes: DefaultMaxResponseBytes,
 		maxRetries:       DefaultMaxRetries,
 		maxAge:           DefaultMaxAge,
 		clock:            clock.RealClock{},
+		given:            optset.Given{},
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -490,7 +499,7 @@ func (c *Client) FetchAll(ctx context.Context) ([]*Document, error) {
 	sort.Strings(paths)
 	docs := make([]*Document, len(paths))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(c.opts.parallelism)
+	g.SetLimit(c.opts.concurrency)
 	for i, p := range paths {
 		// A document kept at the root's URL is taken here, not through a
 		// goroutine of its own: at 3000 CRDs, 404 of them took 0.77 ms of

@@ -31,7 +31,7 @@ func (t *Documents) Len() int { return t.docs.Len() }
 // WithDocuments shares documents with the other clients given t. Default:
 // the client's own.
 func WithDocuments(t *Documents) Option {
-	return func(o *options) error { o.documents = t; return nil }
+	return named("WithDocuments", func(o *options) error { o.documents = t; return nil })
 }
 
 // keyFor names the document at the server-relative URL u of path, if u

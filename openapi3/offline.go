@@ -29,7 +29,7 @@ import (
 // CLIs, which say so, as kubectl's cached discovery does. Default: off (an
 // unavailable server is an error).
 func WithStaleRootOnError() Option {
-	return func(o *options) error { o.staleRoot = true; return nil }
+	return named("WithStaleRootOnError", func(o *options) error { o.staleRoot = true; return nil })
 }
 
 // StaleRoot returns why the root in use is the one kept in the disk cache

@@ -23,7 +23,7 @@ func (ix *Indexes) Len() int { return ix.states.Len() }
 // WithIndexes shares the mapper's indexes through ix with the other
 // mappers given it. Default: the mapper's own.
 func WithIndexes(ix *Indexes) Option {
-	return func(o *options) error { o.indexes = ix; return nil }
+	return named("WithIndexes", func(o *options) error { o.indexes = ix; return nil })
 }
 
 // get returns the table's state for gen, or nil.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/internal/optset"
 )
 
 // DefaultMissRefreshInterval is how often, at most, lookups that find
@@ -26,10 +27,17 @@ type options struct {
 	clock        clock.PassiveClock
 	warn         func(string)
 	indexes      *Indexes
+
+	given optset.Given // the options given, by name (named)
 }
 
 // Option configures a Mapper.
 type Option func(*options) error
+
+// named is the option name, which may be given once (optset).
+func named(name string, set func(*options) error) Option {
+	return optset.Named("restmapper", name, func(o *options) optset.Given { return o.given }, set)
+}
 
 // WithMissRefreshInterval sets the pace of refreshes made by lookups that
 // find nothing. The first miss of a question refreshes at once, so a kind
@@ -41,25 +49,25 @@ type Option func(*options) error
 // refreshes (two 304s each) in its first second and then one an interval,
 // whatever else is asked for. Default: DefaultMissRefreshInterval (1s).
 func WithMissRefreshInterval(d time.Duration) Option {
-	return func(o *options) error {
+	return named("WithMissRefreshInterval", func(o *options) error {
 		if d <= 0 {
 			return fmt.Errorf("restmapper: miss refresh interval must be positive, got %v", d)
 		}
 		o.missInterval = d
 		return nil
-	}
+	})
 }
 
 // WithClock sets the clock of the miss limiter (WithMissRefreshInterval).
 // Default: the real clock.
 func WithClock(c clock.PassiveClock) Option {
-	return func(o *options) error { o.clock = c; return nil }
+	return named("WithClock", func(o *options) error { o.clock = c; return nil })
 }
 
 // WithWarningHandler receives a warning when a short name matches several
 // resources, as client-go's ShortcutExpander gives it. Default: none.
 func WithWarningHandler(f func(string)) Option {
-	return func(o *options) error { o.warn = f; return nil }
+	return named("WithWarningHandler", func(o *options) error { o.warn = f; return nil })
 }
 
 // Mapper is a meta.RESTMapper over a discovery.Client's snapshots, with
@@ -154,7 +162,7 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 	if c == nil {
 		return nil, errors.New("restmapper: New: nil discovery client")
 	}
-	o := options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}}
+	o := options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}, given: optset.Given{}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err

@@ -30,6 +30,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
+	"github.com/kubeatlas/kubeatlas/internal/optset"
 )
 
 // Discovery changes come from three sources only: CustomResourceDefinitions,
@@ -87,10 +88,17 @@ type watchOptions struct {
 	refreshEvery                                time.Duration
 	refreshBurst                                int
 	logger                                      *slog.Logger
+
+	given optset.Given // the options given, by name (named)
 }
 
 // Option configures a Watcher (New, Run).
 type Option func(*watchOptions) error
+
+// named is the option name, which may be given once (optset).
+func named(name string, set func(*watchOptions) error) Option {
+	return optset.Named("discovery/watch", name, func(o *watchOptions) optset.Given { return o.given }, set)
+}
 
 // setPositive sets *into to d, which must be positive.
 func setPositive(name string, d time.Duration, into *time.Duration) error {
@@ -106,28 +114,28 @@ func setPositive(name string, d time.Duration, into *time.Duration) error {
 // object shows) is caught: two 304s a round. Default: DefaultUpgradePoll
 // (1m).
 func WithUpgradePoll(d time.Duration) Option {
-	return func(o *watchOptions) error { return setPositive("upgrade poll", d, &o.upgradePoll) }
+	return named("WithUpgradePoll", func(o *watchOptions) error { return setPositive("upgrade poll", d, &o.upgradePoll) })
 }
 
 // WithFallbackPoll sets the interval of the Poll that Run runs instead
 // when the credentials may not list and watch CRDs and APIServices.
 // Default: DefaultFallbackPoll (5s).
 func WithFallbackPoll(d time.Duration) Option {
-	return func(o *watchOptions) error { return setPositive("fallback poll", d, &o.fallbackPoll) }
+	return named("WithFallbackPoll", func(o *watchOptions) error { return setPositive("fallback poll", d, &o.fallbackPoll) })
 }
 
 // WithSettle bounds how long Run keeps revalidating after an event until
 // discovery shows it (a real API server serves a new CRD a moment after
 // its watch event). Default: DefaultSettle (10s).
 func WithSettle(d time.Duration) Option {
-	return func(o *watchOptions) error { return setPositive("settle", d, &o.settle) }
+	return named("WithSettle", func(o *watchOptions) error { return setPositive("settle", d, &o.settle) })
 }
 
 // WithDebounce sets how long Run waits after an event for more before it
 // revalidates, so that a burst of CRD edits costs one refresh. Default:
 // DefaultDebounce (50ms).
 func WithDebounce(d time.Duration) Option {
-	return func(o *watchOptions) error { return setPositive("debounce", d, &o.debounce) }
+	return named("WithDebounce", func(o *watchOptions) error { return setPositive("debounce", d, &o.debounce) })
 }
 
 // WithRefreshLimit sets how many refreshes events may ask for at once
@@ -138,13 +146,13 @@ func WithDebounce(d time.Duration) Option {
 // second apart. A client that serves many others (kubeatlas-apiserver)
 // may spend more to keep a stream of changes faster.
 func WithRefreshLimit(every time.Duration, burst int) Option {
-	return func(o *watchOptions) error {
+	return named("WithRefreshLimit", func(o *watchOptions) error {
 		if burst < 1 {
 			return fmt.Errorf("discovery/watch: refresh burst must be at least 1, got %d", burst)
 		}
 		o.refreshBurst = burst
 		return setPositive("refresh interval", every, &o.refreshEvery)
-	}
+	})
 }
 
 // WithLogger sets where Run logs: when it cannot watch and polls instead,
@@ -152,21 +160,21 @@ func WithRefreshLimit(every time.Duration, burst int) Option {
 // logr.Logger goes through logr's bridge, as for discovery.WithLogger.
 // Default: nowhere.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *watchOptions) error {
+	return named("WithLogger", func(o *watchOptions) error {
 		if l == nil {
 			return errors.New("discovery/watch: nil logger")
 		}
 		o.logger = l
 		return nil
-	}
+	})
 }
 
-// WithoutServedAPI makes Run watch CRDs and APIServices even where the
-// cluster serves kubeatlas's discovery API (discovery.kubeatlas.io
-// apigroups), as it does where the cluster does not. Default: the served
-// API is watched where it is served.
-func WithoutServedAPI() Option {
-	return func(o *watchOptions) error { o.direct = true; return nil }
+// WithServedAPI says whether Run watches kubeatlas's discovery API
+// (discovery.kubeatlas.io apigroups) where the cluster serves it; with
+// false, it watches CRDs and APIServices, as it does where the cluster
+// does not serve it. Default: true.
+func WithServedAPI(use bool) Option {
+	return named("WithServedAPI", func(o *watchOptions) error { o.direct = !use; return nil })
 }
 
 // Run keeps c's snapshot current until ctx ends, in near real time and at
@@ -187,7 +195,7 @@ func WithoutServedAPI() Option {
 // follows instead, and returns to the served API within a second of
 // discovery listing it current again: a second after a failure at the
 // earliest, doubling with each failure that follows a short watch, up to
-// 30 s (WithoutServedAPI: never).
+// 30 s (WithServedAPI(false): never).
 //
 // Otherwise it watches CustomResourceDefinitions (metadata only) and APIServices and
 // revalidates discovery (two conditional requests) when an event can change
@@ -252,7 +260,7 @@ type Stats struct {
 // nothing: Run does.
 func New(c *discovery.Client, opts ...Option) (*Watcher, error) {
 	o := watchOptions{upgradePoll: DefaultUpgradePoll, fallbackPoll: DefaultFallbackPoll, settle: DefaultSettle, debounce: DefaultDebounce,
-		refreshEvery: refreshEvery, refreshBurst: refreshBurst, logger: slog.New(slog.DiscardHandler)}
+		refreshEvery: refreshEvery, refreshBurst: refreshBurst, logger: slog.New(slog.DiscardHandler), given: optset.Given{}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err

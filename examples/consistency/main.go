@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opts := []consistency.Option{consistency.WithSamples(max(o.samples, 1))}
 	if o.throughURL {
-		opts = append(opts, consistency.ThroughURLOnly())
+		opts = append(opts, consistency.WithURLOnly())
 	}
 	if o.timeout < 0 {
 		fmt.Fprintf(stderr, "error: --timeout %v is negative\n", o.timeout)

@@ -61,7 +61,9 @@ import (
 type Option func(*Provider)
 
 // WithDiscoveryOptions passes options to each discovery client (a disk
-// cache for warm starts, say). Default: none.
+// cache for warm starts, say), with the provider's discovery.WithLogger,
+// which they may not give again (the provider's WithLogger sets it).
+// Default: none.
 func WithDiscoveryOptions(o ...discovery.Option) Option {
 	return func(p *Provider) { p.discoveryOpts = append(p.discoveryOpts, o...) }
 }
@@ -71,7 +73,8 @@ func WithMapperOptions(o ...restmapper.Option) Option {
 	return func(p *Provider) { p.mapperOpts = append(p.mapperOpts, o...) }
 }
 
-// WithWatchOptions passes options to each mapper's watch.Watcher.
+// WithWatchOptions passes options to each mapper's watch.Watcher, with
+// the provider's watch.WithLogger, which they may not give again.
 // Default: none.
 func WithWatchOptions(o ...watch.Option) Option {
 	return func(p *Provider) { p.watchOpts = append(p.watchOpts, o...) }

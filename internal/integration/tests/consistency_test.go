@@ -149,7 +149,7 @@ current-context: ha
 
 	// Through the balancer only: each sample a new connection.
 	before := p.lb.connections()
-	through, err := consistency.Check(ctx, c, consistency.ThroughURLOnly())
+	through, err := consistency.Check(ctx, c, consistency.WithURLOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func TestCheckFromLeases(t *testing.T) {
 	}
 
 	// Through the URL only: told apart by version and view.
-	through, err := consistency.Check(ctx, c, consistency.ThroughURLOnly(), consistency.WithSamples(32))
+	through, err := consistency.Check(ctx, c, consistency.WithURLOnly(), consistency.WithSamples(32))
 	if err != nil {
 		t.Fatal(err)
 	}

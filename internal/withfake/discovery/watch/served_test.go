@@ -137,7 +137,7 @@ func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
 	}
 }
 
-// TestWithoutServedAPIIgnoresIt: WithoutServedAPI watches CRDs and
+// TestWithoutServedAPIIgnoresIt: WithServedAPI(false) watches CRDs and
 // APIServices where the served API is served, and never asks it.
 func TestWithoutServedAPIIgnoresIt(t *testing.T) {
 	srv, base := discoverytest.Start(t, servedtest.WithServedAPI())
@@ -147,7 +147,7 @@ func TestWithoutServedAPIIgnoresIt(t *testing.T) {
 	}
 	var got changes
 	c.Subscribe(got.add)
-	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithoutServedAPI())
+	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour), watch.WithServedAPI(false))
 	waitFor(t, "watching", func() bool { return w.Stats().Watching })
 	gvr := schema.GroupVersionResource{Group: "direct.example.com", Version: "v1", Resource: "directs"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Direct"}); err != nil {
