@@ -9,10 +9,6 @@ import (
 	"sync"
 	"time"
 
-	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
 )
@@ -166,7 +162,7 @@ func (c *Client) write(s *Snapshot, last writtenRecord) (rec writtenRecord, ok b
 	for i, p := range []*part{&s.core, &s.named} {
 		h.Parts[i] = storedPart{ETag: p.etag, ContentType: p.raw.contentType, Length: len(p.raw.body)}
 	}
-	lastKnown, err := encodeLastKnown(s.groups)
+	lastKnown, err := surface.EncodeLastKnown(s.groups)
 	if err != nil {
 		c.opts.logger.Debug("discovery: could not encode last known resources", "err", err)
 		return last, false
@@ -364,60 +360,4 @@ func (c *Client) warmStart(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// encodeLastKnown writes the group-versions whose resources are last known
-// (not in the documents as received) as an aggregated discovery list in
-// JSON, the form decodeAggregated reads back field for field; nil when
-// there are none.
-func encodeLastKnown(groups []surface.Group) ([]byte, error) {
-	var items []apidiscoveryv2.APIGroupDiscovery
-	for _, g := range groups {
-		var versions []apidiscoveryv2.APIVersionDiscovery
-		for _, v := range g.Versions {
-			if v.LastKnown {
-				versions = append(versions, apidiscoveryv2.APIVersionDiscovery{Version: v.Version, Resources: toAggregated(v.Resources)})
-			}
-		}
-		if versions != nil {
-			item := apidiscoveryv2.APIGroupDiscovery{Versions: versions}
-			item.Name = g.Name
-			items = append(items, item)
-		}
-	}
-	if items == nil {
-		return nil, nil
-	}
-	list := apidiscoveryv2.APIGroupDiscoveryList{Items: items}
-	list.APIVersion, list.Kind = "apidiscovery.k8s.io/v2", "APIGroupDiscoveryList"
-	return json.Marshal(&list)
-}
-
-// toAggregated is fromAggregatedResources's inverse.
-func toAggregated(in []surface.Resource) []apidiscoveryv2.APIResourceDiscovery {
-	kind := func(k schema.GroupVersionKind, explicit bool) *metav1.GroupVersionKind {
-		if explicit {
-			return &metav1.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
-		}
-		return &metav1.GroupVersionKind{Kind: k.Kind}
-	}
-	out := make([]apidiscoveryv2.APIResourceDiscovery, 0, len(in))
-	for _, r := range in {
-		scope := apidiscoveryv2.ScopeCluster
-		if r.Namespaced {
-			scope = apidiscoveryv2.ScopeNamespace
-		}
-		d := apidiscoveryv2.APIResourceDiscovery{
-			Resource: r.Name, SingularResource: r.SingularName, Scope: scope,
-			ResponseKind: kind(r.Kind, r.ExplicitKind()),
-			Verbs:        r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories,
-		}
-		for _, sub := range r.Subresources {
-			d.Subresources = append(d.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-				Subresource: sub.Name, ResponseKind: kind(sub.Kind, sub.ExplicitKind()), Verbs: sub.Verbs,
-			})
-		}
-		out = append(out, d)
-	}
-	return out
 }
