@@ -814,7 +814,7 @@ func informerFor[T runtime.Object](r interface {
 			wi, err := r.Watch(ctx, o)
 			if err != nil {
 				p.listed(err)
-				if o.SendInitialEvents != nil && *o.SendInitialEvents {
+				if o.SendInitialEvents != nil && *o.SendInitialEvents && (utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)) {
 					err = notRetried{err}
 				}
 				return nil, err
@@ -828,12 +828,14 @@ func informerFor[T runtime.Object](r interface {
 
 // notRetried is an error of a watch-list request (the watch that streams
 // the initial list) that client-go's reflector is not to retry itself. It
-// retries one that was refused (connection refused) or throttled (429)
-// after a sleep of its backoff, 0.8 s at first and up to 30 s, that does
-// not end with its context: Run, which waits for its informers, returned
-// seconds after its context ended while the server was down. Hidden from
-// the reflector, such a failure makes it list instead, at once, through
-// the pacer, whose backoff ends with the context.
+// retries one that was refused (connection refused) or throttled (429),
+// the errors it tells by isWatchErrorRetriable, after a sleep of its
+// backoff, 0.8 s at first and up to 30 s, that does not end with its
+// context: Run, which waits for its informers, returned seconds after its
+// context ended while the server was down. Hidden from the reflector,
+// such a failure makes it list instead, at once (the list costs what the
+// watch-list would), through the pacer, whose backoff ends with the
+// context. Other errors (410 Gone included) are left as they are.
 type notRetried struct{ err error }
 
 func (e notRetried) Error() string { return e.err.Error() }
