@@ -181,7 +181,10 @@ func WithServedAPI(use bool) Option {
 // almost no cost on an idle cluster; c's subscribers (Client.Subscribe)
 // hear of every change. It is New(c, opts...) and Watcher.Run, for a
 // program that does not read the Watcher's Stats. Run it in a goroutine of
-// its own; it returns nil when ctx ends, or an error for a bad option.
+// its own; it returns nil when ctx ends, or an error for a bad option. It
+// returns within a moment of ctx ending whatever the server does (down,
+// hanging, throttling, in the middle of a list or watch), every goroutine
+// it started ended, so that a program's shutdown does not wait for it.
 //
 // Where the cluster serves kubeatlas's discovery API (its first snapshot
 // lists discovery.kubeatlas.io/v1alpha1 apigroups, Current, with list and
@@ -819,6 +822,9 @@ func informerFor[T runtime.Object](r interface {
 			wi, err := r.Watch(ctx, o)
 			if err != nil {
 				p.listed(err)
+				if o.SendInitialEvents != nil && *o.SendInitialEvents && (utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)) {
+					err = notRetried{err}
+				}
 				return nil, err
 			}
 			return p.watching(wi), nil
@@ -827,6 +833,20 @@ func informerFor[T runtime.Object](r interface {
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
 }
+
+// notRetried is an error of a watch-list request (the watch that streams
+// the initial list) that client-go's reflector is not to retry itself. It
+// retries one that was refused (connection refused) or throttled (429),
+// the errors it tells by isWatchErrorRetriable, after a sleep of its
+// backoff, 0.8 s at first and up to 30 s, that does not end with its
+// context: Run, which waits for its informers, returned seconds after its
+// context ended while the server was down. Hidden from the reflector,
+// such a failure makes it list instead, at once (the list costs what the
+// watch-list would), through the pacer, whose backoff ends with the
+// context. Other errors (410 Gone included) are left as they are.
+type notRetried struct{ err error }
+
+func (e notRetried) Error() string { return e.err.Error() }
 
 // slim keeps of an object what decides discovery, so that the informers'
 // stores stay small: a CRD's name, generation and deletion; an

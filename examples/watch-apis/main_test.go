@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -68,5 +69,33 @@ func TestPrintsChangesAndCost(t *testing.T) {
 	summary := regexp.MustCompile(`watching: (\d+) watch events \(\d+ could change discovery\), \d+ watch requests, (\d+) discovery requests`)
 	if m := summary.FindStringSubmatch(out.String()); m == nil || m[1] == "0" {
 		t.Errorf("no summary with watch events in:\n%s", out.String())
+	}
+}
+
+// TestStopsPromptlyWhenTheServerIsDown: with --for and a server that
+// refuses connections, the command stops when its time is up, not seconds
+// later (client-go's reflector slept 0.8 s and more between refused
+// watches, and Run waited for it: --for 8s ran 10-17 s).
+func TestStopsPromptlyWhenTheServerIsDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	const runFor, bound = 200 * time.Millisecond, 500 * time.Millisecond
+	var out, errOut syncBuffer
+	start := time.Now()
+	err = run(context.Background(), []string{"--server", dead, "--for", runFor.String()}, &out, &errOut)
+	took := time.Since(start)
+	t.Logf("--for %v ran %v", runFor, took)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took > runFor+bound {
+		t.Errorf("--for %v ran %v, want within %v of it; stdout:\n%s", runFor, took, bound, out.String())
+	}
+	if m := regexp.MustCompile(`(\d+) watch requests`).FindStringSubmatch(out.String()); m == nil || m[1] == "0" {
+		t.Errorf("no watch request was tried before the time was up:\n%s", out.String())
 	}
 }
