@@ -30,7 +30,7 @@ type options struct {
 
 // named is the option name, which may be given once (optset).
 func named(name string, set func(*options) error) Option {
-	return optset.Named("consistency", name, func(o *options) optset.Given { return o.given }, set)
+	return optset.Named("consistency", name, func(o *options) *optset.Given { return &o.given }, set)
 }
 
 // WithSamples bounds the requests (each on a new connection) sent through
@@ -100,7 +100,7 @@ func WithClock(c clock.PassiveClock) Option {
 // or 5xx with Retry-After are retried up to 5 times, whatever c's own
 // options.
 func Check(ctx context.Context, c *discovery.Client, opts ...Option) (*Report, error) {
-	o := options{samples: DefaultSamples, clock: clock.RealClock{}, given: optset.Given{}}
+	o := options{samples: DefaultSamples, clock: clock.RealClock{}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err

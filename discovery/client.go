@@ -46,6 +46,9 @@ func named(name string, set func(*options) error) Option {
 		if o.given[name] {
 			return fmt.Errorf("discovery: %s given twice", name)
 		}
+		if o.given == nil {
+			o.given = map[string]bool{}
+		}
 		o.given[name] = true
 		return set(o)
 	}
@@ -240,7 +243,6 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		maxRetries:       httpx.DefaultMaxRetries,
 		logger:           slog.New(slog.DiscardHandler),
 		clock:            clock.RealClock{},
-		given:            map[string]bool{},
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {

@@ -50,7 +50,7 @@ type Option func(*options) error
 
 // named is the option name, which may be given once (optset).
 func named(name string, set func(*options) error) Option {
-	return optset.Named("fleet", name, func(o *options) optset.Given { return o.given }, set)
+	return optset.Named("fleet", name, func(o *options) *optset.Given { return &o.given }, set)
 }
 
 // WithCacheDir keeps what the fleet reads in dir, across processes: each
@@ -169,7 +169,6 @@ func New(opts ...Option) (*Fleet, error) {
 	o := options{
 		concurrency: DefaultConcurrency, minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff,
 		refreshTimeout: DefaultRefreshTimeout, logger: slog.New(slog.DiscardHandler), clock: clock.RealClock{},
-		given: optset.Given{},
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -235,7 +234,7 @@ type clusterOptions struct {
 
 // namedCluster is the cluster option name, which may be given once.
 func namedCluster(name string, set func(*clusterOptions) error) ClusterOption {
-	return optset.Named("fleet", name, func(o *clusterOptions) optset.Given { return o.given }, set)
+	return optset.Named("fleet", name, func(o *clusterOptions) *optset.Given { return &o.given }, set)
 }
 
 // WithLike names a cluster expected to serve the same API surface (the same
@@ -257,7 +256,7 @@ func WithLike(id string) ClusterOption {
 // refreshed. A cfg whose server has a path prefix (a fleet proxy's
 // https://proxy/k8s/clusters/<id>) keeps it for every request.
 func (f *Fleet) Add(id string, cfg *rest.Config, opts ...ClusterOption) (*Cluster, error) {
-	co := clusterOptions{given: optset.Given{}}
+	var co clusterOptions
 	for _, o := range opts {
 		if err := o(&co); err != nil {
 			return nil, err

@@ -50,7 +50,7 @@ type options struct {
 
 // named is the option name, which may be given once (optset).
 func named(name string, set func(*options) error) Option {
-	return optset.Named("openapi3", name, func(o *options) optset.Given { return o.given }, set)
+	return optset.Named("openapi3", name, func(o *options) *optset.Given { return &o.given }, set)
 }
 
 // WithMaxDocuments bounds how many documents the client keeps in memory,
@@ -218,7 +218,6 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		maxRetries:       DefaultMaxRetries,
 		maxAge:           DefaultMaxAge,
 		clock:            clock.RealClock{},
-		given:            optset.Given{},
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {

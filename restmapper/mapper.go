@@ -36,7 +36,7 @@ type Option func(*options) error
 
 // named is the option name, which may be given once (optset).
 func named(name string, set func(*options) error) Option {
-	return optset.Named("restmapper", name, func(o *options) optset.Given { return o.given }, set)
+	return optset.Named("restmapper", name, func(o *options) *optset.Given { return &o.given }, set)
 }
 
 // WithMissRefreshInterval sets the pace of refreshes made by lookups that
@@ -162,7 +162,7 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 	if c == nil {
 		return nil, errors.New("restmapper: New: nil discovery client")
 	}
-	o := options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}, given: optset.Given{}}
+	o := options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err

@@ -97,7 +97,7 @@ type Option func(*watchOptions) error
 
 // named is the option name, which may be given once (optset).
 func named(name string, set func(*watchOptions) error) Option {
-	return optset.Named("discovery/watch", name, func(o *watchOptions) optset.Given { return o.given }, set)
+	return optset.Named("discovery/watch", name, func(o *watchOptions) *optset.Given { return &o.given }, set)
 }
 
 // setPositive sets *into to d, which must be positive.
@@ -263,7 +263,7 @@ type Stats struct {
 // nothing: Run does.
 func New(c *discovery.Client, opts ...Option) (*Watcher, error) {
 	o := watchOptions{upgradePoll: DefaultUpgradePoll, fallbackPoll: DefaultFallbackPoll, settle: DefaultSettle, debounce: DefaultDebounce,
-		refreshEvery: refreshEvery, refreshBurst: refreshBurst, logger: slog.New(slog.DiscardHandler), given: optset.Given{}}
+		refreshEvery: refreshEvery, refreshBurst: refreshBurst, logger: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err

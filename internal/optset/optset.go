@@ -12,15 +12,18 @@ import "fmt"
 type Given map[string]bool
 
 // Named is the option name, set applied once: given again, it is an error
-// prefixed with pkg. given returns the options' record, which the
-// constructor makes before it applies any option.
-func Named[O any](pkg, name string, given func(*O) Given, set func(*O) error) func(*O) error {
+// prefixed with pkg. given returns the options' record (a nil one is
+// made).
+func Named[O any](pkg, name string, given func(*O) *Given, set func(*O) error) func(*O) error {
 	return func(o *O) error {
 		g := given(o)
-		if g[name] {
+		if (*g)[name] {
 			return fmt.Errorf("%s: %s given twice", pkg, name)
 		}
-		g[name] = true
+		if *g == nil {
+			*g = Given{}
+		}
+		(*g)[name] = true
 		return set(o)
 	}
 }

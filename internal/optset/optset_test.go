@@ -11,9 +11,9 @@ func TestNamedOnce(t *testing.T) {
 		n     int
 	}
 	with := func(n int) func(*opts) error {
-		return Named("pkg", "WithN", func(o *opts) Given { return o.given }, func(o *opts) error { o.n = n; return nil })
+		return Named("pkg", "WithN", func(o *opts) *Given { return &o.given }, func(o *opts) error { o.n = n; return nil })
 	}
-	o := &opts{given: Given{}}
+	o := &opts{}
 	if err := with(1)(o); err != nil || o.n != 1 {
 		t.Fatalf("once: %v, n %d", err, o.n)
 	}
