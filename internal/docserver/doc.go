@@ -30,5 +30,5 @@
 //   - docserver.go: the Server, its content, faults, negotiation and
 //     request log.
 //   - inprocess.go: StartInProcess, for testing/synctest bubbles.
-//   - testdata: the recorded /api and /apis (JSON).
+//   - testdata: the recorded /api, /apis and /version (JSON).
 package docserver

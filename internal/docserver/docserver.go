@@ -30,10 +30,11 @@ import (
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
-// The aggregated /api and /apis of a real kube-apiserver v1.36.3, copied
-// from ../shared/fixtures (as discovery/discoverytest's are).
+// The aggregated /api and /apis and the /version of a real kube-apiserver
+// v1.36.3, copied from ../shared/fixtures (as discovery/discoverytest's
+// are).
 //
-//go:embed testdata/api.v2.json testdata/apis.v2.json
+//go:embed testdata/api.v2.json testdata/apis.v2.json testdata/version.json
 var fixtures embed.FS
 
 // Option configures a Server.
@@ -542,7 +543,7 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// ServeHTTP answers /api, /apis and /openapi/v3 as a kube-apiserver does;
+// ServeHTTP answers /api, /apis, /openapi/v3 and /version as a kube-apiserver does;
 // anything else is a 404. Injected faults apply first.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -571,6 +572,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.openapi.HandleDiscovery(rootWriter{rec}, r)
 	case strings.HasPrefix(r.URL.Path, "/openapi/v3/"):
 		s.openapi.HandleGroupVersion(rec, r)
+	case r.URL.Path == "/version":
+		serveVersion(rec)
 	default:
 		http.NotFound(rec, r)
 	}
@@ -608,6 +611,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// serveVersion answers /version as discoverytest does: the recorded
+// version.Info, re-encoded.
+func serveVersion(w http.ResponseWriter) {
+	var info version.Info
+	b, err := fixtures.ReadFile("testdata/version.json")
+	if err == nil {
+		err = json.Unmarshal(b, &info)
+	}
+	if err == nil {
+		b, err = json.Marshal(info)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
 }
 
 // wait waits for d, or until r is cancelled, and reports whether d passed.

@@ -42,6 +42,10 @@ func TestSameDocumentsAsTheFake(t *testing.T) {
 		}
 	}
 	compare(t)
+	wantVersion, _, _ := get(t, fakeBase+"/version", "application/json", "")
+	if version, _, _ := get(t, oursBase+"/version", "application/json", ""); string(version) != string(wantVersion) {
+		t.Errorf("/version: %s; the fake: %s", version, wantVersion)
+	}
 	crd := discoverytest.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "Thing", Namespaced: true, Status: true}
 	if err := fake.AddCRD(crd); err != nil {
 		t.Fatal(err)
