@@ -20,6 +20,14 @@ type afterAPIs struct {
 	hook func()
 }
 
+func (t afterAPIs) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && r.URL.Path == "/apis" {
+		t.hook()
+	}
+	return resp, err
+}
+
 // TestOneServerMovingOnIsNotDisagreement: one API server whose discovery
 // changes again between a refresh's read and its resample (a CRD gaining
 // v2 while five other CRDs install) is moving on (A, then B, then C), not
@@ -98,12 +106,4 @@ func TestOneServerMovingOnIsNotDisagreement(t *testing.T) {
 	if _, ok := s.Group("b0.burst.example.com"); ok || s.Mixed() {
 		t.Errorf("a deleted group is still served after a refresh (mixed %v)", s.Mixed())
 	}
-}
-
-func (t afterAPIs) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(r)
-	if err == nil && r.URL.Path == "/apis" {
-		t.hook()
-	}
-	return resp, err
 }

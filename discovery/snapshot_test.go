@@ -37,6 +37,8 @@ func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.C
 
 // flatten renders a snapshot as sorted lines, one per resource and
 // subresource, for comparing snapshots read in different ways.
+// internal/withfake/discovery (the tests that need the fake server) keeps
+// a copy, with boolStr's.
 func flatten(s *discovery.Snapshot) []string {
 	var out []string
 	for _, g := range s.Groups() {

@@ -31,7 +31,8 @@ func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.C
 }
 
 // flatten renders a snapshot as sorted lines, one per resource and
-// subresource, for comparing snapshots read in different ways.
+// subresource, for comparing snapshots read in different ways (a copy of
+// discovery/snapshot_test.go's, with boolStr's).
 func flatten(s *discovery.Snapshot) []string {
 	var out []string
 	for _, g := range s.Groups() {
