@@ -15,7 +15,20 @@
 // the same CRDs and changes, this server answers discoverytest's /api and
 // /apis byte for byte, JSON and protobuf, ETags included.
 //
+// It is also what the core packages' own external tests run against
+// (discovery, restmapper, ... beside their code; docs/testing.md lists
+// those that need the fake and stay in internal/withfake), so it offers
+// discoverytest's API where they use it: Start and StartInProcess, CRDs
+// (WithCRDs, AddCRD, RemoveCRD), SetGroupVersion, SetStale, ChangeSchema,
+// faults (InjectFault, ClearFaults, Fault with discoverytest's fields) and
+// the request log (Requests, ResetRequests, Stats). What it does not
+// offer: legacy discovery and the older generations, several backends,
+// peer aggregation, aggregated API servers, leases, CRD objects and their
+// watches, fleets, and discoverytest's richer synthetic OpenAPI schemas.
+//
 // Files:
-//   - docserver.go: the Server, its content, negotiation and request log.
-//   - testdata: the recorded /api and /apis (JSON).
+//   - docserver.go: the Server, its content, faults, negotiation and
+//     request log.
+//   - inprocess.go: StartInProcess, for testing/synctest bubbles.
+//   - testdata: the recorded /api, /apis and /version (JSON).
 package docserver

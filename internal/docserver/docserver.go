@@ -18,20 +18,23 @@ import (
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 )
 
-// The aggregated /api and /apis of a real kube-apiserver v1.36.3, copied
-// from ../shared/fixtures (as discovery/discoverytest's are).
+// The aggregated /api and /apis and the /version of a real kube-apiserver
+// v1.36.3, copied from ../shared/fixtures (as discovery/discoverytest's
+// are).
 //
-//go:embed testdata/api.v2.json testdata/apis.v2.json
+//go:embed testdata/api.v2.json testdata/apis.v2.json testdata/version.json
 var fixtures embed.FS
 
 // Option configures a Server.
@@ -66,10 +69,40 @@ type CRD struct {
 	Status, Scale bool
 }
 
-// Fault is what a Server does to requests for a path.
+// Fault is what a Server does to requests for a path, as
+// discoverytest.Fault is: zero fields do nothing, several may combine (a
+// latency before a 503, say).
 type Fault struct {
-	// Latency delays the answer, or until the request is cancelled.
+	// Latency delays the answer (or the failure), or until the request is
+	// cancelled.
 	Latency time.Duration
+	// Status answers with this code and a short JSON Status body instead of
+	// serving the request (500, 503, 429, ...).
+	Status int
+	// RetryAfter sets the Retry-After header (whole seconds) on a Status answer.
+	RetryAfter time.Duration
+	// ResetAfter, when positive, serves the real response but drops the
+	// connection after this many body bytes, as a crashed server would.
+	ResetAfter int
+	// Truncate, when positive, serves only the first Truncate body bytes
+	// while the Content-Length promises the whole body.
+	Truncate int
+	// ContentType replaces the response's Content-Type.
+	ContentType string
+	// Oversize appends this many bytes of JSON whitespace to the body, which
+	// keeps a JSON document valid but larger than a client may accept.
+	Oversize int
+	// Times limits the fault to the next Times matching requests; 0 means
+	// every request until ClearFaults.
+	Times int
+}
+
+// faultRule is one InjectFault: the path is exact, or a prefix when it
+// ends in "*".
+type faultRule struct {
+	path  string
+	fault Fault
+	left  int // requests left when fault.Times > 0
 }
 
 // Request is one request a Server answered.
@@ -97,7 +130,7 @@ type Server struct {
 	apis     apidiscoveryv2.APIGroupDiscoveryList
 	revision map[schema.GroupVersion]int
 	docs     map[string]document // by path: /api, /apis
-	faults   map[string]Fault
+	faults   []*faultRule
 	requests []Request
 }
 
@@ -115,7 +148,7 @@ func NewServer(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{openapi: handler3.NewOpenAPIService(), revision: map[schema.GroupVersion]int{}, faults: map[string]Fault{}}
+	s := &Server{openapi: handler3.NewOpenAPIService(), revision: map[schema.GroupVersion]int{}}
 	for name, into := range map[string]*apidiscoveryv2.APIGroupDiscoveryList{"api.v2.json": &s.core, "apis.v2.json": &s.apis} {
 		b, err := fixtures.ReadFile("testdata/" + name)
 		if err != nil {
@@ -202,8 +235,7 @@ func (s *Server) addCRDLocked(crd CRD) {
 	for _, v := range crd.Versions {
 		j := slices.IndexFunc(g.Versions, func(e apidiscoveryv2.APIVersionDiscovery) bool { return e.Version == v })
 		if j < 0 {
-			g.Versions = append(g.Versions, apidiscoveryv2.APIVersionDiscovery{Version: v, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
-			j = len(g.Versions) - 1
+			j = insertVersion(g, apidiscoveryv2.APIVersionDiscovery{Version: v, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
 		}
 		kind := &metav1.GroupVersionKind{Group: crd.Group, Version: v, Kind: crd.Kind}
 		r := apidiscoveryv2.APIResourceDiscovery{
@@ -257,15 +289,95 @@ func (s *Server) SetGroupVersion(group string, v apidiscoveryv2.APIVersionDiscov
 		i = len(s.apis.Items) - 1
 	}
 	g := &s.apis.Items[i]
+	if v.Freshness == "" {
+		v.Freshness = apidiscoveryv2.DiscoveryFreshnessCurrent // as discoverytest's SetGroupVersion does
+	}
+	v = *v.DeepCopy()
 	if j := slices.IndexFunc(g.Versions, func(e apidiscoveryv2.APIVersionDiscovery) bool { return e.Version == v.Version }); j >= 0 {
 		g.Versions[j] = v
 	} else {
-		g.Versions = append(g.Versions, v)
+		insertVersion(g, v)
 	}
 	// As discoverytest does: the group-version's OpenAPI document changes
 	// with its registration.
 	s.revision[schema.GroupVersion{Group: group, Version: v.Version}]++
 	return s.publishLocked()
+}
+
+// insertVersion puts a new version in g in kube-aware priority order (v2
+// before v1 before v1beta1), as kube-apiserver lists a CRD's versions and
+// discoverytest adds them, and returns its index.
+func insertVersion(g *apidiscoveryv2.APIGroupDiscovery, v apidiscoveryv2.APIVersionDiscovery) int {
+	at := slices.IndexFunc(g.Versions, func(x apidiscoveryv2.APIVersionDiscovery) bool {
+		return version.CompareKubeAwareVersionStrings(v.Version, x.Version) > 0
+	})
+	if at < 0 {
+		at = len(g.Versions)
+	}
+	g.Versions = slices.Insert(g.Versions, at, v)
+	return at
+}
+
+// RemoveCRD removes a resource from every version of its group, and any
+// group-version (and group) left empty by that, as deleting a CRD does
+// (and discoverytest's RemoveCRD).
+func (s *Server) RemoveCRD(group, plural string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.IndexFunc(s.apis.Items, func(g apidiscoveryv2.APIGroupDiscovery) bool { return g.Name == group })
+	if i < 0 {
+		return fmt.Errorf("docserver: no group %q", group)
+	}
+	g := &s.apis.Items[i]
+	removed := false
+	for vi := range g.Versions {
+		v := &g.Versions[vi]
+		n := len(v.Resources)
+		v.Resources = slices.DeleteFunc(v.Resources, func(r apidiscoveryv2.APIResourceDiscovery) bool { return r.Resource == plural })
+		if len(v.Resources) != n {
+			removed = true
+			s.revision[schema.GroupVersion{Group: group, Version: v.Version}]++
+		}
+	}
+	if !removed {
+		return fmt.Errorf("docserver: no resource %q in group %q", plural, group)
+	}
+	g.Versions = slices.DeleteFunc(g.Versions, func(v apidiscoveryv2.APIVersionDiscovery) bool {
+		if len(v.Resources) > 0 {
+			return false
+		}
+		delete(s.revision, schema.GroupVersion{Group: group, Version: v.Version})
+		s.openapi.DeleteGroupVersion(mediatype.OpenAPIPath(group, v.Version))
+		return true
+	})
+	if len(g.Versions) == 0 {
+		s.apis.Items = slices.Delete(s.apis.Items, i, i+1)
+	}
+	return s.publishLocked()
+}
+
+// SetStale marks a group-version as an aggregated API server that cannot be
+// reached: discovery keeps its last known resources with freshness Stale,
+// as discoverytest's SetStale does.
+func (s *Server) SetStale(gv schema.GroupVersion, stale bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, list := range []*apidiscoveryv2.APIGroupDiscoveryList{&s.core, &s.apis} {
+		for gi := range list.Items {
+			g := &list.Items[gi]
+			for vi := range g.Versions {
+				if g.Name != gv.Group || g.Versions[vi].Version != gv.Version {
+					continue
+				}
+				g.Versions[vi].Freshness = apidiscoveryv2.DiscoveryFreshnessCurrent
+				if stale {
+					g.Versions[vi].Freshness = apidiscoveryv2.DiscoveryFreshnessStale
+				}
+				return s.publishLocked()
+			}
+		}
+	}
+	return fmt.Errorf("docserver: no group-version %s", gv)
 }
 
 // ChangeSchema gives gv's OpenAPI document new content, and so a new
@@ -372,11 +484,36 @@ func openAPIDocument(gv schema.GroupVersion, v apidiscoveryv2.APIVersionDiscover
 	return &doc, nil
 }
 
-// InjectFault applies f to every later request for path.
+// InjectFault applies f to later requests for path (a prefix when it ends
+// in "*"): every one, or the next f.Times. As with discoverytest, the first
+// fault injected that matches a request applies to it.
 func (s *Server) InjectFault(path string, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults[path] = f
+	s.faults = append(s.faults, &faultRule{path: path, fault: f, left: f.Times})
+}
+
+// ClearFaults removes every injected fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// takeFaultLocked returns the first fault for path and counts it used.
+func (s *Server) takeFaultLocked(path string) Fault {
+	for i, r := range s.faults {
+		if prefix, ok := strings.CutSuffix(r.path, "*"); ok && !strings.HasPrefix(path, prefix) || !ok && path != r.path {
+			continue
+		}
+		if r.fault.Times > 0 {
+			if r.left--; r.left <= 0 {
+				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			}
+		}
+		return r.fault
+	}
+	return Fault{}
 }
 
 // Requests lists the requests answered since the last ResetRequests.
@@ -406,25 +543,25 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// ServeHTTP answers /api, /apis and /openapi/v3 as a kube-apiserver does;
-// anything else is a 404.
+// ServeHTTP answers /api, /apis, /openapi/v3 and /version as a kube-apiserver does;
+// anything else is a 404. Injected faults apply first.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	fault := s.faults[r.URL.Path]
+	fault := s.takeFaultLocked(r.URL.Path)
 	d, isDiscovery := s.docs[r.URL.Path]
 	s.mu.Unlock()
-	if fault.Latency > 0 {
-		select {
-		case <-time.After(fault.Latency):
-		case <-r.Context().Done():
-			return
-		}
-	}
 	// The response is buffered and sent after its entry is logged, as
 	// discoverytest does: a client that has seen any of a response finds
-	// the request in the log, which is what tests count requests with.
+	// the request in the log, which is what tests count requests with. A
+	// request cancelled during a Latency is logged too (200, no bytes), as
+	// there.
 	rec := httptest.NewRecorder()
+	cancelled := fault.Latency > 0 && !wait(r, fault.Latency)
+	damage := !cancelled && fault.Status == 0 // Oversize, ContentType, ResetAfter, Truncate
 	switch {
+	case cancelled:
+	case fault.Status != 0:
+		serveStatus(rec, r, fault)
 	case isDiscovery:
 		serveDiscovery(rec, r, d)
 	case r.URL.Path == "/openapi/v3":
@@ -435,16 +572,91 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.openapi.HandleDiscovery(rootWriter{rec}, r)
 	case strings.HasPrefix(r.URL.Path, "/openapi/v3/"):
 		s.openapi.HandleGroupVersion(rec, r)
+	case r.URL.Path == "/version":
+		serveVersion(rec)
 	default:
 		http.NotFound(rec, r)
 	}
+	body := rec.Body.Bytes()
+	if damage && fault.Oversize > 0 {
+		body = append(body, bytes.Repeat([]byte(" "), fault.Oversize)...)
+		rec.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	if damage && fault.ContentType != "" {
+		rec.Header().Set("Content-Type", fault.ContentType)
+	}
+	abort := damage && (fault.ResetAfter > 0 || fault.Truncate > 0)
+	switch {
+	case !abort:
+	case fault.ResetAfter > 0:
+		rec.Header().Del("Content-Length")
+		body = body[:min(fault.ResetAfter, len(body))]
+	default:
+		rec.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		body = body[:min(fault.Truncate, len(body))]
+	}
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Accept: r.Header.Get("Accept"),
-		IfNoneMatch: r.Header.Get("If-None-Match"), Status: rec.Code, Bytes: int64(rec.Body.Len())})
+		IfNoneMatch: r.Header.Get("If-None-Match"), Status: rec.Code, Bytes: int64(len(body))})
 	s.mu.Unlock()
 	maps.Copy(w.Header(), rec.Header())
 	w.WriteHeader(rec.Code)
-	_, _ = w.Write(rec.Body.Bytes())
+	_, _ = w.Write(body)
+	if abort {
+		// A reset or truncation: the part goes out, then the connection
+		// drops (net/http closes it when a handler aborts; see
+		// StartInProcess for the in-process client).
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// serveVersion answers /version as discoverytest does: the recorded
+// version.Info, re-encoded.
+func serveVersion(w http.ResponseWriter) {
+	var info version.Info
+	b, err := fixtures.ReadFile("testdata/version.json")
+	if err == nil {
+		err = json.Unmarshal(b, &info)
+	}
+	if err == nil {
+		b, err = json.Marshal(info)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// wait waits for d, or until r is cancelled, and reports whether d passed.
+func wait(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// serveStatus answers with f.Status and the Status a real server sends for
+// it, as discoverytest does.
+func serveStatus(w http.ResponseWriter, r *http.Request, f Fault) {
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(f.RetryAfter/time.Second)))
+	}
+	status := apierrors.NewGenericServerResponse(f.Status, r.Method, schema.GroupResource{}, "", "injected fault",
+		int(f.RetryAfter/time.Second), false).ErrStatus
+	status.APIVersion, status.Kind = "v1", "Status"
+	body, _ := json.Marshal(status)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(f.Status)
+	_, _ = w.Write(body)
 }
 
 // serveDiscovery negotiates as the real server does: the first type of

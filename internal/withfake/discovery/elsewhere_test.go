@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
@@ -73,26 +71,5 @@ func TestNewSnapshot(t *testing.T) {
 	garbage.Body = []byte(`{"kind":"Status"}`)
 	if _, err := discovery.NewSnapshot(garbage, document(t, base, "/apis", aggregated), at); !errors.As(err, &re) || re.Path != "/api" {
 		t.Errorf("a body that is not discovery: %v, want a *ResponseError for /api", err)
-	}
-}
-
-// TestConfig: a client built from a rest.Config gives a copy of it
-// (changing it changes nothing of the client's); one built on an HTTP
-// client has none to give.
-func TestConfig(t *testing.T) {
-	c, err := discovery.New(&rest.Config{Host: "https://cluster.example.com:6443", BearerToken: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := c.Config()
-	if cfg == nil || cfg.Host != "https://cluster.example.com:6443" || cfg.BearerToken != "t" {
-		t.Fatalf("%+v", cfg)
-	}
-	cfg.BearerToken = "changed"
-	if c.Config().BearerToken != "t" {
-		t.Errorf("Config is not a copy")
-	}
-	if cfg := newClient(t, "https://cluster.example.com").Config(); cfg != nil {
-		t.Errorf("NewForHTTPClient: %+v, want none", cfg)
 	}
 }

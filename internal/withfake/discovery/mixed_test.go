@@ -2,7 +2,6 @@ package discovery_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
-	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
 // TestDisagreeingServersDoNotFlap: behind a balancer that sends each
@@ -100,102 +98,6 @@ func TestDisagreeingServersDoNotFlap(t *testing.T) {
 	}
 	if n := events() - before; n != 0 {
 		t.Errorf("servers coming to agree changed nothing served, but told %d changes", n)
-	}
-}
-
-// afterAPIs is a transport that runs a hook after the server has answered
-// a request for /apis: what changes on the server between a refresh's read
-// and its resample on a new connection.
-type afterAPIs struct {
-	next http.RoundTripper
-	hook func()
-}
-
-func (t afterAPIs) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(r)
-	if err == nil && r.URL.Path == "/apis" {
-		t.hook()
-	}
-	return resp, err
-}
-
-// TestOneServerMovingOnIsNotDisagreement: one API server whose discovery
-// changes again between a refresh's read and its resample (a CRD gaining
-// v2 while five other CRDs install) is moving on (A, then B, then C), not
-// disagreeing with another (A, then B, then A): the snapshot is never a
-// union, and the new preferred version is served after one refresh. Before,
-// the resample's third view made the client serve the union of all three
-// in the oldest one's order (the old preferred version), and a deleted
-// group stayed for the union's window.
-func TestOneServerMovingOnIsNotDisagreement(t *testing.T) {
-	srv, hc, base := discoverytest.StartInProcess(t)
-	widgets := discoverytest.CRD{Group: "burst.example.com", Versions: []string{"v1"}, Kind: "Widget"}
-	if err := srv.AddCRD(widgets); err != nil {
-		t.Fatal(err)
-	}
-	var burst []func()
-	tr := afterAPIs{next: hc.Transport, hook: func() {
-		if len(burst) > 0 {
-			burst[0]()
-			burst = burst[1:]
-		}
-	}}
-	c, err := discovery.NewForHTTPClient(&http.Client{Transport: tr}, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := restmapper.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	if _, err := c.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The refresh reads widgets gaining v2; right after its /apis, five
-	// CRDs install, which its resample sees.
-	widgets.Versions = []string{"v2", "v1"} // v2 preferred
-	if err := srv.AddCRD(widgets); err != nil {
-		t.Fatal(err)
-	}
-	burst = append(burst, func() {
-		for i := range 5 {
-			if err := srv.AddCRD(discoverytest.CRD{Group: fmt.Sprintf("b%d.burst.example.com", i), Versions: []string{"v1"}, Kind: "Burst"}); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	s, err := c.Refresh(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Mixed() {
-		v, r := s.Partial()
-		t.Errorf("one server moving on was taken for disagreeing servers: mixed, partial %v %v", v, r)
-	}
-	g, ok := s.Group(widgets.Group)
-	if !ok || g.PreferredVersion().Version != "v2" {
-		t.Errorf("after one refresh, the preferred version of %s is not v2: %+v", widgets.Group, g)
-	}
-	mapping, err := m.RESTMapping(schema.GroupKind{Group: widgets.Group, Kind: "Widget"})
-	if err != nil || mapping.Resource.Version != "v2" {
-		t.Errorf("the mapper after one refresh: %v, %v; want v2", mapping, err)
-	}
-	for i := range 5 {
-		if _, ok := s.Group(fmt.Sprintf("b%d.burst.example.com", i)); !ok {
-			t.Errorf("the CRD the resample saw is not served")
-		}
-	}
-	// A group deleted goes at the next refresh.
-	if err := srv.RemoveCRD("b0.burst.example.com", "bursts"); err != nil {
-		t.Fatal(err)
-	}
-	s, err = c.Refresh(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := s.Group("b0.burst.example.com"); ok || s.Mixed() {
-		t.Errorf("a deleted group is still served after a refresh (mixed %v)", s.Mixed())
 	}
 }
 

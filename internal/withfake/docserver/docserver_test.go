@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -41,6 +42,10 @@ func TestSameDocumentsAsTheFake(t *testing.T) {
 		}
 	}
 	compare(t)
+	wantVersion, _, _ := get(t, fakeBase+"/version", "application/json", "")
+	if version, _, _ := get(t, oursBase+"/version", "application/json", ""); string(version) != string(wantVersion) {
+		t.Errorf("/version: %s; the fake: %s", version, wantVersion)
+	}
 	crd := discoverytest.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "Thing", Namespaced: true, Status: true}
 	if err := fake.AddCRD(crd); err != nil {
 		t.Fatal(err)
@@ -58,6 +63,49 @@ func TestSameDocumentsAsTheFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	compare(t)
+
+	// What the core's tests do with it since they moved beside the code
+	// (docs/testing.md): a new group-version with no freshness given, a
+	// CRD gaining a preferred version, a group-version gone stale and
+	// back, a CRD deleted.
+	metrics := apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Resources: []apidiscoveryv2.APIResourceDiscovery{{
+		Resource: "pods", ResponseKind: &metav1.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetrics"},
+		Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"get", "list"},
+	}}}
+	if err := fake.SetGroupVersion("metrics.k8s.io", metrics); err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.SetGroupVersion("metrics.k8s.io", metrics); err != nil {
+		t.Fatal(err)
+	}
+	compare(t)
+	crd.Versions = []string{"v2", "v1"}
+	if err := fake.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.AddCRD(docserver.CRD{Group: crd.Group, Versions: crd.Versions, Kind: crd.Kind, Namespaced: true, Status: true}); err != nil {
+		t.Fatal(err)
+	}
+	compare(t)
+	for _, stale := range []bool{true, false} {
+		gv := schema.GroupVersion{Group: "g002.stress.example.com", Version: "v1"}
+		if err := fake.SetStale(gv, stale); err != nil {
+			t.Fatal(err)
+		}
+		if err := ours.SetStale(gv, stale); err != nil {
+			t.Fatal(err)
+		}
+		compare(t)
+	}
+	for _, del := range []struct{ group, plural string }{{crd.Group, "things"}, {"g003.stress.example.com", "widget0003s"}} {
+		if err := fake.RemoveCRD(del.group, del.plural); err != nil {
+			t.Fatal(err)
+		}
+		if err := ours.RemoveCRD(del.group, del.plural); err != nil {
+			t.Fatal(err)
+		}
+		compare(t)
+	}
 }
 
 // get returns a response's body, ETag and Content-Type; with ifNoneMatch,

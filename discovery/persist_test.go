@@ -17,16 +17,16 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // TestWarmStart: a second client on the same disk cache starts from one
 // file: no request while the snapshot is younger than the max age, two
 // 304s after, and a full read when the file is damaged.
 func TestWarmStart(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(30, 5))
+	srv, base := docserver.Start(t, docserver.WithCRDs(30, 5))
 	root := t.TempDir()
 	clk := clocktesting.NewFakeClock(time.Now())
 	newDisk := func() *diskcache.Cache {
@@ -106,7 +106,7 @@ func warmClients(t *testing.T, hc *http.Client, base string, clk *clocktesting.F
 // (two 304s) Snapshot never waits again, as its doc promises.
 func TestWarmStartWaitsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
+		srv, hc, base := docserver.StartInProcess(t)
 		clk := clocktesting.NewFakeClock(time.Now())
 		client := warmClients(t, hc, base, clk, discovery.WithRefreshTimeout(2*time.Second))
 		if _, err := client().Snapshot(t.Context()); err != nil {
@@ -124,7 +124,7 @@ func TestWarmStartWaitsOnce(t *testing.T) {
 		}
 		// The server now hangs; a snapshot past the max age is answered at
 		// once (no bubble time passes) and revalidated in the background.
-		srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
+		srv.InjectFault("/apis", docserver.Fault{Latency: time.Minute})
 		clk.Step(2 * time.Minute)
 		start := time.Now()
 		for range 3 {
@@ -144,15 +144,15 @@ func TestWarmStartWaitsOnce(t *testing.T) {
 func TestWarmStartFailingServer(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		fault discoverytest.Fault
+		fault docserver.Fault
 		wait  time.Duration // of the first call: the refresh timeout, or none
 	}{
-		{"hanging", discoverytest.Fault{Latency: time.Minute}, time.Second},
-		{"503", discoverytest.Fault{Status: http.StatusServiceUnavailable}, 0},
+		{"hanging", docserver.Fault{Latency: time.Minute}, time.Second},
+		{"503", docserver.Fault{Status: http.StatusServiceUnavailable}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv, hc, base := discoverytest.StartInProcess(t)
+				srv, hc, base := docserver.StartInProcess(t)
 				clk := clocktesting.NewFakeClock(time.Now())
 				client := warmClients(t, hc, base, clk, discovery.WithRefreshTimeout(time.Second))
 				want, err := client().Snapshot(t.Context())
@@ -204,7 +204,7 @@ func TestWarmStartFailingServer(t *testing.T) {
 // was seen is listed with its last known resources by the next process
 // too, which starts from the disk cache.
 func TestLastKnownResourcesPersist(t *testing.T) {
-	srv, base := discoverytest.Start(t)
+	srv, base := docserver.Start(t)
 	gv := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
 	live := apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Resources: []apidiscoveryv2.APIResourceDiscovery{{
 		Resource: "pods", SingularResource: "pod", ResponseKind: &metav1.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetrics"},

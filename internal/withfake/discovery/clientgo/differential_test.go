@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +25,9 @@ import (
 	oapiclientgo "github.com/kubeatlas/kubeatlas/openapi3/clientgo"
 )
 
+// newClient, adapter and clientGo are copies of discovery/clientgo's
+// test helpers (clientgo_helpers_test.go); answers, ask, compareAnswers and
+// firstDifference of its clientgo_test.go's.
 func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
 	t.Helper()
 	c, err := discovery.NewForHTTPClient(nil, base, opts...)
@@ -142,122 +144,6 @@ func TestClientGoDifferential(t *testing.T) {
 				t.Fatalf("too little to compare: %d groups", len(want.groupResources))
 			}
 		})
-	}
-}
-
-// TestClientGoDifferentialStale names where the adapter is better than
-// client-go: a Stale group-version keeps its resources and stays listed,
-// while both report it failed. Removing it from the adapter's answers leaves
-// client-go's.
-func TestClientGoDifferentialStale(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	gv := schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}
-	if err := srv.SetStale(gv, true); err != nil {
-		t.Fatal(err)
-	}
-	want := ask(t, clientGo(t, base))
-	got := ask(t, adapter(t, base))
-	if !slices.Equal(got.failed, []schema.GroupVersion{gv}) || !slices.Equal(want.failed, got.failed) {
-		t.Fatalf("failed group-versions: adapter %v, client-go %v, want [%s]", got.failed, want.failed, gv)
-	}
-	// The difference: the adapter lists the stale version and its resources.
-	i := slices.IndexFunc(got.resources, func(l *metav1.APIResourceList) bool { return l.GroupVersion == gv.String() })
-	if i < 0 || len(got.resources[i].APIResources) == 0 {
-		t.Fatalf("the adapter dropped the stale group-version's resources")
-	}
-	got.resources = slices.Delete(got.resources, i, i+1)
-	// The preferred-resources helpers list every group-version they were
-	// given resources for, so the stale one appears there, empty.
-	isStale := func(l *metav1.APIResourceList) bool { return l.GroupVersion == gv.String() && len(l.APIResources) == 0 }
-	got.preferred = slices.DeleteFunc(got.preferred, isStale)
-	got.preferredNS = slices.DeleteFunc(got.preferredNS, isStale)
-	for _, g := range got.groups {
-		g.Versions = slices.DeleteFunc(slices.Clone(g.Versions), func(v metav1.GroupVersionForDiscovery) bool { return v.GroupVersion == gv.String() })
-	}
-	for _, g := range got.groupResources {
-		if g.Group.Name == gv.Group {
-			delete(g.VersionedResources, gv.Version)
-			g.Group.Versions = slices.DeleteFunc(slices.Clone(g.Group.Versions), func(v metav1.GroupVersionForDiscovery) bool { return v.Version == gv.Version })
-		}
-	}
-	compareAnswers(t, got, want)
-}
-
-// TestClientGoStaleNeverReached: a Stale group-version with nothing known
-// of it (an aggregated API server that was never reached, as a real
-// kube-apiserver serves it: no resources) is left out as client-go leaves
-// it, both as a group of its own and beside a served version of a group;
-// both report it failed.
-func TestClientGoStaleNeverReached(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	dead := []schema.GroupVersion{{Group: "metrics.example.com", Version: "v1beta1"}, {Group: "g001.stress.example.com", Version: "v9"}}
-	for _, gv := range dead {
-		if err := srv.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := ask(t, clientGo(t, base))
-	got := ask(t, adapter(t, base))
-	if len(got.failed) != 2 {
-		t.Errorf("failed group-versions: %v, want %v", got.failed, dead)
-	}
-	compareAnswers(t, got, want)
-}
-
-// TestClientGoInvalidate: Invalidate then a read costs two 304s on an
-// unchanged cluster, where client-go's memory cache downloads everything.
-func TestClientGoInvalidate(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
-	a := adapter(t, base)
-	if a.Fresh() {
-		t.Errorf("fresh before the first read")
-	}
-	if _, err := a.ServerGroups(); err != nil {
-		t.Fatal(err)
-	}
-	if !a.Fresh() {
-		t.Errorf("not fresh after a read")
-	}
-	srv.ResetRequests()
-	a.Invalidate()
-	if a.Fresh() {
-		t.Errorf("fresh after Invalidate")
-	}
-	if _, _, err := a.ServerGroupsAndResources(); err != nil {
-		t.Fatal(err)
-	}
-	if st := srv.Stats(); st.Requests != 2 || st.NotModified != 2 {
-		t.Errorf("read after Invalidate: %+v, want two 304s", st)
-	}
-	if _, err := a.ServerResourcesForGroupVersion("nope.example.com/v1"); err == nil {
-		t.Errorf("no error for an unknown group-version")
-	}
-	if l, err := a.ServerResourcesForGroupVersion("apps/v1"); err != nil || len(l.APIResources) == 0 {
-		t.Errorf("apps/v1: %v", err)
-	}
-	if v, err := a.ServerVersion(); err != nil || v.GitVersion != "v1.36.3" {
-		t.Errorf("ServerVersion: %v %v", v, err)
-	}
-}
-
-// TestDeferredRESTMapperPicksUpNewCRD: client-go's deferred mapper over the
-// adapter finds a CRD installed after start, at the cost of a conditional
-// refresh.
-func TestDeferredRESTMapperPicksUpNewCRD(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	a := adapter(t, base)
-	m := restmapper.NewDeferredDiscoveryRESTMapper(a)
-	gk := schema.GroupKind{Group: "late.example.com", Kind: "Late"}
-	if _, err := m.RESTMapping(gk); err == nil {
-		t.Fatal("mapped a kind that does not exist yet")
-	}
-	if err := srv.AddCRD(discoverytest.CRD{Group: gk.Group, Versions: []string{"v1"}, Kind: gk.Kind}); err != nil {
-		t.Fatal(err)
-	}
-	m.Reset()
-	mapping, err := m.RESTMapping(gk)
-	if err != nil || mapping.Resource.Resource != "lates" {
-		t.Fatalf("after install: %v %v", mapping, err)
 	}
 }
 

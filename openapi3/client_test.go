@@ -2,7 +2,6 @@ package openapi3_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -23,19 +22,10 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
-
-func newClient(t testing.TB, base string, opts ...openapi3.Option) *openapi3.Client {
-	t.Helper()
-	c, err := openapi3.NewForHTTPClient(nil, base, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // cachedClients returns a maker of clients, each as a new process would
 // build it, on one disk cache in dir.
@@ -50,38 +40,11 @@ func cachedClients(t testing.TB, base, dir string) func() *openapi3.Client {
 	}
 }
 
-func TestKindAndFieldLookup(t *testing.T) {
-	_, base := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
-	c := newClient(t, base)
-	ctx := context.Background()
-	s, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
-	if err != nil || s.Name != "io.k8s.api.apps.v1.Deployment" {
-		t.Fatalf("Deployment: %v %v", s, err)
-	}
-	containers, description, err := s.Field("spec", "template", "spec", "containers")
-	if err != nil || !containers.Type.Contains("array") || !strings.Contains(description, "List of containers") {
-		t.Fatalf("spec.template.spec.containers: %v %q %v", containers, description, err)
-	}
-	image, _, err := s.Field("spec", "template", "spec", "containers", "image")
-	if err != nil || !image.Type.Contains("string") {
-		t.Errorf("containers.image through array items: %v %v", image, err)
-	}
-	if _, _, err := s.Field("spec", "nope"); !errors.Is(err, openapi3.ErrNotFound) {
-		t.Errorf("missing field: %v", err)
-	}
-	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "g001.stress.example.com", Version: "v1beta1", Kind: "Widget0001"}); err != nil {
-		t.Errorf("CRD kind: %v", err)
-	}
-	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Nope"}); !errors.Is(err, openapi3.ErrNotFound) {
-		t.Errorf("missing kind: %v", err)
-	}
-}
-
 // TestSchemaChangeFetchesOneDocument: with the disk cache, a new process
 // reads the root and nothing else; after one schema change, the root and
 // that one document.
 func TestSchemaChangeFetchesOneDocument(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
 	client := cachedClients(t, base, t.TempDir())
 	ctx := context.Background()
 	docs, err := client().FetchAll(ctx)
@@ -116,7 +79,7 @@ func TestSchemaChangeFetchesOneDocument(t *testing.T) {
 // then FetchAll) asks for the changed document alone, returns it in place
 // of the old one, and returns the very documents it kept for the others.
 func TestLongLivedRound(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
 	client := cachedClients(t, base, t.TempDir())()
 	ctx := context.Background()
 	before, err := client.FetchAll(ctx)
@@ -159,33 +122,6 @@ func TestLongLivedRound(t *testing.T) {
 	}
 }
 
-// TestStaleHashRedirect: a document asked for with the hash of a root read
-// before a change gets a 301, which is followed to the current document.
-func TestStaleHashRedirect(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	c := newClient(t, base)
-	ctx := context.Background()
-	if _, err := c.Paths(ctx); err != nil {
-		t.Fatal(err)
-	}
-	gv := schema.GroupVersion{Group: "apps", Version: "v1"}
-	if err := srv.ChangeSchema(gv); err != nil {
-		t.Fatal(err)
-	}
-	srv.ResetRequests()
-	d, err := c.Document(ctx, openapi3.PathFor(gv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs := srv.Requests()
-	if len(reqs) != 2 || reqs[0].Status != http.StatusMovedPermanently || reqs[1].Status != http.StatusOK {
-		t.Fatalf("requests %+v, want a 301 then the document", reqs)
-	}
-	if !strings.Contains(string(d.JSON), "schema revision 1") {
-		t.Errorf("the redirect did not lead to the changed document")
-	}
-}
-
 // TestRedirectElsewhereRefused: a 301 to another host is not followed, so
 // credentials never travel there; nor is an endless chain.
 func TestRedirectElsewhereRefused(t *testing.T) {
@@ -215,7 +151,7 @@ func TestRedirectElsewhereRefused(t *testing.T) {
 
 // TestCorruptCacheRefetches: damaged cache files are misses, fetched anew.
 func TestCorruptCacheRefetches(t *testing.T) {
-	srv, base := discoverytest.Start(t)
+	srv, base := docserver.Start(t)
 	root := t.TempDir()
 	dc, _ := diskcache.Open(root, base)
 	docs, err := newClient(t, base, openapi3.WithDiskCache(dc)).FetchAll(context.Background())
@@ -242,110 +178,6 @@ func TestCorruptCacheRefetches(t *testing.T) {
 	}
 }
 
-// TestAggregateValidates: one document that kube-openapi parses, every
-// $ref resolving, shared schemas once, conflicting ones renamed, and a
-// schema that refers to a renamed one renamed with it.
-func TestAggregateValidates(t *testing.T) {
-	_, base := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
-	docs, err := newClient(t, base).FetchAll(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const (
-		objectMeta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-		listMeta   = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
-		wrapper    = "io.example.Wrapper"
-	)
-	// Two documents, as foreign aggregated API servers might serve them:
-	// both define Wrapper alike, byte for byte, referring to ObjectMeta and
-	// ListMeta; the second also defines ObjectMeta, differently from the
-	// built-in documents.
-	foreign := func(group, ownObjectMeta string) *openapi3.Document {
-		body := `{"openapi":"3.0.0","info":{"title":"x","version":"1"},"paths":{"/apis/` + group + `/v1/things":{"get":{"responses":{"200":{"description":"OK","content":{"application/json":{"schema":{"$ref":"#/components/schemas/` + wrapper + `"}}}}}}}},
-		 "components":{"schemas":{"` + wrapper + `":{"type":"object","properties":{"metadata":{"$ref":"#/components/schemas/` + objectMeta + `"},"list":{"$ref":"#/components/schemas/` + listMeta + `"}}}` + ownObjectMeta + `},
-		  "securitySchemes":{"BearerToken":{"type":"apiKey","name":"authorization","in":"header"}}},
-		 "security":[{"BearerToken":[]}]}`
-		d, err := openapi3.NewDocument("apis/"+group+"/v1", "", []byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	docs = append(docs, foreign("a.example.com", ""),
-		foreign("b.example.com", `,"`+objectMeta+`":{"type":"object","description":"a different one"}`))
-	agg, merged := aggregate(t, docs)
-	var generic any
-	if err := json.Unmarshal(agg.JSON, &generic); err != nil {
-		t.Fatal(err)
-	}
-	refs := 0
-	var walk func(any)
-	walk = func(n any) {
-		switch v := n.(type) {
-		case map[string]any:
-			if ref, ok := v["$ref"].(string); ok {
-				refs++
-				name := strings.TrimPrefix(ref, "#/components/schemas/")
-				if merged.Components.Schemas[name] == nil {
-					t.Errorf("dangling $ref %s", ref)
-				}
-			}
-			for _, x := range v {
-				walk(x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
-		}
-	}
-	walk(generic)
-	total, names := 0, map[string]bool{}
-	for _, d := range docs {
-		doc, _ := d.OpenAPI()
-		if doc.Paths != nil {
-			total += len(doc.Paths.Paths)
-		}
-		for _, n := range d.SchemaNames() {
-			names[n] = true
-		}
-	}
-	if refs < 100 || len(merged.Paths.Paths) != total {
-		t.Errorf("%d refs, %d paths (want %d)", refs, len(merged.Paths.Paths), total)
-	}
-	// Every name once, plus the two renamed for the second foreign document.
-	if len(merged.Components.Schemas) != len(names)+2 {
-		t.Errorf("%d schemas, want %d", len(merged.Components.Schemas), len(names)+2)
-	}
-	if merged.Components.Schemas[objectMeta].Description == "a different one" {
-		t.Errorf("the first definition of ObjectMeta was not kept")
-	}
-	renamed := merged.Components.Schemas[objectMeta+"_apis_b_example_com_v1"]
-	if renamed == nil || renamed.Description != "a different one" {
-		t.Errorf("the conflicting schema was not renamed: %v", renamed)
-	}
-	w := merged.Components.Schemas[wrapper+"_apis_b_example_com_v1"]
-	if w == nil {
-		t.Fatalf("the schema that refers to the renamed one was not renamed with it")
-	}
-	metadata, list := w.Properties["metadata"], w.Properties["list"]
-	if ref := metadata.Ref.String(); ref != "#/components/schemas/"+objectMeta+"_apis_b_example_com_v1" {
-		t.Errorf("its reference: %s", ref)
-	}
-	if ref := list.Ref.String(); ref != "#/components/schemas/"+listMeta {
-		t.Errorf("its reference to a shared schema: %s", ref)
-	}
-	for group, want := range map[string]string{"a.example.com": wrapper, "b.example.com": wrapper + "_apis_b_example_com_v1"} {
-		item := merged.Paths.Paths["/apis/"+group+"/v1/things"]
-		if ref := item.Get.Responses.StatusCodeResponses[200].Content["application/json"].Schema.Ref.String(); ref != "#/components/schemas/"+want {
-			t.Errorf("%s: path refers to %s, want %s", group, ref, want)
-		}
-	}
-	if len(merged.SecurityRequirement) != 1 || merged.Components.SecuritySchemes["BearerToken"] == nil {
-		t.Errorf("security: %v %v", merged.SecurityRequirement, merged.Components.SecuritySchemes)
-	}
-}
-
 // aggregate merges docs, and checks that kube-openapi parses the result and
 // that gnostic finds it valid against the OpenAPI v3 specification.
 func aggregate(t *testing.T, docs []*openapi3.Document) (*openapi3.Document, *spec3.OpenAPI) {
@@ -368,13 +200,13 @@ func aggregate(t *testing.T, docs []*openapi3.Document) (*openapi3.Document, *sp
 // does not poison the next call: a caller that leaves gets its context's
 // error at once, another caller of the same fetch still gets the document,
 // a fetch every caller left is cancelled, and the next call fetches anew.
-// In a synctest bubble (discoverytest.StartInProcess), with the root read
+// In a synctest bubble (docserver.StartInProcess), with the root read
 // first so that every call reaches the document fetch, and the document
 // held for 10s of bubble time by a Fault.Latency while callers come and go.
 func TestContextErrorsAreNotKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const latency = 10 * time.Second
-		srv, hc, base := discoverytest.StartInProcess(t)
+		srv, hc, base := docserver.StartInProcess(t)
 		c, err := openapi3.NewForHTTPClient(hc, base)
 		if err != nil {
 			t.Fatal(err)
@@ -409,7 +241,7 @@ func TestContextErrorsAreNotKept(t *testing.T) {
 		// Already cancelled: the root is known, so this is the document
 		// fetch's own caller leaving (the latency keeps the fetch from
 		// ending first).
-		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: latency})
+		srv.InjectFault("/openapi/v3/apis/apps/v1", docserver.Fault{Latency: latency})
 		cancelled, cancel := context.WithCancel(t.Context())
 		cancel()
 		if _, err := c.Document(cancelled, "apis/apps/v1"); !errors.Is(err, context.Canceled) {
@@ -420,7 +252,7 @@ func TestContextErrorsAreNotKept(t *testing.T) {
 
 		// One of two callers of a held fetch leaves.
 		srv.ResetRequests()
-		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: latency, Times: 1})
+		srv.InjectFault("/openapi/v3/apis/apps/v1", docserver.Fault{Latency: latency, Times: 1})
 		start = time.Now()
 		ctxA, cancelA := context.WithCancel(t.Context())
 		defer cancelA()
@@ -448,7 +280,7 @@ func TestContextErrorsAreNotKept(t *testing.T) {
 		// The only caller of a held fetch leaves: the fetch is cancelled,
 		// and the next call fetches anew.
 		srv.ResetRequests()
-		srv.InjectFault("/openapi/v3/apis/batch/v1", discoverytest.Fault{Latency: latency, Times: 1})
+		srv.InjectFault("/openapi/v3/apis/batch/v1", docserver.Fault{Latency: latency, Times: 1})
 		start = time.Now()
 		ctxC, cancelC := context.WithCancel(t.Context())
 		defer cancelC()
@@ -482,7 +314,7 @@ func TestContextErrorsAreNotKept(t *testing.T) {
 // stuck.
 func TestAbandonedFetchIsCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
+		srv, hc, base := docserver.StartInProcess(t)
 		c, err := openapi3.NewForHTTPClient(hc, base)
 		if err != nil {
 			t.Fatal(err)
@@ -490,7 +322,7 @@ func TestAbandonedFetchIsCancelled(t *testing.T) {
 		if _, err := c.Paths(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Latency: time.Minute})
+		srv.InjectFault("/openapi/v3/apis/apps/v1", docserver.Fault{Latency: time.Minute})
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel()
@@ -500,7 +332,7 @@ func TestAbandonedFetchIsCancelled(t *testing.T) {
 		// The server's handler ends when its request is cancelled (and is
 		// logged then); it would wait a minute otherwise.
 		synctest.Wait()
-		if !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/openapi/v3/apis/apps/v1" }) {
+		if !slices.ContainsFunc(srv.Requests(), func(r docserver.Request) bool { return r.Path == "/openapi/v3/apis/apps/v1" }) {
 			t.Fatal("the abandoned fetch is still running")
 		}
 		if d := time.Since(start); d != 50*time.Millisecond {
@@ -513,7 +345,7 @@ func TestAbandonedFetchIsCancelled(t *testing.T) {
 	})
 }
 
-func rootReads(srv *discoverytest.Server) int {
+func rootReads(srv *docserver.Server) int {
 	n := 0
 	for _, r := range srv.Requests() {
 		if r.Path == "/openapi/v3" {
@@ -530,7 +362,7 @@ func rootReads(srv *discoverytest.Server) int {
 // ended.
 func TestRootMaxAge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
+		srv, hc, base := docserver.StartInProcess(t)
 		clk := clocktesting.NewFakePassiveClock(time.Now())
 		c, err := openapi3.NewForHTTPClient(hc, base, openapi3.WithClock(clk), openapi3.WithMaxAge(30*time.Second))
 		if err != nil {
@@ -561,7 +393,7 @@ func TestRootMaxAge(t *testing.T) {
 			t.Fatal("the background read did not bring the new hash")
 		}
 
-		srv.InjectFault("/openapi/v3", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+		srv.InjectFault("/openapi/v3", docserver.Fault{Status: http.StatusServiceUnavailable})
 		clk.SetTime(clk.Now().Add(31 * time.Second))
 		if _, err := c.Paths(ctx); err != nil {
 			t.Fatalf("a failing background read fails the caller: %v", err)
@@ -587,14 +419,14 @@ func TestRootMaxAge(t *testing.T) {
 // was read is found without RefreshRoot; asking again and again for one
 // that does not exist costs at most a root read a second.
 func TestNewGroupVersionFound(t *testing.T) {
-	srv, base := discoverytest.Start(t)
+	srv, base := docserver.Start(t)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	c := newClient(t, base, openapi3.WithClock(clk))
 	ctx := context.Background()
 	if _, err := c.Paths(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.AddCRD(discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
+	if err := srv.AddCRD(docserver.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
 		t.Fatal(err)
 	}
 	late := schema.GroupVersionKind{Group: "late.example.com", Version: "v1", Kind: "Late"}
@@ -615,7 +447,7 @@ func TestNewGroupVersionFound(t *testing.T) {
 	}
 
 	// A kind added to a group-version whose document the client holds.
-	if err := srv.AddCRD(discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Later"}); err != nil {
+	if err := srv.AddCRD(docserver.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Later"}); err != nil {
 		t.Fatal(err)
 	}
 	later := schema.GroupVersionKind{Group: "late.example.com", Version: "v1", Kind: "Later"}
@@ -634,7 +466,7 @@ func TestNewGroupVersionFound(t *testing.T) {
 // TestMaxDocuments: beyond the bound the least recently used document is
 // dropped, and read again when next asked for.
 func TestMaxDocuments(t *testing.T) {
-	srv, base := discoverytest.Start(t)
+	srv, base := docserver.Start(t)
 	c := newClient(t, base, openapi3.WithMaxDocuments(2))
 	ctx := context.Background()
 	get := func(path string) int {
@@ -689,7 +521,7 @@ func TestFieldThroughMapValues(t *testing.T) {
 // in the host URL (a proxy's /k8s/clusters/<id>), also for documents whose
 // URL the proxy already rewrote to carry it.
 func TestNewFromRESTConfig(t *testing.T) {
-	srv, err := discoverytest.NewServer()
+	srv, err := docserver.NewServer()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 func TestDiff(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
+	srv, base := docserver.Start(t, docserver.WithCRDs(10, 2))
 	c := newClient(t, base)
 	ctx := context.Background()
 	s0, _ := c.Refresh(ctx)
@@ -28,7 +28,7 @@ func TestDiff(t *testing.T) {
 	if d := discovery.Diff(nil, s0); len(d.AddedVersions) != gvs || len(d.AddedResources) < 50 || d.Old != nil {
 		t.Errorf("from nothing: %d versions (want %d), %d resources", len(d.AddedVersions), gvs, len(d.AddedResources))
 	}
-	crd := discoverytest.CRD{Group: "diff.example.com", Versions: []string{"v1"}, Kind: "Diff", Namespaced: true}
+	crd := docserver.CRD{Group: "diff.example.com", Versions: []string{"v1"}, Kind: "Diff", Namespaced: true}
 	if err := srv.AddCRD(crd); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestDiff(t *testing.T) {
 // TestPollNotifies: a subscriber hears of a CRD installed while Poll runs,
 // unchanged rounds cost 304s only, and Poll ends with its context.
 func TestPollNotifies(t *testing.T) {
-	srv, base := discoverytest.Start(t)
+	srv, base := docserver.Start(t)
 	c := newClient(t, base)
 	var mu sync.Mutex
 	var changes []discovery.Change
@@ -106,7 +106,7 @@ func TestPollNotifies(t *testing.T) {
 	if st.NotModified < 2 || st.Requests-st.NotModified != 2 {
 		t.Errorf("polling an unchanged cluster: %+v, want only 304s after the first read", st)
 	}
-	if err := srv.AddCRD(discoverytest.CRD{Group: "poll.example.com", Versions: []string{"v1"}, Kind: "Poll"}); err != nil {
+	if err := srv.AddCRD(docserver.CRD{Group: "poll.example.com", Versions: []string{"v1"}, Kind: "Poll"}); err != nil {
 		t.Fatal(err)
 	}
 	second := waitFor(2)[1]

@@ -7,29 +7,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
-// Moved from diskcache/cache_test.go: the tests of the disk cache that
-// need the fake server (discoverytest), which is a module of its own.
-
-// open is a Cache in root for a test's cluster (a copy of
-// diskcache/cache_test.go's).
-func open(t testing.TB, root string, opts ...diskcache.Option) *diskcache.Cache {
-	t.Helper()
-	c, err := diskcache.Open(root, "https://cluster.example.com:6443", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+// The transport's tests against a server that answers as a kube-apiserver
+// does (internal/docserver): discovery with ETags, OpenAPI v3 through
+// kube-openapi's handler3.
 
 // TestTransport: OpenAPI documents at ?hash= URLs are served from the cache
 // with no request; discovery is revalidated (304); JSON and protobuf of one
 // URL are kept apart; client-go's timeout parameter does not split keys.
 func TestTransport(t *testing.T) {
-	srv, err := discoverytest.NewServer()
+	srv, err := docserver.NewServer()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,26 +19,25 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/fleet"
-	"github.com/kubeatlas/kubeatlas/openapi3"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // surface is a fake cluster's options: clusters started with the same
 // ones serve byte-identical discovery and OpenAPI.
 var (
-	surfaceA = []discoverytest.Option{discoverytest.WithCRDs(20, 4)}
-	surfaceB = []discoverytest.Option{discoverytest.WithCRDs(30, 5)}
+	surfaceA = []docserver.Option{docserver.WithCRDs(20, 4)}
+	surfaceB = []docserver.Option{docserver.WithCRDs(30, 5)}
 )
 
 type fakeCluster struct {
 	id   string
-	srv  *discoverytest.Server
+	srv  *docserver.Server
 	base string
 }
 
-func start(t *testing.T, id string, surface []discoverytest.Option) fakeCluster {
-	srv, base := discoverytest.Start(t, surface...)
+func start(t *testing.T, id string, surface []docserver.Option) fakeCluster {
+	srv, base := docserver.Start(t, surface...)
 	return fakeCluster{id: id, srv: srv, base: base}
 }
 
@@ -172,7 +170,7 @@ func TestFleetFailures(t *testing.T) {
 		t.Errorf("a round while the dead cluster backs off: %v", err)
 	}
 	clk.SetTime(clk.Now().Add(2 * time.Minute))
-	flaky.srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusInternalServerError})
+	flaky.srv.InjectFault("/apis", docserver.Fault{Status: http.StatusInternalServerError})
 	err = f.Refresh(context.Background())
 	if !errors.As(err, &round) || len(round.Failed) != 2 {
 		t.Fatalf("round: %v, want the dead and the flaky cluster", err)
@@ -288,7 +286,7 @@ func TestFleetSubscribe(t *testing.T) {
 		mu.Unlock()
 	})
 	defer unsubscribe()
-	if err := c2.srv.AddCRD(discoverytest.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "Thing"}); err != nil {
+	if err := c2.srv.AddCRD(docserver.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "Thing"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Refresh(context.Background()); err != nil {
@@ -349,73 +347,6 @@ func TestAddKubeconfig(t *testing.T) {
 	}
 }
 
-// TestFleetThroughAProxy: clusters exposed by a fleet proxy under
-// /k8s/clusters/<id> keep the prefix in every request, and start from a
-// surface the fleet holds without a hint; OpenAPI documents
-// of one content are fetched once for all of them (their URLs differ by
-// the prefix) and stored on disk once.
-func TestFleetThroughAProxy(t *testing.T) {
-	surfaces, err := discoverytest.DistinctSurfaces(2, 20, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := discoverytest.ClusterIDs(6)
-	proxy, base := discoverytest.StartFleet(t, ids, surfaces)
-	// The fake builds each surface's OpenAPI root on the first request,
-	// which a real server keeps built: so that no size probe times out on
-	// that.
-	for _, id := range ids[:2] {
-		warmOpenAPIRoot(t, base+discoverytest.ClusterPath(id))
-	}
-	f := newFleet(t, fleet.WithCacheDir(t.TempDir()))
-	for _, id := range ids {
-		if _, err := f.Add(id, &rest.Config{Host: base + discoverytest.ClusterPath(id)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Without a Like hint, each cluster's fingerprint (its OpenAPI root's
-	// size, the same for every cluster of a surface whatever the prefix)
-	// names its surface: one cold start per surface reads the documents.
-	if st := f.Stats(); st.Surfaces != 2 || st.SurfaceHits != 4 {
-		t.Errorf("stats %+v, want 2 surfaces and 4 cold starts confirmed by 304s", st)
-	}
-	var docs []*openapi3.Document
-	for _, id := range ids {
-		oc, err := must(f.Cluster(id)).OpenAPI()
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := oc.Document(context.Background(), "apis/apps/v1")
-		if err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-		if !strings.HasPrefix(d.URL, discoverytest.ClusterPath(id)+"/openapi/v3/apis/apps/v1?hash=") {
-			t.Errorf("%s: document URL %s lost the prefix", id, d.URL)
-		}
-		docs = append(docs, d)
-	}
-	for _, d := range docs[1:] {
-		if &d.JSON[0] != &docs[0].JSON[0] {
-			t.Errorf("clusters hold copies of one document")
-			break
-		}
-	}
-	fetched := 0
-	for _, srv := range proxy.Surfaces() { // each logs its clusters' requests
-		for _, r := range srv.Requests() {
-			if strings.HasSuffix(r.Path, "/openapi/v3/apis/apps/v1") {
-				fetched++
-			}
-		}
-	}
-	if fetched != 1 {
-		t.Errorf("apps/v1's document (the same in both surfaces) fetched %d times for 6 clusters, want once", fetched)
-	}
-}
-
 // TestOptionsCannotLie: an option that cannot mean anything is an error
 // from the constructor, not a silent default.
 func TestOptionsCannotLie(t *testing.T) {
@@ -435,15 +366,11 @@ func TestOptionsCannotLie(t *testing.T) {
 	}
 }
 
-// warmOpenAPIRoot reads a fake server's OpenAPI root once (the fake builds
-// it on the first request; a real server keeps it built). A copy of
-// fleet/surfaces_test.go's.
-func warmOpenAPIRoot(t *testing.T, base string) {
-	t.Helper()
-	resp, err := http.Get(base + "/openapi/v3")
-	if err != nil {
-		t.Fatal(err)
+// must is the cluster a test registered (internal/withfake/fleet, whose
+// tests need the fake's fleet of clusters, keeps a copy).
+func must(c *fleet.Cluster, ok bool) *fleet.Cluster {
+	if !ok {
+		panic("fleet test: no such cluster")
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	return c
 }

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -89,7 +89,7 @@ func within(t *testing.T, d time.Duration, what string, fn func()) {
 // after publication, the miss waited for a refresh that waited for the
 // handler, and every later miss in the process blocked for good.
 func TestChangeHandlerMapsMissingKind(t *testing.T) {
-	srv, hc, base := discoverytest.StartInProcess(t)
+	srv, hc, base := docserver.StartInProcess(t)
 	c, err := discovery.NewForHTTPClient(hc, base)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestChangeHandlerMapsMissingKind(t *testing.T) {
 		})
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := srv.AddCRD(discoverytest.CRD{Group: added.Group, Versions: []string{"v1"}, Kind: added.Kind}); err != nil {
+	if err := srv.AddCRD(docserver.CRD{Group: added.Group, Versions: []string{"v1"}, Kind: added.Kind}); err != nil {
 		t.Fatal(err)
 	}
 	within(t, 10*time.Second, "the new CRD's mapping", func() {
@@ -158,7 +158,7 @@ func TestChangeHandlerMapsMissingKind(t *testing.T) {
 // Snapshot within one refresh. Before, the subscriber ran inside the warm
 // start's sync.Once, and its Refresh waited for that Once for good.
 func TestWarmStartSubscriberRefreshes(t *testing.T) {
-	_, hc, base := discoverytest.StartInProcess(t)
+	_, hc, base := docserver.StartInProcess(t)
 	store := newMemStore()
 	first, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store))
 	if err != nil {
@@ -203,7 +203,7 @@ func TestWarmStartSubscriberRefreshes(t *testing.T) {
 // as" is exact.
 func TestSubscriberRefreshDoesNotHoldRefresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
+		srv, hc, base := docserver.StartInProcess(t)
 		c, err := discovery.NewForHTTPClient(hc, base)
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +218,7 @@ func TestSubscriberRefreshDoesNotHoldRefresh(t *testing.T) {
 			_, err := c.Refresh(ctx)
 			results <- err
 		})
-		if err := srv.AddCRD(discoverytest.CRD{Group: "told.example.com", Versions: []string{"v1"}, Kind: "Told"}); err != nil {
+		if err := srv.AddCRD(docserver.CRD{Group: "told.example.com", Versions: []string{"v1"}, Kind: "Told"}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -284,7 +284,7 @@ func (l *generationLog) check(t *testing.T) {
 // went back, and subscribers were told two first snapshots.
 func TestAbandonedRefreshDoesNotPublishOverNewer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
+		srv, hc, base := docserver.StartInProcess(t)
 		store := newMemStore()
 		c, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store))
 		if err != nil {
@@ -303,7 +303,7 @@ func TestAbandonedRefreshDoesNotPublishOverNewer(t *testing.T) {
 			t.Fatalf("the refresh held by the disk: %v after %v, want its snapshot at its caller's deadline (1s)", err, time.Since(start))
 		}
 		store.slow(0)
-		if err := srv.AddCRD(discoverytest.CRD{Group: "newer.example.com", Versions: []string{"v1"}, Kind: "Newer"}); err != nil {
+		if err := srv.AddCRD(docserver.CRD{Group: "newer.example.com", Versions: []string{"v1"}, Kind: "Newer"}); err != nil {
 			t.Fatal(err)
 		}
 		newer, err := c.Refresh(t.Context())
@@ -346,7 +346,7 @@ func TestAbandonedRefreshDoesNotPublishOverNewer(t *testing.T) {
 // snapshot); and no call begins after unsubscribe returns.
 func TestSubscribePromises(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
+		srv, hc, base := docserver.StartInProcess(t)
 		c, err := discovery.NewForHTTPClient(hc, base)
 		if err != nil {
 			t.Fatal(err)
@@ -367,7 +367,7 @@ func TestSubscribePromises(t *testing.T) {
 		c.Subscribe(later.add)
 		var news []*discovery.Snapshot
 		for i := range 3 {
-			if err := srv.AddCRD(discoverytest.CRD{Group: fmt.Sprintf("s%d.promise.example.com", i), Versions: []string{"v1"}, Kind: "Promise"}); err != nil {
+			if err := srv.AddCRD(docserver.CRD{Group: fmt.Sprintf("s%d.promise.example.com", i), Versions: []string{"v1"}, Kind: "Promise"}); err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
@@ -402,7 +402,7 @@ func TestSubscribePromises(t *testing.T) {
 		fast.check(t)
 
 		unsubscribeFast()
-		if err := srv.AddCRD(discoverytest.CRD{Group: "after.promise.example.com", Versions: []string{"v1"}, Kind: "After"}); err != nil {
+		if err := srv.AddCRD(docserver.CRD{Group: "after.promise.example.com", Versions: []string{"v1"}, Kind: "After"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.Refresh(t.Context()); err != nil {
@@ -423,7 +423,7 @@ func TestSubscribePromises(t *testing.T) {
 // reads take 10 s.
 func TestWarmStartWaitsWithinContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, hc, base := discoverytest.StartInProcess(t)
+		_, hc, base := docserver.StartInProcess(t)
 		store := newMemStore()
 		first, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store))
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -23,8 +22,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
@@ -38,6 +37,8 @@ func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.C
 
 // flatten renders a snapshot as sorted lines, one per resource and
 // subresource, for comparing snapshots read in different ways.
+// internal/withfake/discovery (the tests that need the fake server) keeps
+// a copy, with boolStr's.
 func flatten(s *discovery.Snapshot) []string {
 	var out []string
 	for _, g := range s.Groups() {
@@ -63,72 +64,8 @@ func boolStr(b bool) string {
 	return "false"
 }
 
-func groupOrder(s *discovery.Snapshot) []string {
-	var out []string
-	for _, g := range s.Groups() {
-		for _, v := range g.Versions {
-			out = append(out, g.Name+"/"+v.Version)
-		}
-	}
-	return out
-}
-
-// TestSnapshotEveryGeneration: whatever the server speaks, the snapshot is
-// the same, read in as few requests as the format allows.
-func TestSnapshotEveryGeneration(t *testing.T) {
-	_, refBase := discoverytest.Start(t, discoverytest.WithCRDs(40, 5))
-	ref, err := newClient(t, refBase).Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvs := len(groupOrder(ref))
-	for _, tc := range []struct {
-		gen      discoverytest.Generation
-		opts     []discovery.Option
-		source   string
-		requests int
-	}{
-		{discoverytest.GenerationV2, nil, "aggregated/v2+protobuf", 2},
-		{discoverytest.GenerationV2, []discovery.Option{discovery.WithJSONOnly()}, "aggregated/v2+json", 2},
-		{discoverytest.GenerationV2AndV2Beta1, nil, "aggregated/v2+protobuf", 2},
-		{discoverytest.GenerationV2Beta1, nil, "aggregated/v2beta1+json", 2},
-		{discoverytest.GenerationLegacy, nil, "legacy+json", 2 + gvs},
-		{discoverytest.GenerationV2, []discovery.Option{discovery.WithLegacyOnly()}, "legacy+json", 2 + gvs},
-	} {
-		t.Run(tc.gen.String()+"/"+tc.source, func(t *testing.T) {
-			srv, base := discoverytest.Start(t, discoverytest.WithGeneration(tc.gen), discoverytest.WithCRDs(40, 5))
-			c := newClient(t, base, tc.opts...)
-			s, err := c.Snapshot(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, named := s.Sources(); named.String() != tc.source {
-				t.Errorf("source %s, want %s", named, tc.source)
-			}
-			if got := srv.Stats().Requests; got != tc.requests {
-				t.Errorf("%d requests, want %d", got, tc.requests)
-			}
-			if !slices.Equal(groupOrder(s), groupOrder(ref)) {
-				t.Errorf("group-version order differs:\n got %v\nwant %v", groupOrder(s), groupOrder(ref))
-			}
-			if got, want := flatten(s), flatten(ref); !slices.Equal(got, want) {
-				t.Errorf("resources differ from aggregated v2: %d lines vs %d", len(got), len(want))
-				for i := range min(len(got), len(want)) {
-					if got[i] != want[i] {
-						t.Errorf("first difference:\n got %s\nwant %s", got[i], want[i])
-						break
-					}
-				}
-			}
-			if s.Err() != nil {
-				t.Errorf("err=%v", s.Err())
-			}
-		})
-	}
-}
-
 func TestSnapshotContent(t *testing.T) {
-	_, base := discoverytest.Start(t, discoverytest.WithCRDs(8, 2))
+	_, base := docserver.Start(t, docserver.WithCRDs(8, 2))
 	s, err := newClient(t, base).Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +109,7 @@ func TestSnapshotContent(t *testing.T) {
 // the same parsed content; a change costs one 200 for the endpoint that
 // changed.
 func TestConditionalRefresh(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	c := newClient(t, base, discovery.WithClock(clk))
 	first, err := c.Refresh(context.Background())
@@ -198,7 +135,7 @@ func TestConditionalRefresh(t *testing.T) {
 		t.Errorf("a 304 refresh should share the parsed content and move only the validation time")
 	}
 
-	if err := srv.AddCRD(discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
+	if err := srv.AddCRD(docserver.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
 		t.Fatal(err)
 	}
 	srv.ResetRequests()
@@ -228,7 +165,7 @@ func TestConditionalRefresh(t *testing.T) {
 // stays in the snapshot with its last known resources, and the error names
 // it; when it recovers the snapshot is complete again.
 func TestStaleKeepsLastKnown(t *testing.T) {
-	srv, base := discoverytest.Start(t)
+	srv, base := docserver.Start(t)
 	metrics := apidiscoveryv2.APIVersionDiscovery{Version: "v1beta1", Resources: []apidiscoveryv2.APIResourceDiscovery{{
 		Resource: "pods", ResponseKind: &metav1.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetrics"},
 		Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"get", "list"},
@@ -277,84 +214,34 @@ func TestStaleKeepsLastKnown(t *testing.T) {
 	}
 }
 
-// TestLegacyPartialFailure: on a legacy server a failing group-version is
-// kept, marked Failed, with its error mapped to an apimachinery status.
-func TestLegacyPartialFailure(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(10, 2))
-	srv.InjectFault("/apis/g001.stress.example.com/v1", discoverytest.Fault{Status: http.StatusServiceUnavailable})
-	s, err := newClient(t, base).Snapshot(context.Background())
-	gv := schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1"}
-	var pe *discovery.PartialError
-	if !errors.As(err, &pe) || len(pe.Errors) != 1 || pe.Errors[0].GroupVersion != gv || !apierrors.IsServiceUnavailable(err) {
-		t.Fatalf("error %v: want a PartialError with one 503 for %s", err, gv)
-	}
-	v, ok := s.Version(gv)
-	if !ok || v.Freshness != surface.FreshnessFailed {
-		t.Errorf("failed group-version %+v", v)
-	}
-	if v, ok := s.Version(schema.GroupVersion{Group: "g001.stress.example.com", Version: "v1beta1"}); !ok || len(v.Resources) == 0 {
-		t.Errorf("a sibling version is missing its resources")
-	}
-}
-
-// TestLegacyParallelismBound: legacy discovery uses at most the configured
-// number of concurrent requests, not one goroutine per group-version.
-func TestLegacyParallelismBound(t *testing.T) {
-	srv, err := discoverytest.NewServer(discoverytest.WithGeneration(discoverytest.GenerationLegacy), discoverytest.WithCRDs(30, 10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.InjectFault("/apis/*", discoverytest.Fault{Latency: 20 * time.Millisecond})
-	var inflight, peak atomic.Int32
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := inflight.Add(1)
-		defer inflight.Add(-1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
-			}
-		}
-		srv.ServeHTTP(w, r)
-	}))
-	defer ts.Close()
-	if _, err := newClient(t, ts.URL, discovery.WithConcurrency(3)).Snapshot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// /api's own fetch runs beside /apis's workers.
-	if p := peak.Load(); p > 3+2 || p < 2 {
-		t.Errorf("peak concurrency %d, want between 2 and 5", p)
-	}
-}
-
+// TestBadResponses: a damaged or refused /apis fails the refresh with an
+// error of its kind, keeps the previous snapshot (saying why) and gives a
+// first read no snapshot. The legacy server's case is in internal/withfake
+// (TestBadResponsesLegacy): this server serves aggregated discovery only.
 func TestBadResponses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		gen   discoverytest.Generation
-		fault discoverytest.Fault
+		fault docserver.Fault
 		opts  []discovery.Option
 		check func(error) bool
 	}{
-		{"wrong content type", discoverytest.GenerationV2, discoverytest.Fault{ContentType: "text/html"}, nil,
+		{"wrong content type", docserver.Fault{ContentType: "text/html"}, nil,
 			func(err error) bool { var re *discovery.ResponseError; return errors.As(err, &re) }},
-		{"legacy body under an aggregated type", discoverytest.GenerationLegacy,
-			discoverytest.Fault{ContentType: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}, nil,
-			func(err error) bool { var re *discovery.ResponseError; return errors.As(err, &re) }},
-		{"truncated", discoverytest.GenerationV2, discoverytest.Fault{Truncate: 500}, nil,
+		{"truncated", docserver.Fault{Truncate: 500}, nil,
 			func(err error) bool { return err != nil }},
-		{"reset", discoverytest.GenerationV2, discoverytest.Fault{ResetAfter: 500}, nil,
+		{"reset", docserver.Fault{ResetAfter: 500}, nil,
 			func(err error) bool { return err != nil }},
-		{"oversized", discoverytest.GenerationV2, discoverytest.Fault{Oversize: 1 << 20}, []discovery.Option{discovery.WithMaxResponseBytes(512 << 10)},
+		{"oversized", docserver.Fault{Oversize: 1 << 20}, []discovery.Option{discovery.WithMaxResponseBytes(512 << 10)},
 			func(err error) bool { return errors.Is(err, discovery.ErrTooLarge) }},
-		{"500", discoverytest.GenerationV2, discoverytest.Fault{Status: 500}, nil, apierrors.IsInternalError},
-		{"404", discoverytest.GenerationV2, discoverytest.Fault{Status: 404}, nil, apierrors.IsNotFound},
-		{"429", discoverytest.GenerationV2, discoverytest.Fault{Status: 429, RetryAfter: 7 * time.Second}, []discovery.Option{discovery.WithMaxRetries(0)}, func(err error) bool {
+		{"500", docserver.Fault{Status: 500}, nil, apierrors.IsInternalError},
+		{"404", docserver.Fault{Status: 404}, nil, apierrors.IsNotFound},
+		{"429", docserver.Fault{Status: 429, RetryAfter: 7 * time.Second}, []discovery.Option{discovery.WithMaxRetries(0)}, func(err error) bool {
 			d, ok := apierrors.SuggestsClientDelay(err)
 			return apierrors.IsTooManyRequests(err) && ok && d == 7
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, base := discoverytest.Start(t, discoverytest.WithGeneration(tc.gen))
+			srv, base := docserver.Start(t)
 			c := newClient(t, base, tc.opts...)
 			good, err := c.Snapshot(context.Background())
 			if err != nil {
@@ -362,7 +249,7 @@ func TestBadResponses(t *testing.T) {
 			}
 			// Change the cluster so the refresh gets a 200 (a 304 has no
 			// body to damage), then damage it.
-			if err := srv.AddCRD(discoverytest.CRD{Group: "x.example.com", Versions: []string{"v1"}, Kind: "X"}); err != nil {
+			if err := srv.AddCRD(docserver.CRD{Group: "x.example.com", Versions: []string{"v1"}, Kind: "X"}); err != nil {
 				t.Fatal(err)
 			}
 			srv.InjectFault("/apis", tc.fault)
@@ -434,8 +321,8 @@ func TestServerDataEdgeCases(t *testing.T) {
 // before the held /apis answers, whatever the machine's load.
 func TestRefreshCoalesces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
-		srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
+		srv, hc, base := docserver.StartInProcess(t)
+		srv.InjectFault("/apis", docserver.Fault{Latency: 300 * time.Millisecond, Times: 1})
 		c, err := discovery.NewForHTTPClient(hc, base)
 		if err != nil {
 			t.Fatal(err)
@@ -458,7 +345,7 @@ func TestRefreshCoalesces(t *testing.T) {
 		}
 
 		srv.ResetRequests()
-		srv.InjectFault("/apis", discoverytest.Fault{Latency: 300 * time.Millisecond, Times: 1})
+		srv.InjectFault("/apis", docserver.Fault{Latency: 300 * time.Millisecond, Times: 1})
 		first := make(chan *discovery.Snapshot, 1)
 		go func() { s, _ := c.Refresh(t.Context()); first <- s }()
 		synctest.Wait() // the first refresh holds its /apis
@@ -493,8 +380,8 @@ func TestCallerContext(t *testing.T) {
 	// setup serves the fake cluster in the bubble, reads a first snapshot,
 	// then holds the next /apis for the latency; refresh calls Refresh in a
 	// goroutine of its own.
-	setup := func(t *testing.T) (srv *discoverytest.Server, c *discovery.Client, s0 *discovery.Snapshot, refresh func(context.Context) <-chan result) {
-		srv, hc, base := discoverytest.StartInProcess(t)
+	setup := func(t *testing.T) (srv *docserver.Server, c *discovery.Client, s0 *discovery.Snapshot, refresh func(context.Context) <-chan result) {
+		srv, hc, base := docserver.StartInProcess(t)
 		c, err := discovery.NewForHTTPClient(hc, base)
 		if err != nil {
 			t.Fatal(err)
@@ -503,7 +390,7 @@ func TestCallerContext(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv.ResetRequests()
-		srv.InjectFault("/apis", discoverytest.Fault{Latency: latency, Times: 1})
+		srv.InjectFault("/apis", docserver.Fault{Latency: latency, Times: 1})
 		start := time.Now()
 		return srv, c, s0, func(ctx context.Context) <-chan result {
 			out := make(chan result, 1)
@@ -514,7 +401,7 @@ func TestCallerContext(t *testing.T) {
 			return out
 		}
 	}
-	count := func(srv *discoverytest.Server, path string) int {
+	count := func(srv *docserver.Server, path string) int {
 		n := 0
 		for _, r := range srv.Requests() {
 			if r.Path == path {
@@ -531,7 +418,7 @@ func TestCallerContext(t *testing.T) {
 			defer cancelA()
 			resA := refresh(ctxA)
 			synctest.Wait() // A started the refresh; its /apis is held by the latency
-			srv.InjectFault("/apis", discoverytest.Fault{Latency: latency, Times: 1})
+			srv.InjectFault("/apis", docserver.Fault{Latency: latency, Times: 1})
 			ctxB, cancelB := context.WithCancel(t.Context())
 			defer cancelB()
 			resB := refresh(ctxB)
@@ -602,7 +489,7 @@ func TestCallerContext(t *testing.T) {
 // revalidation has ended.
 func TestSnapshotMaxAge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
+		srv, hc, base := docserver.StartInProcess(t)
 		clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 		c, err := discovery.NewForHTTPClient(hc, base, discovery.WithClock(clk), discovery.WithMaxAge(time.Minute))
 		if err != nil {
@@ -620,7 +507,7 @@ func TestSnapshotMaxAge(t *testing.T) {
 			t.Fatalf("%d requests for six reads inside the max age, want 2", n)
 		}
 		// Past the max age, with the server slow to answer /apis.
-		srv.InjectFault("/apis", discoverytest.Fault{Latency: 10 * time.Second, Times: 1})
+		srv.InjectFault("/apis", docserver.Fault{Latency: 10 * time.Second, Times: 1})
 		clk.Step(2 * time.Minute)
 		start := time.Now()
 		if s, _ := c.Snapshot(ctx); s != first || time.Since(start) != 0 {
@@ -641,38 +528,11 @@ func TestSnapshotMaxAge(t *testing.T) {
 	})
 }
 
-func TestNoPeer(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin), discoverytest.WithPeerAggregation())
-	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "peer.example.com", Versions: []string{"v1"}, Kind: "Peer"}); err != nil {
-		t.Fatal(err)
-	}
-	merged, _ := newClient(t, base).Snapshot(context.Background())
-	if _, ok := merged.Group("peer.example.com"); !ok {
-		t.Errorf("merged view lacks the peer's group")
-	}
-	srv.ResetRequests()
-	// Round-robin: this client's /apis goes to whichever backend is next.
-	local, _ := newClient(t, base, discovery.WithNoPeer()).Snapshot(context.Background())
-	var apisBackend string
-	for _, r := range srv.Requests() {
-		if r.Path == "/apis" {
-			apisBackend = r.Backend
-			if !strings.Contains(r.Accept, "profile=nopeer") {
-				t.Errorf("Accept %q lacks profile=nopeer", r.Accept)
-			}
-		}
-	}
-	_, has := local.Group("peer.example.com")
-	if has != (apisBackend == "apiserver-1") {
-		t.Errorf("nopeer view from %s: has the peer group=%v", apisBackend, has)
-	}
-}
-
 // TestNewFromRESTConfig: a client built from a client-go config sends what
 // the config says (here a bearer token, impersonation and a user agent), and
 // honours a path prefix in the host URL.
 func TestNewFromRESTConfig(t *testing.T) {
-	srv, err := discoverytest.NewServer()
+	srv, err := docserver.NewServer()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -704,13 +564,13 @@ func TestNewFromRESTConfig(t *testing.T) {
 
 // TestFailedRefreshesLogOnce: a dead server is logged once, not per refresh.
 func TestFailedRefreshesLogOnce(t *testing.T) {
-	srv, base := discoverytest.Start(t)
+	srv, base := docserver.Start(t)
 	var logs bytes.Buffer
 	c := newClient(t, base, discovery.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if _, err := c.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+	srv.InjectFault("/apis", docserver.Fault{Status: http.StatusServiceUnavailable})
 	for range 5 {
 		if _, err := c.Refresh(context.Background()); err == nil {
 			t.Fatal("refresh against a failing server succeeded")
@@ -733,8 +593,8 @@ func TestFailedRefreshesLogOnce(t *testing.T) {
 // a synctest bubble: once it settles, the refresh has ended or is stuck.
 func TestAbandonedRefreshIsCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, hc, base := discoverytest.StartInProcess(t)
-		srv.InjectFault("/apis", discoverytest.Fault{Latency: time.Minute})
+		srv, hc, base := docserver.StartInProcess(t)
+		srv.InjectFault("/apis", docserver.Fault{Latency: time.Minute})
 		c, err := discovery.NewForHTTPClient(hc, base)
 		if err != nil {
 			t.Fatal(err)
@@ -748,7 +608,7 @@ func TestAbandonedRefreshIsCancelled(t *testing.T) {
 		// The server's handler ends when its request is cancelled (and is
 		// logged then); it would wait a minute otherwise.
 		synctest.Wait()
-		if !slices.ContainsFunc(srv.Requests(), func(r discoverytest.Request) bool { return r.Path == "/apis" }) {
+		if !slices.ContainsFunc(srv.Requests(), func(r docserver.Request) bool { return r.Path == "/apis" }) {
 			t.Fatal("the abandoned refresh is still running")
 		}
 		if d := time.Since(start); d != 50*time.Millisecond {
@@ -766,7 +626,7 @@ func TestAbandonedRefreshIsCancelled(t *testing.T) {
 // the config's path prefix, asks for gzip only when the config allows
 // compression, and hands adapters the config (Connection).
 func TestNewForConfigAndClient(t *testing.T) {
-	srv, err := discoverytest.NewServer()
+	srv, err := docserver.NewServer()
 	if err != nil {
 		t.Fatal(err)
 	}

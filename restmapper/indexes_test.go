@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
 
@@ -19,10 +19,10 @@ import (
 func TestIndexesShared(t *testing.T) {
 	surfaces, ix := discovery.NewSurfaces(), restmapper.NewIndexes()
 	var mappers []*restmapper.Mapper
-	var servers []*discoverytest.Server
+	var servers []*docserver.Server
 	var clients []*discovery.Client
 	for _, crds := range []int{20, 20, 20, 30} {
-		srv, base := discoverytest.Start(t, discoverytest.WithCRDs(crds, 4))
+		srv, base := docserver.Start(t, docserver.WithCRDs(crds, 4))
 		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +46,7 @@ func TestIndexesShared(t *testing.T) {
 	// One cluster of the shared surface changes: its mapper finds the new
 	// kind, the others do not.
 	thing := schema.GroupVersionKind{Group: "new.example.com", Version: "v1", Kind: "Thing"}
-	if err := servers[1].AddCRD(discoverytest.CRD{Group: thing.Group, Versions: []string{thing.Version}, Kind: thing.Kind}); err != nil {
+	if err := servers[1].AddCRD(docserver.CRD{Group: thing.Group, Versions: []string{thing.Version}, Kind: thing.Kind}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := clients[1].Refresh(context.Background()); err != nil {
@@ -74,7 +74,7 @@ func TestIndexesWarnOnce(t *testing.T) {
 	var heard [2][]string
 	var mappers []*restmapper.Mapper
 	for i := range 2 {
-		_, base := discoverytest.Start(t)
+		_, base := docserver.Start(t)
 		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithSurfaces(surfaces), discovery.WithJSONOnly())
 		if err != nil {
 			t.Fatal(err)

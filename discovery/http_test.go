@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
 // TestRedirectKeepsCredentialsOnTheHost: a redirect from /api or /apis to
@@ -27,7 +27,7 @@ func TestRedirectKeepsCredentialsOnTheHost(t *testing.T) {
 		t.Errorf("another host received %s with Authorization %q", r.URL.Path, r.Header.Get("Authorization"))
 	}))
 	defer other.Close()
-	_, base := discoverytest.Start(t)
+	_, base := docserver.Start(t)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api":
@@ -54,9 +54,9 @@ func TestRedirectKeepsCredentialsOnTheHost(t *testing.T) {
 // the client waits as asked and tries again, as kubectl does, instead of
 // failing the caller at once.
 func TestRetryAfter(t *testing.T) {
-	srv, base := discoverytest.Start(t)
-	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Second, Times: 2})
-	srv.InjectFault("/api", discoverytest.Fault{Status: http.StatusServiceUnavailable, RetryAfter: time.Second, Times: 1})
+	srv, base := docserver.Start(t)
+	srv.InjectFault("/apis", docserver.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Second, Times: 2})
+	srv.InjectFault("/api", docserver.Fault{Status: http.StatusServiceUnavailable, RetryAfter: time.Second, Times: 1})
 	c := newClient(t, base)
 	s, err := c.Snapshot(context.Background())
 	if err != nil || s == nil {
@@ -68,7 +68,7 @@ func TestRetryAfter(t *testing.T) {
 
 	// A wait the caller's deadline cannot afford is not made: the caller
 	// gets the server's 429, with its Retry-After, before its deadline.
-	srv.InjectFault("/apis", discoverytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Hour})
+	srv.InjectFault("/apis", docserver.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Hour})
 	fresh := newClient(t, base, discovery.WithRefreshTimeout(10*time.Second))
 	_, err = fresh.Snapshot(context.Background())
 	if d, ok := apierrors.SuggestsClientDelay(err); !apierrors.IsTooManyRequests(err) || !ok || d != 3600 {

@@ -2,12 +2,9 @@ package openapi3_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -17,16 +14,222 @@ import (
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/spec3"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
-	"github.com/kubeatlas/kubeatlas/internal/testenv"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
+
+// The openapi3 tests that need the fake server's synthetic OpenAPI
+// documents (discoverytest): real-sized documents whose schemas refer to
+// shared types (ObjectMeta, ListMeta, PodSpec) and have nested fields and
+// descriptions. internal/docserver serves one small flat schema per kind,
+// which these tests would check too little of (docs/testing.md). The
+// openapi3 tests that need only hashes, redirects and caching are in
+// openapi3 itself.
+
+// newClient is openapi3's newClient (openapi3/client_helpers_test.go).
+func newClient(t testing.TB, base string, opts ...openapi3.Option) *openapi3.Client {
+	t.Helper()
+	c, err := openapi3.NewForHTTPClient(nil, base, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// cachedClients and aggregate are copies of openapi3/client_test.go's.
+
+// cachedClients returns a maker of clients, each as a new process would
+// build it, on one disk cache in dir.
+func cachedClients(t testing.TB, base, dir string) func() *openapi3.Client {
+	return func() *openapi3.Client {
+		t.Helper()
+		dc, err := diskcache.Open(dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newClient(t, base, openapi3.WithDiskCache(dc))
+	}
+}
+
+// aggregate merges docs, and checks that kube-openapi parses the result and
+// that gnostic finds it valid against the OpenAPI v3 specification.
+func aggregate(t *testing.T, docs []*openapi3.Document) (*openapi3.Document, *spec3.OpenAPI) {
+	t.Helper()
+	agg, err := openapi3.Aggregate(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := agg.OpenAPI()
+	if err != nil {
+		t.Fatalf("the aggregated document does not parse: %v", err)
+	}
+	if _, err := openapi_v3.ParseDocument(agg.JSON); err != nil {
+		t.Errorf("the aggregated document is not valid OpenAPI v3 (gnostic): %v", err)
+	}
+	return agg, merged
+}
+
+func TestKindAndFieldLookup(t *testing.T) {
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
+	c := newClient(t, base)
+	ctx := context.Background()
+	s, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	if err != nil || s.Name != "io.k8s.api.apps.v1.Deployment" {
+		t.Fatalf("Deployment: %v %v", s, err)
+	}
+	containers, description, err := s.Field("spec", "template", "spec", "containers")
+	if err != nil || !containers.Type.Contains("array") || !strings.Contains(description, "List of containers") {
+		t.Fatalf("spec.template.spec.containers: %v %q %v", containers, description, err)
+	}
+	image, _, err := s.Field("spec", "template", "spec", "containers", "image")
+	if err != nil || !image.Type.Contains("string") {
+		t.Errorf("containers.image through array items: %v %v", image, err)
+	}
+	if _, _, err := s.Field("spec", "nope"); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Errorf("missing field: %v", err)
+	}
+	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "g001.stress.example.com", Version: "v1beta1", Kind: "Widget0001"}); err != nil {
+		t.Errorf("CRD kind: %v", err)
+	}
+	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Nope"}); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Errorf("missing kind: %v", err)
+	}
+}
+
+// TestStaleHashRedirect: a document asked for with the hash of a root read
+// before a change gets a 301, which is followed to the current document.
+func TestStaleHashRedirect(t *testing.T) {
+	srv, base := discoverytest.Start(t)
+	c := newClient(t, base)
+	ctx := context.Background()
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gv := schema.GroupVersion{Group: "apps", Version: "v1"}
+	if err := srv.ChangeSchema(gv); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	d, err := c.Document(ctx, openapi3.PathFor(gv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Status != http.StatusMovedPermanently || reqs[1].Status != http.StatusOK {
+		t.Fatalf("requests %+v, want a 301 then the document", reqs)
+	}
+	if !strings.Contains(string(d.JSON), "schema revision 1") {
+		t.Errorf("the redirect did not lead to the changed document")
+	}
+}
+
+// TestAggregateValidates: one document that kube-openapi parses, every
+// $ref resolving, shared schemas once, conflicting ones renamed, and a
+// schema that refers to a renamed one renamed with it.
+func TestAggregateValidates(t *testing.T) {
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(10, 2))
+	docs, err := newClient(t, base).FetchAll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		objectMeta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+		listMeta   = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+		wrapper    = "io.example.Wrapper"
+	)
+	// Two documents, as foreign aggregated API servers might serve them:
+	// both define Wrapper alike, byte for byte, referring to ObjectMeta and
+	// ListMeta; the second also defines ObjectMeta, differently from the
+	// built-in documents.
+	foreign := func(group, ownObjectMeta string) *openapi3.Document {
+		body := `{"openapi":"3.0.0","info":{"title":"x","version":"1"},"paths":{"/apis/` + group + `/v1/things":{"get":{"responses":{"200":{"description":"OK","content":{"application/json":{"schema":{"$ref":"#/components/schemas/` + wrapper + `"}}}}}}}},
+		 "components":{"schemas":{"` + wrapper + `":{"type":"object","properties":{"metadata":{"$ref":"#/components/schemas/` + objectMeta + `"},"list":{"$ref":"#/components/schemas/` + listMeta + `"}}}` + ownObjectMeta + `},
+		  "securitySchemes":{"BearerToken":{"type":"apiKey","name":"authorization","in":"header"}}},
+		 "security":[{"BearerToken":[]}]}`
+		d, err := openapi3.NewDocument("apis/"+group+"/v1", "", []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	docs = append(docs, foreign("a.example.com", ""),
+		foreign("b.example.com", `,"`+objectMeta+`":{"type":"object","description":"a different one"}`))
+	agg, merged := aggregate(t, docs)
+	var generic any
+	if err := json.Unmarshal(agg.JSON, &generic); err != nil {
+		t.Fatal(err)
+	}
+	refs := 0
+	var walk func(any)
+	walk = func(n any) {
+		switch v := n.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				refs++
+				name := strings.TrimPrefix(ref, "#/components/schemas/")
+				if merged.Components.Schemas[name] == nil {
+					t.Errorf("dangling $ref %s", ref)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(generic)
+	total, names := 0, map[string]bool{}
+	for _, d := range docs {
+		doc, _ := d.OpenAPI()
+		if doc.Paths != nil {
+			total += len(doc.Paths.Paths)
+		}
+		for _, n := range d.SchemaNames() {
+			names[n] = true
+		}
+	}
+	if refs < 100 || len(merged.Paths.Paths) != total {
+		t.Errorf("%d refs, %d paths (want %d)", refs, len(merged.Paths.Paths), total)
+	}
+	// Every name once, plus the two renamed for the second foreign document.
+	if len(merged.Components.Schemas) != len(names)+2 {
+		t.Errorf("%d schemas, want %d", len(merged.Components.Schemas), len(names)+2)
+	}
+	if merged.Components.Schemas[objectMeta].Description == "a different one" {
+		t.Errorf("the first definition of ObjectMeta was not kept")
+	}
+	renamed := merged.Components.Schemas[objectMeta+"_apis_b_example_com_v1"]
+	if renamed == nil || renamed.Description != "a different one" {
+		t.Errorf("the conflicting schema was not renamed: %v", renamed)
+	}
+	w := merged.Components.Schemas[wrapper+"_apis_b_example_com_v1"]
+	if w == nil {
+		t.Fatalf("the schema that refers to the renamed one was not renamed with it")
+	}
+	metadata, list := w.Properties["metadata"], w.Properties["list"]
+	if ref := metadata.Ref.String(); ref != "#/components/schemas/"+objectMeta+"_apis_b_example_com_v1" {
+		t.Errorf("its reference: %s", ref)
+	}
+	if ref := list.Ref.String(); ref != "#/components/schemas/"+listMeta {
+		t.Errorf("its reference to a shared schema: %s", ref)
+	}
+	for group, want := range map[string]string{"a.example.com": wrapper, "b.example.com": wrapper + "_apis_b_example_com_v1"} {
+		item := merged.Paths.Paths["/apis/"+group+"/v1/things"]
+		if ref := item.Get.Responses.StatusCodeResponses[200].Content["application/json"].Schema.Ref.String(); ref != "#/components/schemas/"+want {
+			t.Errorf("%s: path refers to %s, want %s", group, ref, want)
+		}
+	}
+	if len(merged.SecurityRequirement) != 1 || merged.Components.SecuritySchemes["BearerToken"] == nil {
+		t.Errorf("security: %v %v", merged.SecurityRequirement, merged.Components.SecuritySchemes)
+	}
+}
 
 // TestDocumentMatchesSpec3: what a document gives schema by schema, parsed
 // as asked for, is what kube-openapi's parse of the whole document holds:
@@ -279,208 +482,5 @@ func TestDocumentConcurrentUse(t *testing.T) {
 		if got := <-results; got != first {
 			t.Fatalf("concurrent callers got %v and %v", first, got)
 		}
-	}
-}
-
-// realDocuments reads every OpenAPI document a real kube-apiserver v1.36.3
-// served (the shared fixtures), each indexed and parsed whole.
-func realDocuments(t *testing.T) []realDocument {
-	t.Helper()
-	dir := filepath.Join(testenv.SharedFixtures(t), "openapi", "v3")
-	var docs []realDocument
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".json") {
-			return err
-		}
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, strings.TrimSuffix(p, ".json"))
-		d, err := openapi3.NewDocument(filepath.ToSlash(rel), "", body)
-		if err != nil {
-			return err
-		}
-		full, err := d.OpenAPI()
-		if err != nil {
-			return err
-		}
-		docs = append(docs, realDocument{d, full})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return docs
-}
-
-type realDocument struct {
-	*openapi3.Document
-	full *spec3.OpenAPI
-}
-
-// TestRealDocuments: every OpenAPI document a real kube-apiserver v1.36.3
-// served (from the shared fixtures) indexes to the schemas kube-openapi's
-// whole-document parse finds, each equal, and every kind they list is
-// found by Kind.
-func TestRealDocuments(t *testing.T) {
-	checked, kinds := 0, 0
-	var apps *openapi3.Document
-	for _, d := range realDocuments(t) {
-		if d.Path == "apis/apps/v1" {
-			apps = d.Document
-		}
-		if d.full.Components == nil {
-			if len(d.SchemaNames()) != 0 {
-				t.Errorf("%s: schemas indexed in a document without components", d.Path)
-			}
-			continue
-		}
-		if len(d.SchemaNames()) != len(d.full.Components.Schemas) {
-			t.Errorf("%s: %d schemas indexed, %d parsed", d.Path, len(d.SchemaNames()), len(d.full.Components.Schemas))
-		}
-		for name, want := range d.full.Components.Schemas {
-			got, err := d.Schema(name)
-			if err != nil || !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s: schema %s differs (%v)", d.Path, name, err)
-			}
-			list, _ := got.Extensions["x-kubernetes-group-version-kind"].([]any)
-			for _, item := range list {
-				m := item.(map[string]any)
-				gvk := schema.GroupVersionKind{Group: m["group"].(string), Version: m["version"].(string), Kind: m["kind"].(string)}
-				if _, err := d.Kind(gvk); err != nil {
-					t.Errorf("%s: %v", d.Path, err)
-				}
-				kinds++
-			}
-		}
-		checked++
-	}
-	if checked < 40 || kinds < 250 || apps == nil {
-		t.Fatalf("only %d documents and %d kinds checked", checked, kinds)
-	}
-	// kubectl explain's question, answered from the real apps/v1 document.
-	s, err := apps.Kind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	image, description, err := s.Field("spec", "template", "spec", "containers", "image")
-	if err != nil || !image.Type.Contains("string") || !strings.Contains(description, "Container image name") {
-		t.Errorf("containers.image: %v %q %v", image, description, err)
-	}
-}
-
-// TestAggregateRealDocuments: the documents of a real kube-apiserver
-// v1.36.3 aggregate without a single rename: the only schemas they define
-// differently, DeleteOptions and WatchEvent, differ in the kinds their
-// x-kubernetes-group-version-kind lists, and come out once, listing all.
-func TestAggregateRealDocuments(t *testing.T) {
-	var docs []*openapi3.Document
-	names := map[string]bool{}
-	deleteOptionsKinds := map[string]bool{}
-	paths := 0
-	for _, d := range realDocuments(t) {
-		if d.full.Paths != nil {
-			paths += len(d.full.Paths.Paths)
-		}
-		for _, n := range d.SchemaNames() {
-			names[n] = true
-		}
-		if s, err := d.Schema("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"); err == nil {
-			for _, k := range s.Extensions["x-kubernetes-group-version-kind"].([]any) {
-				deleteOptionsKinds[fmt.Sprint(k)] = true
-			}
-		}
-		docs = append(docs, d.Document)
-	}
-	agg, merged := aggregate(t, docs)
-	if _, err := openapi_v3.ParseDocument([]byte(`{"openapi":"3.0.0","info":{"title":"x"},"paths":{"/a":{"get":{"responses":{"200":{"description":5}}}}}}`)); err == nil {
-		t.Errorf("gnostic accepts an invalid document, so it checks nothing here")
-	}
-	if len(merged.Components.Schemas) != len(names) || len(merged.Paths.Paths) != paths {
-		t.Errorf("%d schemas (want %d), %d paths (want %d)", len(merged.Components.Schemas), len(names), len(merged.Paths.Paths), paths)
-	}
-	got := merged.Components.Schemas["io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"].Extensions["x-kubernetes-group-version-kind"].([]any)
-	if len(got) != len(deleteOptionsKinds) || len(got) < 15 {
-		t.Errorf("DeleteOptions lists %d kinds, the documents %d", len(got), len(deleteOptionsKinds))
-	}
-	if merged.Components.SecuritySchemes["BearerToken"] == nil {
-		t.Errorf("securitySchemes lost")
-	}
-	// And the merged document answers as one: a kind from each of two
-	// group-versions, through references.
-	for _, gvk := range []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}, {Group: "batch", Version: "v1", Kind: "CronJob"}} {
-		s, err := agg.Kind(gvk)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := s.Field("spec", "template", "spec"); err != nil && gvk.Kind == "Deployment" {
-			t.Errorf("%s: %v", gvk, err)
-		}
-	}
-}
-
-// TestSchemasForServerSideApply: every schema of the real documents,
-// aggregated, parsed by Schemas (in parallel), builds apimachinery's
-// managedfields TypeConverter, which then types objects of any kind and
-// refuses a field their schema lacks; each schema equals kube-openapi's
-// whole-document parse.
-func TestSchemasForServerSideApply(t *testing.T) {
-	var docs []*openapi3.Document
-	for _, d := range realDocuments(t) {
-		docs = append(docs, d.Document)
-		if d.full.Components == nil {
-			continue
-		}
-		all, err := d.Schemas()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(all) != len(d.full.Components.Schemas) {
-			t.Fatalf("%s: %d schemas, want %d", d.Path, len(all), len(d.full.Components.Schemas))
-		}
-		for name, s := range all {
-			if !reflect.DeepEqual(s, d.full.Components.Schemas[name]) {
-				t.Fatalf("%s: %s differs", d.Path, name)
-			}
-		}
-	}
-	agg, err := openapi3.Aggregate(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := agg.Schemas()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := managedfields.NewTypeConverter(all, false)
-	if err != nil {
-		t.Fatalf("TypeConverter: %v", err)
-	}
-	object := func(apiVersion, kind string, spec map[string]any) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": apiVersion, "kind": kind,
-			"metadata": map[string]any{"name": "x", "namespace": "default"},
-			"spec":     spec,
-		}}
-	}
-	deployment := object("apps/v1", "Deployment", map[string]any{
-		"replicas": int64(2),
-		"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}},
-		"template": map[string]any{
-			"metadata": map[string]any{"labels": map[string]any{"app": "x"}},
-			"spec":     map[string]any{"containers": []any{map[string]any{"name": "x", "image": "nginx"}}},
-		},
-	})
-	if _, err := tc.ObjectToTyped(deployment); err != nil {
-		t.Errorf("a Deployment: %v", err)
-	}
-	cronJob := object("batch/v1", "CronJob", map[string]any{"schedule": "* * * * *", "jobTemplate": map[string]any{}})
-	if _, err := tc.ObjectToTyped(cronJob); err != nil {
-		t.Errorf("a CronJob: %v", err)
-	}
-	bad := object("apps/v1", "Deployment", map[string]any{"replicaz": int64(2)})
-	if _, err := tc.ObjectToTyped(bad); err == nil {
-		t.Errorf("a field the schema lacks was accepted: the converter checks nothing")
 	}
 }

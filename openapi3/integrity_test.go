@@ -13,8 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -57,8 +57,8 @@ func (m *mangler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-func mangled(t *testing.T) (*discoverytest.Server, *mangler, string) {
-	srv, err := discoverytest.NewServer()
+func mangled(t *testing.T) (*docserver.Server, *mangler, string) {
+	srv, err := docserver.NewServer()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func (r *keyRecorder) Put(k diskcache.Key, v []byte) error {
 // Accept, the live one; a JSON document, verified against its hash, is
 // Content, a protobuf one is not.
 func TestOneDocumentPerGroupVersionStored(t *testing.T) {
-	srv, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 4))
+	srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
 	ctx := context.Background()
 	dir := t.TempDir()
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
