@@ -16,16 +16,6 @@ import (
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
-// statuses lists the statuses of the discovery requests a server answered
-// since its last ResetRequests.
-func statuses(srv *docserver.Server) map[string]int {
-	out := map[string]int{}
-	for _, r := range srv.Requests() {
-		out[r.Path] = r.Status
-	}
-	return out
-}
-
 func snapshotOfNew(t *testing.T, base string, opts ...discovery.Option) (*discovery.Client, *discovery.Snapshot) {
 	t.Helper()
 	c, err := discovery.NewForHTTPClient(nil, base, opts...)
@@ -62,7 +52,7 @@ func TestSurfacesShareOnlyCheckedContent(t *testing.T) {
 
 	srv.ResetRequests()
 	second, s := snapshotOfNew(t, base, discovery.WithSurfaces(table), discovery.WithJSONOnly())
-	if got := statuses(srv); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+	if got := srv.Statuses(); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("a cold start with a held surface: %v, want two 304s", got)
 	}
 	if &s.Groups()[0] != &held.Groups()[0] || s.Generation() != held.Generation() || second.Stats().SurfaceHits != 1 {
@@ -183,7 +173,7 @@ func TestColdStartDoesNoOtherWork(t *testing.T) {
 	if _, err := c.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := statuses(srv); len(got) != 2 || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+	if got := srv.Statuses(); len(got) != 2 || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("a cold start's requests: %v, want /api and /apis answered 304, nothing else", got)
 	}
 }

@@ -24,16 +24,6 @@ import (
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
-// statuses lists the statuses of the discovery requests a server answered
-// since its last ResetRequests.
-func statuses(srv *docserver.Server) map[string]int {
-	out := map[string]int{}
-	for _, r := range srv.Requests() {
-		out[r.Path] = r.Status
-	}
-	return out
-}
-
 func newClient(t testing.TB, base string, opts ...discovery.Option) *discovery.Client {
 	t.Helper()
 	c, err := discovery.NewForHTTPClient(nil, base, opts...)
@@ -104,14 +94,14 @@ func TestSurfacesShareContent(t *testing.T) {
 
 	first := newClient(t, baseA1, shared(surfaces), discovery.WithJSONOnly())
 	s1 := coldStart(t, surfaces, first, nil)
-	if got := statuses(a1); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
+	if got := a1.Statuses(); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
 		t.Fatalf("first client: %v, want two 200s", got)
 	}
 
 	a2.ResetRequests()
 	second := newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly())
 	s2 := coldStart(t, surfaces, second, nil)
-	if got := statuses(a2); len(got) != 3 || got["/openapi/v3"] != http.StatusPartialContent || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+	if got := a2.Statuses(); len(got) != 3 || got["/openapi/v3"] != http.StatusPartialContent || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("a cold client on a held surface: %v, want the probe's 206 and two 304s", got)
 	}
 	if st := second.Stats(); st.SurfaceHits != 1 || st.Requests != 3 || st.Bytes > 1 {
@@ -129,7 +119,7 @@ func TestSurfacesShareContent(t *testing.T) {
 	b1.ResetRequests()
 	third := newClient(t, baseB1, shared(surfaces), discovery.WithJSONOnly())
 	s3 := coldStart(t, surfaces, third, nil)
-	if got := statuses(b1); got["/apis"] != http.StatusOK {
+	if got := b1.Statuses(); got["/apis"] != http.StatusOK {
 		t.Errorf("a cold client on another surface: %v, want /apis 200", got)
 	}
 	if s3.Generation() == s1.Generation() || len(s3.Groups()) == len(s1.Groups()) {
@@ -144,7 +134,7 @@ func TestSurfacesShareContent(t *testing.T) {
 	b2.ResetRequests()
 	fourth := newClient(t, baseB2, shared(surfaces), discovery.WithJSONOnly())
 	s4 := coldStart(t, surfaces, fourth, third)
-	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+	if got := b2.Statuses(); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("Like: %v, want two 304s", got)
 	}
 	if s4.Generation() != s3.Generation() {
@@ -159,7 +149,7 @@ func TestSurfacesShareContent(t *testing.T) {
 	if s5 := coldStart(t, surfaces, fifth, nil); s5.Generation() != s3.Generation() {
 		t.Errorf("the fingerprint's surface was not adopted")
 	}
-	if got := statuses(b2); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+	if got := b2.Statuses(); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 		t.Errorf("without Like, the fingerprint names the surface: %v, want two 304s", got)
 	}
 	// Behind a proxy that does not answer ranges there is no fingerprint:
@@ -170,7 +160,7 @@ func TestSurfacesShareContent(t *testing.T) {
 	noRanges := withoutRanges(t, baseB2)
 	b2.ResetRequests()
 	coldStart(t, surfaces, newClient(t, noRanges, shared(surfaces), discovery.WithJSONOnly()), nil)
-	if got := statuses(b2); got["/apis"] != http.StatusOK {
+	if got := b2.Statuses(); got["/apis"] != http.StatusOK {
 		t.Errorf("without a fingerprint the most read surface is offered first: %v, want /apis 200", got)
 	}
 
@@ -230,7 +220,7 @@ func TestSurfacesNeverLendHistory(t *testing.T) {
 	if _, err := newClient(t, baseC, shared(surfaces), discovery.WithJSONOnly()).Snapshot(context.Background()); !errors.As(err, &partial) {
 		t.Fatal(err)
 	}
-	if got := statuses(c); got["/apis"] != http.StatusOK {
+	if got := c.Statuses(); got["/apis"] != http.StatusOK {
 		t.Errorf("an incomplete surface was offered to the server: %v", got)
 	}
 }
@@ -310,7 +300,7 @@ func TestContentCache(t *testing.T) {
 		if s, err := c.Refresh(context.Background()); err != nil || s.Generation() != second[0].Current().Generation() {
 			t.Errorf("client %d: refresh %v, generation %d, want the shared one", i, err, s.Generation())
 		}
-		if got := statuses(servers[i]); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+		if got := servers[i].Statuses(); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
 			t.Errorf("client %d revalidated with %v, want two 304s", i, got)
 		}
 	}
@@ -356,7 +346,7 @@ func TestSurfacesShareOnlyWhatTheETagNames(t *testing.T) {
 	if len(honest.Groups()) == len(forged.Groups()) {
 		t.Errorf("a cluster of the real surface got the forger's documents")
 	}
-	if got := statuses(real); got["/apis"] != http.StatusOK {
+	if got := real.Statuses(); got["/apis"] != http.StatusOK {
 		t.Errorf("the real cluster's /apis: %v, want a 200 of its own", got)
 	}
 
@@ -377,7 +367,7 @@ func TestSurfacesTieGoesToTheLastRead(t *testing.T) {
 		snapshot(t, b)
 		b2.ResetRequests()
 		snapshot(t, newClient(t, withoutRanges(t, baseB2), shared(surfaces), discovery.WithJSONOnly()))
-		if got := statuses(b2); got["/apis"] != http.StatusNotModified {
+		if got := b2.Statuses(); got["/apis"] != http.StatusNotModified {
 			t.Fatalf("a cold start after two surfaces read once each: %v, want the last read offered (304)", got)
 		}
 		runtime.KeepAlive([]*discovery.Client{a, b})
@@ -432,7 +422,7 @@ func TestSurfacesFingerprintRounds(t *testing.T) {
 	wg.Wait()
 	bodies, hits := 0, int64(0)
 	for i, srv := range servers {
-		if statuses(srv)["/apis"] == http.StatusOK {
+		if srv.Statuses()["/apis"] == http.StatusOK {
 			bodies++
 		}
 		hits += clients[i].Stats().SurfaceHits
@@ -494,7 +484,7 @@ func TestProbeDoesNotHoldAColdStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	coldStartWithin(t, ctx, s, c, nil) // fails the test if the cold start fails
-	if got := statuses(srv); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
+	if got := srv.Statuses(); got["/api"] != http.StatusOK || got["/apis"] != http.StatusOK {
 		t.Errorf("requests %v: want both documents read", got)
 	}
 }

@@ -141,7 +141,7 @@ func TestDiskContentIsVerified(t *testing.T) {
 	if got := resource(f, "honest"); got != "deployments" {
 		t.Errorf("the honest cluster maps Deployment to %q: a document filed under its ETag was loaded unchecked", got)
 	}
-	if got := statuses(honest); got["/apis"] != http.StatusOK {
+	if got := honest.Statuses(); got["/apis"] != http.StatusOK {
 		t.Errorf("the honest cluster's /apis after a forged entry: %v, want a 200 of its own", got)
 	}
 	if b, ok := content.Get(key); !ok || bytes.Equal(b, body) {

@@ -1,18 +1,14 @@
 package clientgo_test
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/kubeatlas/kubeatlas/internal/clientgooracle"
+
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
@@ -28,32 +24,32 @@ func TestClientGoDifferentialStale(t *testing.T) {
 	if err := srv.SetStale(gv, true); err != nil {
 		t.Fatal(err)
 	}
-	want := ask(t, clientGo(t, base))
-	got := ask(t, adapter(t, base))
-	if !slices.Equal(got.failed, []schema.GroupVersion{gv}) || !slices.Equal(want.failed, got.failed) {
-		t.Fatalf("failed group-versions: adapter %v, client-go %v, want [%s]", got.failed, want.failed, gv)
+	want := clientgooracle.Ask(t, clientGo(t, base))
+	got := clientgooracle.Ask(t, adapter(t, base))
+	if !slices.Equal(got.Failed, []schema.GroupVersion{gv}) || !slices.Equal(want.Failed, got.Failed) {
+		t.Fatalf("failed group-versions: adapter %v, client-go %v, want [%s]", got.Failed, want.Failed, gv)
 	}
 	// The difference: the adapter lists the stale version and its resources.
-	i := slices.IndexFunc(got.resources, func(l *metav1.APIResourceList) bool { return l.GroupVersion == gv.String() })
-	if i < 0 || len(got.resources[i].APIResources) == 0 {
+	i := slices.IndexFunc(got.Resources, func(l *metav1.APIResourceList) bool { return l.GroupVersion == gv.String() })
+	if i < 0 || len(got.Resources[i].APIResources) == 0 {
 		t.Fatalf("the adapter dropped the stale group-version's resources")
 	}
-	got.resources = slices.Delete(got.resources, i, i+1)
+	got.Resources = slices.Delete(got.Resources, i, i+1)
 	// The preferred-resources helpers list every group-version they were
 	// given resources for, so the stale one appears there, empty.
 	isStale := func(l *metav1.APIResourceList) bool { return l.GroupVersion == gv.String() && len(l.APIResources) == 0 }
-	got.preferred = slices.DeleteFunc(got.preferred, isStale)
-	got.preferredNS = slices.DeleteFunc(got.preferredNS, isStale)
-	for _, g := range got.groups {
+	got.Preferred = slices.DeleteFunc(got.Preferred, isStale)
+	got.PreferredNS = slices.DeleteFunc(got.PreferredNS, isStale)
+	for _, g := range got.Groups {
 		g.Versions = slices.DeleteFunc(slices.Clone(g.Versions), func(v metav1.GroupVersionForDiscovery) bool { return v.GroupVersion == gv.String() })
 	}
-	for _, g := range got.groupResources {
+	for _, g := range got.GroupResources {
 		if g.Group.Name == gv.Group {
 			delete(g.VersionedResources, gv.Version)
 			g.Group.Versions = slices.DeleteFunc(slices.Clone(g.Group.Versions), func(v metav1.GroupVersionForDiscovery) bool { return v.Version == gv.Version })
 		}
 	}
-	compareAnswers(t, got, want)
+	clientgooracle.Compare(t, got, want)
 }
 
 // TestClientGoStaleNeverReached: a Stale group-version with nothing known
@@ -69,12 +65,12 @@ func TestClientGoStaleNeverReached(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := ask(t, clientGo(t, base))
-	got := ask(t, adapter(t, base))
-	if len(got.failed) != 2 {
-		t.Errorf("failed group-versions: %v, want %v", got.failed, dead)
+	want := clientgooracle.Ask(t, clientGo(t, base))
+	got := clientgooracle.Ask(t, adapter(t, base))
+	if len(got.Failed) != 2 {
+		t.Errorf("failed group-versions: %v, want %v", got.Failed, dead)
 	}
-	compareAnswers(t, got, want)
+	clientgooracle.Compare(t, got, want)
 }
 
 // TestClientGoInvalidate: Invalidate then a read costs two 304s on an
@@ -137,79 +133,3 @@ func TestDeferredRESTMapperPicksUpNewCRD(t *testing.T) {
 // answers, ask, compareAnswers and firstDifference compare the adapter's
 // answers with client-go's. internal/withfake/discovery/clientgo (the
 // differential test over every server generation) keeps a copy.
-
-// answers is what client-go's own helpers make of a discovery interface.
-type answers struct {
-	groupResources []*restmapper.APIGroupResources
-	preferred      []*metav1.APIResourceList
-	preferredNS    []*metav1.APIResourceList
-	groups         []*metav1.APIGroup
-	resources      []*metav1.APIResourceList
-	failed         []schema.GroupVersion
-}
-
-func ask(t *testing.T, d cgdiscovery.DiscoveryInterface) answers {
-	t.Helper()
-	var a answers
-	var err error
-	if a.groupResources, err = restmapper.GetAPIGroupResources(d); err != nil && !cgdiscovery.IsGroupDiscoveryFailedError(err) {
-		t.Fatalf("GetAPIGroupResources: %v", err)
-	}
-	a.preferred, _ = cgdiscovery.ServerPreferredResources(d)
-	a.preferredNS, _ = cgdiscovery.ServerPreferredNamespacedResources(d)
-	a.groups, a.resources, err = cgdiscovery.ServerGroupsAndResources(d)
-	var failed *cgdiscovery.ErrGroupDiscoveryFailed
-	if errors.As(err, &failed) {
-		for gv := range failed.Groups {
-			a.failed = append(a.failed, gv)
-		}
-	} else if err != nil {
-		t.Fatalf("ServerGroupsAndResources: %v", err)
-	}
-	byGV := func(x, y *metav1.APIResourceList) int { return strings.Compare(x.GroupVersion, y.GroupVersion) }
-	// The preferred-resources helpers build their lists from maps, in no
-	// fixed order.
-	for _, lists := range [][]*metav1.APIResourceList{a.preferred, a.preferredNS} {
-		slices.SortFunc(lists, byGV)
-		for _, l := range lists {
-			slices.SortFunc(l.APIResources, func(x, y metav1.APIResource) int { return strings.Compare(x.Name, y.Name) })
-		}
-	}
-	slices.SortFunc(a.resources, byGV)
-	slices.SortFunc(a.failed, func(x, y schema.GroupVersion) int { return strings.Compare(x.String(), y.String()) })
-	return a
-}
-
-func compareAnswers(t *testing.T, got, want answers) {
-	t.Helper()
-	for _, c := range []struct {
-		name      string
-		got, want any
-	}{
-		{"restmapper.GetAPIGroupResources", got.groupResources, want.groupResources},
-		{"ServerPreferredResources", got.preferred, want.preferred},
-		{"ServerPreferredNamespacedResources", got.preferredNS, want.preferredNS},
-		{"ServerGroupsAndResources groups", got.groups, want.groups},
-		{"ServerGroupsAndResources resources", got.resources, want.resources},
-		{"failed group-versions", got.failed, want.failed},
-	} {
-		if !equality.Semantic.DeepEqual(c.got, c.want) {
-			t.Errorf("%s differs from client-go's:\n%s", c.name, firstDifference(c.got, c.want))
-		}
-	}
-}
-
-// firstDifference shows where two answers part, as JSON lines.
-func firstDifference(got, want any) string {
-	g, _ := json.MarshalIndent(got, "", " ")
-	w, _ := json.MarshalIndent(want, "", " ")
-	gl, wl := strings.Split(string(g), "\n"), strings.Split(string(w), "\n")
-	for i := range min(len(gl), len(wl)) {
-		if gl[i] != wl[i] {
-			lo := max(0, i-6)
-			hi := min(i+6, len(gl), len(wl))
-			return fmt.Sprintf("at line %d:\n got %s\nwant %s", i, strings.Join(gl[lo:hi], "\n"), strings.Join(wl[lo:hi], "\n"))
-		}
-	}
-	return fmt.Sprintf("lengths %d and %d lines", len(gl), len(wl))
-}

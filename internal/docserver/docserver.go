@@ -523,6 +523,16 @@ func (s *Server) Requests() []Request {
 	return slices.Clone(s.requests)
 }
 
+// Statuses maps each path requested since the last ResetRequests to the
+// status of its last answer.
+func (s *Server) Statuses() map[string]int {
+	out := map[string]int{}
+	for _, r := range s.Requests() {
+		out[r.Path] = r.Status
+	}
+	return out
+}
+
 // ResetRequests forgets the requests answered so far.
 func (s *Server) ResetRequests() {
 	s.mu.Lock()
