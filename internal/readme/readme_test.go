@@ -548,6 +548,45 @@ func TestLinks(t *testing.T) {
 	}
 }
 
+// TestSectionReferences: where the README or docs/ send readers to a
+// section in words ("the README's API-changes section"), not by a link
+// TestLinks checks, the file has such a heading (docs/versioning.md sent
+// readers to a README section that had moved to docs/api-changes.md).
+func TestSectionReferences(t *testing.T) {
+	root := repoRoot(t)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := regexp.MustCompile(`(?i)\b([\w./-]+?)(?:\.md)?'s\s+([\w -]+?)\s+section\b`)
+	for _, file := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, file)
+		for _, m := range ref.FindAllStringSubmatch(strings.Join(strings.Fields(string(data)), " "), -1) {
+			dest := filepath.Join(root, m[1]+".md")
+			if strings.EqualFold(m[1], "README") {
+				dest = filepath.Join(root, "README.md")
+			}
+			content, err := os.ReadFile(dest)
+			if err != nil {
+				t.Errorf("%s sends readers to %q: %v", rel, m[0], err)
+				continue
+			}
+			want := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(m[2]), " ", "-"))
+			found := false
+			for _, a := range headingAnchors(content) {
+				found = found || strings.Contains(a, want)
+			}
+			if !found {
+				t.Errorf("%s sends readers to %q, but %s has no such heading", rel, m[0], filepath.Base(dest))
+			}
+		}
+	}
+}
+
 // headingAnchors returns the anchors GitHub gives a Markdown file's headings.
 func headingAnchors(md []byte) []string {
 	var anchors []string
