@@ -135,9 +135,21 @@ func TestGoPrograms(t *testing.T) {
 			if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := goCommand(t, modDir, nil, "build", "-overlay", overlayFile, "-o", os.DevNull, "./"+pkg)
+			exe := filepath.Join(tmp, "program")
+			out, err := goCommand(t, modDir, nil, "build", "-overlay", overlayFile, "-o", exe, "./"+pkg)
 			if err != nil {
-				t.Errorf("README.md:%d: the program does not compile in %s: %v\n%s", b.line, modDir, err, out)
+				t.Fatalf("README.md:%d: the program does not compile in %s: %v\n%s", b.line, modDir, err, out)
+			}
+			// Every program reads a kubeconfig: without one it must fail
+			// saying so (the controller-runtime one exited 1 with no
+			// output, GetConfigOrDie logging to a logger never set).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exe)
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=")
+			out, err = cmd.CombinedOutput()
+			if err == nil || !strings.Contains(strings.ToLower(string(out)), "config") {
+				t.Errorf("README.md:%d: without a kubeconfig the program ended with %v, printing %q; want a failure that says why", b.line, err, out)
 			}
 		})
 	}
