@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 
@@ -19,8 +20,10 @@ func (f *Fleet) AddKubeconfig(kubeconfig, glob string) ([]string, error) {
 		return nil, fmt.Errorf("fleet: contexts %q: %w", glob, err)
 	}
 	raw, err := clientcmd.LoadFromFile(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
+	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
+		return nil, fmt.Errorf("fleet: %w", err) // it names the file
+	} else if err != nil {
+		return nil, fmt.Errorf("fleet: kubeconfig %s: %w", kubeconfig, err) // client-go's decoding errors do not
 	}
 	var names []string
 	for name := range raw.Contexts {

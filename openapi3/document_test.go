@@ -1,7 +1,9 @@
 package openapi3_test
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,25 +17,26 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/spec3"
 
-	"github.com/kubeatlas/kubeatlas/internal/testenv"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
 // realDocuments reads every OpenAPI document a real kube-apiserver v1.36.3
-// served (the shared fixtures), each indexed and parsed whole.
+// served, each indexed and parsed whole: the recorded documents with every
+// description emptied (testdata, written by internal/fixturegen from the
+// shared fixtures; the prose of upstream may not be copied here).
 func realDocuments(t *testing.T) []realDocument {
 	t.Helper()
-	dir := filepath.Join(testenv.SharedFixtures(t), "openapi", "v3")
+	dir := filepath.Join("testdata", "k8s-v1.36.3", "openapi", "v3")
 	var docs []realDocument
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".json") {
+		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".json.gz") {
 			return err
 		}
-		body, err := os.ReadFile(p)
+		body, err := readGzip(p)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, strings.TrimSuffix(p, ".json"))
+		rel, _ := filepath.Rel(dir, strings.TrimSuffix(p, ".json.gz"))
 		d, err := openapi3.NewDocument(filepath.ToSlash(rel), "", body)
 		if err != nil {
 			return err
@@ -48,7 +51,23 @@ func realDocuments(t *testing.T) []realDocument {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(docs) == 0 {
+		t.Fatalf("no documents under %s", dir)
+	}
 	return docs
+}
+
+func readGzip(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return io.ReadAll(r)
 }
 
 type realDocument struct {
@@ -57,7 +76,7 @@ type realDocument struct {
 }
 
 // TestRealDocuments: every OpenAPI document a real kube-apiserver v1.36.3
-// served (from the shared fixtures) indexes to the schemas kube-openapi's
+// served (descriptions emptied, see realDocuments) indexes to the schemas kube-openapi's
 // whole-document parse finds, each equal, and every kind they list is
 // found by Kind.
 func TestRealDocuments(t *testing.T) {
@@ -101,9 +120,9 @@ func TestRealDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	image, description, err := s.Field("spec", "template", "spec", "containers", "image")
-	if err != nil || !image.Type.Contains("string") || !strings.Contains(description, "Container image name") {
-		t.Errorf("containers.image: %v %q %v", image, description, err)
+	image, _, err := s.Field("spec", "template", "spec", "containers", "image")
+	if err != nil || !image.Type.Contains("string") {
+		t.Errorf("containers.image: %v %v", image, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package discoverytest
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -41,6 +42,7 @@ type Backend struct {
 	mu        sync.Mutex
 	content   *content
 	published map[string]int // OpenAPI path -> revision handed to handler3
+	logger    *slog.Logger   // WithLogger's
 
 	api, apis aggregated.ResourceManager
 	peer      aggregated.PeerAggregatedResourceManager
@@ -51,9 +53,10 @@ type Backend struct {
 
 // newBackend builds backend id; gitVersion, if not empty, is what its
 // /version says.
-func newBackend(id string, gen Generation, gitVersion string, c *content, peers aggregated.PeerDiscoveryProvider, specs *specCache) (*Backend, error) {
+func newBackend(id string, gen Generation, gitVersion string, c *content, peers aggregated.PeerDiscoveryProvider, specs *specCache, logger *slog.Logger) (*Backend, error) {
 	b := &Backend{
 		id:        id,
+		logger:    logger,
 		specs:     specs,
 		gen:       gen,
 		codecs:    legacyCodecs(),
@@ -142,8 +145,10 @@ func (b *Backend) hasOpenAPIPath(path string) bool {
 // content order, which for the fixture is the real server's order.
 func (b *Backend) syncLocked() {
 	c := b.content
-	publishGroups(b.api, []apidiscoveryv2.APIGroupDiscovery{c.core})
-	publishGroups(b.apis, c.groups)
+	handlerLog.logTo(b.logger, func() {
+		publishGroups(b.api, []apidiscoveryv2.APIGroupDiscovery{c.core})
+		publishGroups(b.apis, c.groups)
+	})
 	b.legacy.Store(newLegacyView(c, b.codecs, discovery.DefaultAddresses{DefaultAddress: "127.0.0.1:6443"}))
 
 	live := map[string]bool{}

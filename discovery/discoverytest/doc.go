@@ -92,8 +92,11 @@
 // its surface (sharing the unchanged OpenAPI documents); faults and
 // counters (Cluster.InjectFault, Cluster.Stats) are per cluster.
 //
-// The real handlers log through klog; a program that wants quiet sets
-// klog's output (examples/fake-apiserver does).
+// The real handlers log through klog; a Server sends what they log while it
+// builds or changes its content to the logger WithLogger gives, and by
+// default discards it, so that embedding the fake adds nothing to a test's
+// or program's output (see WithLogger for how this shares klog, which is
+// process-wide).
 //
 // Without WithBearerToken the server does not authenticate: every request
 // is served as an admin's. With it, it answers anonymous and wrong-token
@@ -122,7 +125,8 @@
 //   - aggregated.go: [WithAggregatedAPI], [AggregatedAPI],
 //     SetAggregatedAPIUnavailable, Close: APIs served beside the fake, as
 //     the kube-aggregator proxies them, and their own clients' way in.
-//   - log.go: the request log ([Request], [Stats]).
+//   - log.go: the request log ([Request], [Stats]); klog.go: where the real
+//     handlers' klog lines go ([WithLogger]).
 //   - start.go, inprocess.go: [Start] and [StartInProcess].
 //   - fleet.go: [Fleet], [Cluster], [StartFleet]: many clusters.
 package discoverytest

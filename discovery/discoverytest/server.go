@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,7 @@ type options struct {
 	watchForbidden  bool
 	aggregated      []func(*http.Client, string) (*AggregatedAPI, error)
 	specs           *specCache // set by NewFleet for its Servers
+	logger          *slog.Logger
 }
 
 // Option configures a Server.
@@ -243,7 +245,7 @@ func newServer(o options, contentOf func(i int) *content) (*Server, error) {
 		if o.versions != nil {
 			gitVersion = o.versions[i]
 		}
-		b, err := newBackend(id, o.generation, gitVersion, contentOf(i), peers, o.specs)
+		b, err := newBackend(id, o.generation, gitVersion, contentOf(i), peers, o.specs, o.logger)
 		if err != nil {
 			return nil, err
 		}

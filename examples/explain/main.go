@@ -36,7 +36,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("explain")
 	conn.Register(fs)
 	o.AddFlags(fs)
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := cli.ParseUsage(fs, explain.Usage, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
 
@@ -151,5 +152,18 @@ func TestWarmCacheServerDown(t *testing.T) {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr %q does not say %q", errOut.String(), want)
 		}
+	}
+}
+
+// TestHelpShowsTheArgument: --help says what explain takes, not only its
+// flags, and ends with status 0.
+func TestHelpShowsTheArgument(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"--help"}, &stdout, &stderr)
+	if status := cli.Status(err, &stderr); status != 0 {
+		t.Fatalf("status %d: %s", status, stderr.String())
+	}
+	if !strings.HasPrefix(stderr.String(), "Usage: explain [flags] RESOURCE[.FIELD.PATH]\n") || !strings.Contains(stderr.String(), "--recursive") {
+		t.Errorf("--help printed:\n%s", stderr.String())
 	}
 }

@@ -135,9 +135,21 @@ func TestGoPrograms(t *testing.T) {
 			if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := goCommand(t, modDir, nil, "build", "-overlay", overlayFile, "-o", os.DevNull, "./"+pkg)
+			exe := filepath.Join(tmp, "program")
+			out, err := goCommand(t, modDir, nil, "build", "-overlay", overlayFile, "-o", exe, "./"+pkg)
 			if err != nil {
-				t.Errorf("README.md:%d: the program does not compile in %s: %v\n%s", b.line, modDir, err, out)
+				t.Fatalf("README.md:%d: the program does not compile in %s: %v\n%s", b.line, modDir, err, out)
+			}
+			// Every program reads a kubeconfig: without one it must fail
+			// saying so (the controller-runtime one exited 1 with no
+			// output, GetConfigOrDie logging to a logger never set).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exe)
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=")
+			out, err = cmd.CombinedOutput()
+			if err == nil || !strings.Contains(strings.ToLower(string(out)), "config") {
+				t.Errorf("README.md:%d: without a kubeconfig the program ended with %v, printing %q; want a failure that says why", b.line, err, out)
 			}
 		})
 	}
@@ -543,6 +555,45 @@ func TestLinks(t *testing.T) {
 			}
 			if anchor != "" && !slices.Contains(headingAnchors(content), anchor) {
 				t.Errorf("%s links %s: %s has no heading %q (it has %v)", rel, target, destRel, anchor, headingAnchors(content))
+			}
+		}
+	}
+}
+
+// TestSectionReferences: where the README or docs/ send readers to a
+// section in words ("the README's API-changes section"), not by a link
+// TestLinks checks, the file has such a heading (docs/versioning.md sent
+// readers to a README section that had moved to docs/api-changes.md).
+func TestSectionReferences(t *testing.T) {
+	root := repoRoot(t)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := regexp.MustCompile(`(?i)\b([\w./-]+?)(?:\.md)?'s\s+([\w -]+?)\s+section\b`)
+	for _, file := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, file)
+		for _, m := range ref.FindAllStringSubmatch(strings.Join(strings.Fields(string(data)), " "), -1) {
+			dest := filepath.Join(root, m[1]+".md")
+			if strings.EqualFold(m[1], "README") {
+				dest = filepath.Join(root, "README.md")
+			}
+			content, err := os.ReadFile(dest)
+			if err != nil {
+				t.Errorf("%s sends readers to %q: %v", rel, m[0], err)
+				continue
+			}
+			want := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(m[2]), " ", "-"))
+			found := false
+			for _, a := range headingAnchors(content) {
+				found = found || strings.Contains(a, want)
+			}
+			if !found {
+				t.Errorf("%s sends readers to %q, but %s has no such heading", rel, m[0], filepath.Base(dest))
 			}
 		}
 	}

@@ -14,4 +14,6 @@
 // (their go.mod rewritten to a version, zipped with golang.org/x/mod/zip,
 // laid out as GOPROXY=file:// expects). publish_test.go: consumers of each
 // module, under testdata/consumers, built offline from the proxy.
+// cmd/publish: the command that publishes the checkout to a proxy
+// directory, to try the modules by hand (docs/versioning.md).
 package release

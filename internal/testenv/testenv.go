@@ -1,5 +1,6 @@
-// Package testenv finds what tests need from outside Go: kubectl, and the
-// shared fixtures beside the checkout. Where something is absent a test
+// Package testenv finds what tests need from outside Go: kubectl,
+// redis-server, etcd. (Every fixture a test reads is in the repository.)
+// Where something is absent a test
 // skips with a clear message, so `go test ./...` passes on a fresh clone;
 // with KUBEATLAS_REQUIRE_EXTERNAL=1 (set by .ci/run) it fails instead.
 package testenv
@@ -7,8 +8,6 @@ package testenv
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -32,18 +31,6 @@ func Tool(t testing.TB, name string) string {
 		missing(t, "%s is not on the PATH", name)
 	}
 	return p
-}
-
-// SharedFixtures returns ../shared/fixtures/k8s-v1.36.3 beside the
-// repository root, or skips.
-func SharedFixtures(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures", "k8s-v1.36.3")
-	if _, err := os.Stat(dir); err != nil {
-		missing(t, "shared fixtures not found at %s", dir)
-	}
-	return dir
 }
 
 // NoKubeconfig makes the test's process look like a machine with no

@@ -10,7 +10,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -30,16 +32,26 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil && !errors.Is(err, pflag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "kubeatlas-apiserver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string) error {
+// commonFlags are the flags --help shows, in this order: what running it
+// on loopback and in a cluster needs. The generic server's ~90 others
+// (authentication, authorization, audit, TLS, tracing, feature
+// gates ...) are
+// --help-all's.
+var commonFlags = []string{"local", "kubeconfig", "local-kubeconfig", "secure-port", "bind-address", "cert-dir", "consistency-check-interval", "help-all"}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o := apiserver.NewOptions()
 	fs := pflag.NewFlagSet("kubeatlas-apiserver", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned; --help is printed below
+	fs.Usage = func() {}
 	o.AddFlags(fs)
+	helpAll := fs.Bool("help-all", false, "print every flag, the generic API server's too")
 	// CBOR is served beside JSON and YAML (protobuf would need generated
 	// code): k8s.io/apiserver serves it behind an alpha gate, on here unless
 	// --feature-gates=CBORServingAndStorage=false.
@@ -47,7 +59,12 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) || *helpAll {
+		printHelp(stdout, fs, *helpAll)
+		return pflag.ErrHelp
+	}
+	if err != nil {
 		return err
 	}
 	upstream, err := o.Upstream()
@@ -81,4 +98,31 @@ func run(ctx context.Context, args []string) error {
 		fmt.Printf("serving %s\nkubectl --kubeconfig %s get apigroups\n", url, path)
 	}
 	return srv.Run(ctx)
+}
+
+// printHelp prints the common flags first, then, with all, every other.
+func printHelp(w io.Writer, fs *pflag.FlagSet, all bool) {
+	common := pflag.NewFlagSet("common", pflag.ContinueOnError)
+	common.SortFlags = false
+	for _, name := range commonFlags {
+		common.AddFlag(fs.Lookup(name))
+	}
+	fmt.Fprintf(w, "Usage: kubeatlas-apiserver [flags]\n\nServes discovery.kubeatlas.io/v1alpha1 (apigroups, apiservers, clusterconsistencies) as an aggregated API server; --local serves it on loopback for development:\n  kubeatlas-apiserver --local --kubeconfig ~/.kube/config\n\nFlags:\n%s", common.FlagUsages())
+	rest := pflag.NewFlagSet("rest", pflag.ContinueOnError)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if common.Lookup(f.Name) == nil {
+			rest.AddFlag(f)
+		}
+	})
+	if !all {
+		fmt.Fprintf(w, "\nand %d flags of k8s.io/apiserver's generic server (authentication, authorization, audit, TLS, tracing, feature gates, ...): --help-all\n", countFlags(rest))
+		return
+	}
+	fmt.Fprintf(w, "\nThe generic API server's flags (k8s.io/apiserver):\n%s", rest.FlagUsages())
+}
+
+func countFlags(fs *pflag.FlagSet) int {
+	n := 0
+	fs.VisitAll(func(*pflag.Flag) { n++ })
+	return n
 }

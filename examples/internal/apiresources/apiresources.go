@@ -45,7 +45,7 @@ type Options struct {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", "", "output format: wide, name or json")
 	fs.StringVar(&o.apiGroup, "api-group", "", "limit to resources in this API group (\"\" is the core group, when given)")
-	fs.BoolVar(&o.namespaced, "namespaced", true, "true: only namespaced resources; false: only cluster-scoped ones (default: both)")
+	fs.BoolVar(&o.namespaced, "namespaced", false, "true: only namespaced resources; false: only cluster-scoped ones (default: both)") // its default is unused (Complete reads fs.Changed); true would print "(default true)"
 	fs.StringSliceVar(&o.Verbs, "verbs", nil, "limit to resources that support all these verbs (comma-separated, or repeated)")
 	fs.StringSliceVar(&o.Categories, "categories", nil, "limit to resources in all these categories (comma-separated, or repeated)")
 	fs.StringVar(&o.SortBy, "sort-by", "", "sort by name or kind (default: API group)")

@@ -78,6 +78,17 @@ func Parse(fs *pflag.FlagSet, args []string, stderr io.Writer) error {
 	return err
 }
 
+// ParseUsage is Parse for a command that takes arguments: its --help
+// begins with usage, the command line ("explain [flags] RESOURCE[.FIELD]"),
+// then the flags.
+func ParseUsage(fs *pflag.FlagSet, usage string, args []string, stderr io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n%s", usage, fs.FlagUsages())
+	}
+	return err
+}
+
 // Status is a command's exit status for what its run returned, as
 // kubectl's: 0 for nil and for --help (ErrHelp: the usage is printed
 // already), else 1, with the error on stderr.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,10 +19,16 @@ import (
 
 // The embedded fake cluster is examples/fake-apiserver run as a child
 // process rather than linked in: the fake server is built on the real
-// k8s.io/apiserver handlers, which would otherwise double the size of every
-// command and the work its start-up does, for users who never need it.
-// The commands stay what they are measured as: client-go's
-// apimachinery plus kubeatlas.
+// k8s.io/apiserver handlers (about 540 packages more than api-resources
+// needs; its binary is 67 MB to api-resources' 16 MB), which would
+// otherwise grow every command fourfold and add their package
+// initialisation to every start, for users who never need it. The
+// commands stay what they are measured as: client-go's apimachinery plus
+// kubeatlas. Linking it in would not make a first run quicker either: the
+// same packages are compiled, only in one go command instead of two. What
+// the child gives that a linked-in server could not is progress: `go run
+// -v` names each package it compiles, which startServer counts and shows
+// while it waits.
 
 // FakeAPIServerEnv names a fake-apiserver binary to run for the embedded
 // cluster, instead of looking for one.
@@ -34,10 +41,12 @@ const fakeAPIServerPkg = "github.com/kubeatlas/kubeatlas/examples/fake-apiserver
 // executable (where `go install ./examples/...` puts both); `go run` of
 // its package, which works where this command was started with `go run`
 // from the module (the README's first command) and which the go command
-// caches after the first build.
-func fakeAPIServerCommand(ctx context.Context, args []string) (*exec.Cmd, error) {
+// caches after the first build. builds reports the last: the command
+// compiles before it serves, and says what it compiles (-v) so that its
+// progress can be shown.
+func fakeAPIServerCommand(ctx context.Context, args []string) (cmd *exec.Cmd, builds bool, err error) {
 	if bin := os.Getenv(FakeAPIServerEnv); bin != "" {
-		return exec.CommandContext(ctx, bin, args...), nil
+		return exec.CommandContext(ctx, bin, args...), false, nil
 	}
 	if self, err := os.Executable(); err == nil {
 		name := "fake-apiserver"
@@ -46,14 +55,14 @@ func fakeAPIServerCommand(ctx context.Context, args []string) (*exec.Cmd, error)
 		}
 		sibling := filepath.Join(filepath.Dir(self), name)
 		if fi, err := os.Stat(sibling); err == nil && fi.Mode().IsRegular() {
-			return exec.CommandContext(ctx, sibling, args...), nil
+			return exec.CommandContext(ctx, sibling, args...), false, nil
 		}
 	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		return nil, fmt.Errorf("no fake-apiserver beside this command, no $%s and no go command to build one: install it with `go install %s@latest`", FakeAPIServerEnv, fakeAPIServerPkg)
+		return nil, false, fmt.Errorf("no fake-apiserver beside this command, no $%s and no go command to build one: install it with `go install %s@latest`", FakeAPIServerEnv, fakeAPIServerPkg)
 	}
-	return exec.CommandContext(ctx, gobin, append([]string{"run", fakeAPIServerPkg}, args...)...), nil
+	return exec.CommandContext(ctx, gobin, append([]string{"run", "-v", fakeAPIServerPkg}, args...)...), true, nil
 }
 
 // startEmbedded starts the fake server with args and returns its base URL
@@ -61,11 +70,26 @@ func fakeAPIServerCommand(ctx context.Context, args []string) (*exec.Cmd, error)
 // it also goes when this process dies without calling stop.
 func startEmbedded(args []string, stderr io.Writer) (url string, stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd, err := fakeAPIServerCommand(ctx, append([]string{"--exit-when-stdin-closes"}, args...))
+	cmd, builds, err := fakeAPIServerCommand(ctx, append([]string{"--exit-when-stdin-closes"}, args...))
 	if err != nil {
 		cancel()
 		return "", nil, err
 	}
+	return startServer(cmd, cancel, builds, stderr, progressTimes{first: 2 * time.Second, every: 15 * time.Second})
+}
+
+// progressTimes: when startServer first says that the server is starting,
+// and how often it then says how far it got.
+type progressTimes struct{ first, every time.Duration }
+
+// startServer runs cmd (made with a context that cancel ends) until it
+// prints its URL on stdout, or exits. It waits as long as the command runs:
+// a first `go run` compiles the server (with k8s.io/apiserver: several
+// hundred packages, minutes on an empty build cache and busy cores), and a
+// build that is still working is never given up on; while it waits it says,
+// on stderr, how far the build got. A command that exits first is a
+// failure that says what it printed, without the build's progress lines.
+func startServer(cmd *exec.Cmd, cancel func(), builds bool, stderr io.Writer, times progressTimes) (url string, stop func(), err error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		cancel()
@@ -76,9 +100,10 @@ func startEmbedded(args []string, stderr io.Writer) (url string, stop func(), er
 		cancel()
 		return "", nil, err
 	}
-	var errOut tailBuffer // what it said, should it fail to start
-	cmd.Stderr = &errOut
+	out := &childStderr{}
+	cmd.Stderr = out
 	cmd.WaitDelay = 5 * time.Second
+	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		cancel()
 		return "", nil, fmt.Errorf("starting %s: %w", cmd, err)
@@ -101,33 +126,50 @@ func startEmbedded(args []string, stderr io.Writer) (url string, stop func(), er
 		}
 		cancel()
 	}
-	// A first `go run` compiles the server (with k8s.io/apiserver: a
-	// couple of minutes on an empty build cache): say so, and that it is
-	// still going, rather than sit silent.
-	began := time.Now()
-	patience := time.NewTimer(2 * time.Second)
+	what := "examples/fake-apiserver"
+	patience := time.NewTimer(times.first)
 	defer patience.Stop()
-	giveUp := time.After(5 * time.Minute)
-wait:
-	for said := false; ; {
+	for said := false; url == ""; {
 		select {
-		case url = <-first:
-			break wait
-		case <-patience.C:
-			if !said {
-				fmt.Fprintln(stderr, "Starting the embedded fake cluster (the first run builds examples/fake-apiserver, which can take a few minutes; later runs start in a second) ...")
-				said = true
-			} else {
-				fmt.Fprintf(stderr, "... still building examples/fake-apiserver (%s)\n", time.Since(began).Round(time.Second))
+		case line := <-first:
+			url = line
+			if line == "" {
+				url = "-" // stdout closed: it exited, or is about to
 			}
-			patience.Reset(15 * time.Second)
-		case <-giveUp:
-			break wait
+		case <-patience.C:
+			downloaded, compiled := out.progress()
+			switch {
+			case !said && builds:
+				fmt.Fprintf(stderr, "Starting the embedded fake cluster: building %s (several hundred packages; minutes on an empty build cache, a second once built) ...\n", what)
+			case !said:
+				fmt.Fprintf(stderr, "Starting the embedded fake cluster (%s) ...\n", cmd.Path)
+			case builds:
+				fmt.Fprintf(stderr, "... still building %s: packages compiled %d, modules downloaded %d (%s)\n", what, compiled, downloaded, time.Since(began).Round(time.Second))
+			default:
+				fmt.Fprintf(stderr, "... still starting %s (%s)\n", what, time.Since(began).Round(time.Second))
+			}
+			said = true
+			patience.Reset(times.every)
 		}
 	}
+	out.started()
 	if !strings.HasPrefix(url, "http://") {
-		stop()
-		return "", nil, fmt.Errorf("%s did not start: %s", cmd, bytes.TrimSpace(errOut.Bytes()))
+		printed := "nothing"
+		if url != "-" {
+			printed = strconv.Quote(url)
+			cancel() // not the fake server this command knows: end it
+		}
+		err := <-waited
+		if err == nil {
+			err = errors.New("exit status 0")
+		}
+		cancel()
+		progress := ""
+		if _, compiled := out.progress(); builds {
+			progress = fmt.Sprintf(", packages compiled %d", compiled)
+		}
+		return "", nil, fmt.Errorf("%s did not start: `%s` ended (%v) after %s%s, having printed %s on stdout instead of its URL; its stderr: %s",
+			what, strings.Join(cmd.Args, " "), err, time.Since(began).Round(time.Second), progress, printed, bytes.TrimSpace(out.Bytes()))
 	}
 	return url, stop, nil
 }
@@ -166,26 +208,80 @@ func StartEmbeddedFleet(stderr io.Writer) (kubeconfig, url string, stop func(), 
 
 var errNoEmbeddedFleet = errors.New("no kubeconfig found and the embedded fake fleet could not be started")
 
-// tailBuffer keeps the last 4 KiB written to it.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
+// childStderr is what a starting fake-apiserver writes to stderr: the go
+// command's progress lines while it builds ("go: downloading ...", and the
+// path of each package it compiles, for -v) are counted; every other line
+// is kept, the last 4 KiB, to say what went wrong should it fail.
+type childStderr struct {
+	mu                  sync.Mutex
+	partial             []byte // an unfinished line
+	tail                []byte
+	downloads, compiles int
+	serving             bool // past the build: every line is kept
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 4096; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
+func (c *childStderr) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.partial = append(c.partial, p...)
+	for {
+		i := bytes.IndexByte(c.partial, '\n')
+		if i < 0 {
+			break
+		}
+		c.line(c.partial[:i+1])
+		c.partial = c.partial[i+1:]
 	}
 	return len(p), nil
 }
 
-func (t *tailBuffer) Bytes() []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return bytes.Clone(t.b)
+func (c *childStderr) line(l []byte) {
+	switch t := bytes.TrimSpace(l); {
+	case c.serving:
+	case bytes.HasPrefix(t, []byte("go: downloading ")):
+		c.downloads++
+		return
+	case isPackagePath(t):
+		c.compiles++
+		return
+	}
+	c.tail = append(c.tail, l...)
+	if over := len(c.tail) - 4096; over > 0 {
+		c.tail = append(c.tail[:0], c.tail[over:]...)
+	}
+}
+
+// isPackagePath reports whether l is a line of `go build -v`: an import
+// path alone, such as "k8s.io/apiserver/pkg/endpoints/discovery/aggregated".
+func isPackagePath(l []byte) bool {
+	if len(l) == 0 || l[0] == '#' {
+		return false
+	}
+	for _, b := range l {
+		if b <= ' ' || b == ':' || b == '(' || b == '"' || b == '\'' {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *childStderr) started() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.serving = true
+}
+
+func (c *childStderr) progress() (downloads, compiles int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.downloads, c.compiles
+}
+
+// Bytes returns the kept lines, and an unfinished last one.
+func (c *childStderr) Bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append(bytes.Clone(c.tail), c.partial...)
 }
 
 var errNoEmbedded = errors.New("no kubeconfig found and the embedded fake cluster could not be started")
