@@ -53,7 +53,8 @@ type Shared interface {
 // Shared): clusters that serve the same documents hold one copy of them,
 // and a cold start may offer the server one it holds. With a disk cache,
 // each checked document is persisted as an entry of its own, named by
-// its ETag, which a store may keep once for many clusters (as fleet's
+// its ETag (the canonical encoding that was checked, not the server's
+// bytes: see surface.VerifyAggregated), which a store may keep once for many clusters (as fleet's
 // does); such an entry is loaded only once the ETag is recomputed from
 // its body (another process, or an older build, may have written it),
 // and one that is not the ETag's is dropped. Default: none; every client
