@@ -186,9 +186,6 @@ func (c *Client) load() (*Snapshot, error) {
 		return nil, fmt.Errorf("persisted snapshot header: version %d, %v", h.Version, err)
 	}
 	rest := buf[4+n:]
-	if s := c.sharedLoad(h, rest); s != nil {
-		return s, nil
-	}
 	// A store the process does not own alone (Redis, a fleet's, any Store
 	// but a *diskcache.Cache, whose directory Open checked only the user
 	// and root can write): whoever else writes it can file a well-formed
@@ -197,12 +194,13 @@ func (c *Client) load() (*Snapshot, error) {
 	// are used only once their ETags are recomputed from them, its last
 	// known resources (which no ETag names) are not used, and a
 	// validation time in the future (which would never be revalidated)
-	// is none.
+	// is none, also for content the Shared hook holds.
 	_, own := c.opts.disk.(*diskcache.Cache)
-	if !own {
-		if h.Validated.After(c.opts.clock.Now()) {
-			h.Validated = time.Time{}
-		}
+	if !own && h.Validated.After(c.opts.clock.Now()) {
+		h.Validated = time.Time{}
+	}
+	if s := c.sharedLoad(h, rest); s != nil {
+		return s, nil
 	}
 	var parts [2]part
 	for i, sp := range h.Parts {
