@@ -99,12 +99,25 @@ func carriesCredentials(cfg *rest.Config) bool {
 
 // askAllDirectly asks every live server with an address at it with cfg (nil:
 // none is asked), all at once under one deadline, and returns how many
-// answered. A server not asked, or
-// that did not answer, loses its address (Server.Address is where a
-// server was asked).
-func (k *checker) askAllDirectly(ctx context.Context, servers []Server, cfg *rest.Config) int {
+// answered. The client's credentials go only to the addresses apiServers
+// lists (the kubernetes EndpointSlice, which only API servers write): a
+// lease is anyone's who may write Leases in kube-system, and a host it
+// names may hold a certificate the cluster's CA signed for the
+// kubeconfig's name (a kubelet's serving certificate for the node IP the
+// kubeconfig names, on another port), which the TLS check cannot tell from
+// an API server's. Elsewhere the server is asked without credentials
+// (rest.AnonymousClientConfig: no token, client certificate, plugin or
+// WrapTransport). A server not asked, or that did not answer, loses its
+// address (Server.Address is where a server was asked).
+func (k *checker) askAllDirectly(ctx context.Context, servers []Server, cfg *rest.Config, apiServers []string) int {
+	var anonymous *rest.Config
 	if cfg != nil {
 		markShared(servers)
+		anonymous = rest.AnonymousClientConfig(cfg)
+	}
+	vouched := map[string]bool{}
+	for _, a := range apiServers {
+		vouched[a] = true
 	}
 	ctx, cancel := context.WithTimeout(ctx, directTimeout)
 	defer cancel()
@@ -117,9 +130,13 @@ func (k *checker) askAllDirectly(ctx context.Context, servers []Server, cfg *res
 			s.Address = ""
 			continue
 		}
+		with := anonymous
+		if vouched[normalAddress(s.Address)] {
+			with, s.Vouched = cfg, true
+		}
 		g.Go(func() error {
-			if err := k.askDirectly(ctx, s, cfg); err != nil {
-				s.Err, s.Address = err, ""
+			if err := k.askDirectly(ctx, s, with); err != nil {
+				s.Err, s.Address, s.Vouched = err, "", false
 			} else {
 				answered[i] = true
 			}

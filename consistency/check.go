@@ -87,7 +87,9 @@ func WithClock(c clock.PassiveClock) Option {
 //
 // Direct requests are the client's requests to its URL, dialed to the
 // servers' addresses: their certificates are verified for the client's
-// host name (an IP address or not) before any credential is sent, and a
+// host name (an IP address or not) before any credential is sent, the
+// client's credentials go only to the addresses the kubernetes
+// EndpointSlice lists (elsewhere a server is asked without any), and a
 // client with credentials that cannot verify them (plain http, TLS
 // verification off) asks nobody directly (see the package documentation,
 // and Report.NotAskedDirectly). Every server is asked at once, under one
@@ -154,8 +156,12 @@ func (k *checker) check(ctx context.Context) (*Report, error) {
 	if !k.o.throughURL && k.cfg != nil && k.url.Base.Path == "" {
 		direct, out.NotAskedDirectly = k.directConfig()
 	}
-	if leasesErr == nil && direct != nil {
-		k.addEndpointSliceAddresses(ctx, out)
+	var apiServers []string
+	if direct != nil {
+		apiServers = k.apiServerAddresses(ctx)
+		if leasesErr == nil {
+			addEndpointSliceAddresses(out, apiServers)
+		}
 	}
 
 	// The merged /apis through the URL, which every server answers alike
@@ -173,7 +179,7 @@ func (k *checker) check(ctx context.Context) (*Report, error) {
 			live++
 		}
 	}
-	reached := k.askAllDirectly(ctx, out.Servers, direct)
+	reached := k.askAllDirectly(ctx, out.Servers, direct, apiServers)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -56,26 +56,15 @@ func (k *checker) identityLeases(ctx context.Context) ([]Server, error) {
 	return out, nil
 }
 
-// addEndpointSliceAddresses gives servers without an address one of the
-// kubernetes Service's EndpointSlice, when exactly one server lacks one and
-// exactly one address is not some lease's (an EndpointSlice does not say
-// which server an address is).
-func (k *checker) addEndpointSliceAddresses(ctx context.Context, out *Report) {
-	var without []int
-	known := map[string]bool{}
-	for i, s := range out.Servers {
-		if s.Address == "" {
-			without = append(without, i)
-		} else {
-			known[s.Address] = true
-		}
-	}
-	if len(without) != 1 {
-		return
-	}
+// apiServerAddresses reads the kubernetes Service's EndpointSlices in
+// default: the addresses (host:port, the https port) that the API servers
+// themselves publish, the only ones the check sends the client's
+// credentials to. Nil when they cannot be read (403: not the user's to
+// read).
+func (k *checker) apiServerAddresses(ctx context.Context) []string {
 	resp, err := k.url.Get(ctx, httpx.Request{Ref: "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=" + url.QueryEscape("kubernetes.io/service-name=kubernetes"), Accept: "application/json"})
 	if err != nil {
-		return
+		return nil
 	}
 	var list struct {
 		Items []struct {
@@ -89,9 +78,9 @@ func (k *checker) addEndpointSliceAddresses(ctx context.Context, out *Report) {
 		} `json:"items"`
 	}
 	if json.Unmarshal(resp.Body, &list) != nil {
-		return
+		return nil
 	}
-	var unknown []string
+	var out []string
 	for _, it := range list.Items {
 		for _, p := range it.Ports {
 			if p.Name != "https" {
@@ -99,11 +88,35 @@ func (k *checker) addEndpointSliceAddresses(ctx context.Context, out *Report) {
 			}
 			for _, e := range it.Endpoints {
 				for _, a := range e.Addresses {
-					if addr := net.JoinHostPort(a, fmt.Sprint(p.Port)); !known[addr] {
-						unknown = append(unknown, addr)
-					}
+					out = append(out, normalAddress(net.JoinHostPort(a, fmt.Sprint(p.Port))))
 				}
 			}
+		}
+	}
+	return out
+}
+
+// addEndpointSliceAddresses gives servers without an address one of the
+// kubernetes Service's EndpointSlice (apiServers), when exactly one server
+// lacks one and exactly one address is not some lease's (an EndpointSlice
+// does not say which server an address is).
+func addEndpointSliceAddresses(out *Report, apiServers []string) {
+	var without []int
+	known := map[string]bool{}
+	for i, s := range out.Servers {
+		if s.Address == "" {
+			without = append(without, i)
+		} else {
+			known[normalAddress(s.Address)] = true
+		}
+	}
+	if len(without) != 1 {
+		return
+	}
+	var unknown []string
+	for _, addr := range apiServers {
+		if !known[addr] {
+			unknown = append(unknown, addr)
 		}
 	}
 	if len(unknown) == 1 {

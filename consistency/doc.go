@@ -31,9 +31,33 @@
 // before a token or a client certificate is sent. A certificate the
 // cluster's CA signed for the named address (a kubelet's serving
 // certificate) does not pass; a server of the cluster whose certificate
-// does not name the kubeconfig's host is not asked directly. What is
-// trusted: the kubeconfig's CA and name, as for every request through
-// the URL; a WrapTransport to send through the transport it wraps.
+// does not name the kubeconfig's host is not asked directly.
+//
+// That check cannot tell an API server from another service of the same
+// host whose certificate the cluster's CA signed for the same name (a
+// kubelet's serving certificate for the node IP the kubeconfig names, on
+// another port). So the client's credentials go only to the addresses the
+// kubernetes EndpointSlices in default list, which only API servers write
+// (their endpoint reconciler; the edit and admin roles cannot since
+// Kubernetes 1.22): a server at another address a lease names is asked
+// without any (rest.AnonymousClientConfig: no token, client certificate,
+// plugin, WrapTransport or impersonation), and [Server].Vouched says which
+// were asked with them. A user who may not read the EndpointSlices sends
+// credentials to no address but the client's URL. What is trusted: the
+// kubeconfig's CA and name, as for every request through the URL; the
+// API server's list of its own endpoints; a WrapTransport to send through
+// the transport it wraps.
+//
+// What a tenant who may write Leases in kube-system can still make the
+// check do: open a TCP connection and a TLS handshake to any address, and,
+// where the certificate there is valid for the kubeconfig's name, send it
+// requests without credentials (/version, /api, /apis) and report its
+// answers as an unvouched server's view (a server that disagrees, or one
+// more server to see, lowering the Certainty); copy a real server's
+// address, so that neither is asked there ([ErrAddressShared]); and add
+// leases that cost the check up to its 10 s deadline. It cannot make the
+// check send the user's credentials anywhere the cluster does not list as
+// an API server.
 //
 // Nothing is sent with credentials where nothing is verified: over plain
 // http, or with TLS verification off, a client that carries credentials

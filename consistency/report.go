@@ -76,6 +76,11 @@ type Server struct {
 	// host; "" when it was reached only through the client's URL, or not
 	// at all (Err then says at which address it was not, and why).
 	Address string
+	// Vouched: Address is one the kubernetes EndpointSlice in default
+	// lists (which only API servers write), so it was asked with the
+	// client's credentials; at any other address a lease names, the
+	// server was asked without any.
+	Vouched bool
 	// Version is its /version gitVersion, when it was reached.
 	Version string
 	// ETag is its own /apis document's (profile=nopeer, KEP-4020); View

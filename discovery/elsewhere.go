@@ -49,7 +49,7 @@ func NewSnapshot(core, named Document, at time.Time) (*Snapshot, error) {
 }
 
 func documentPart(path string, d Document) (*part, error) {
-	p, err := aggregatedPart(d.Body, d.ContentType, d.ETag, false)
+	p, _, err := aggregatedPart(d.Body, d.ContentType, d.ETag, verifyNone)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: d.ContentType, Err: err}
 	}

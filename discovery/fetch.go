@@ -161,30 +161,72 @@ func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, p
 	if src.Format == surface.FormatLegacy {
 		return r.fetchLegacy(ctx, path, body, as)
 	}
-	p, err := aggregatedPart(body, contentType, resp.Header.Get("ETag"), r.opts.surfaces != nil)
+	mode := verifyNone
+	if r.opts.surfaces != nil {
+		mode = verifyJSON
+	}
+	p, keep, err := aggregatedPart(body, contentType, resp.Header.Get("ETag"), mode)
 	if err != nil {
 		return nil, &ResponseError{Path: path, ContentType: contentType, Err: err}
 	}
 	if r.opts.disk != nil {
-		p.raw = &raw{body: body, contentType: contentType}
+		p.raw = &raw{body: keep, contentType: contentType}
 	}
 	return p, nil
 }
 
+// verifyMode says what aggregatedPart checks of a body against its ETag.
+type verifyMode int
+
+const (
+	verifyNone verifyMode = iota
+	// verifyJSON: a JSON body is checked (WithSurfaces, which shares
+	// nothing else); one that is not its ETag's is used unverified.
+	// Protobuf is not checked (see Surfaces).
+	verifyJSON
+	// verifyAll: the body is its ETag's document, JSON or protobuf, or an
+	// error (surface.ErrNotTheETags): what is read back from a store
+	// others write.
+	verifyAll
+)
+
 // aggregatedPart decodes an aggregated discovery body into what one
-// endpoint contributes to a snapshot. With verify, the part records
-// whether the body is the one its ETag names (surface.DecodeAggregated),
-// which WithSurfaces requires of what it shares.
-func aggregatedPart(body []byte, contentType, etag string, verify bool) (*part, error) {
-	check := ""
-	if verify {
-		check = etag
+// endpoint contributes to a snapshot, checking it against its ETag as
+// mode says (the part records whether it is the ETag's document). keep
+// is what is to be persisted of it: a verified JSON body's canonical
+// encoding (surface.VerifyAggregated: the bytes the ETag hashes, so that
+// a store filing it under its ETag keeps nothing but what was verified,
+// no duplicate keys another decoder reads otherwise), else body.
+func aggregatedPart(body []byte, contentType, etag string, mode verifyMode) (p *part, keep []byte, err error) {
+	protobuf := false
+	if src, err := surface.SourceOf(contentType); err == nil {
+		protobuf = src.Protobuf
 	}
-	groups, src, verified, err := surface.DecodeAggregated(body, contentType, check)
-	if err != nil {
-		return nil, err
+	var groups []surface.Group
+	var src surface.Source
+	verified := false
+	if mode == verifyAll || mode == verifyJSON && !protobuf {
+		var canonical []byte
+		groups, src, canonical, err = surface.VerifyAggregated(body, contentType, etag)
+		switch {
+		case err == nil:
+			verified, keep = true, canonical
+			if protobuf {
+				// Checked, so used; but neither shared nor filed under
+				// its ETag (see Surfaces): part.verified stays false.
+				verified, keep = false, body
+			}
+			p = &part{groups: groups, etag: etag, source: src, verified: verified}
+		case mode == verifyAll || !errors.Is(err, surface.ErrNotTheETags):
+			return nil, nil, err
+		}
 	}
-	p := &part{groups: groups, etag: etag, source: src, verified: verified}
+	if p == nil {
+		if groups, src, _, err = surface.DecodeAggregated(body, contentType, ""); err != nil {
+			return nil, nil, err
+		}
+		p, keep = &part{groups: groups, etag: etag, source: src}, body
+	}
 	for _, g := range groups {
 		for _, v := range g.Versions {
 			if v.Freshness == surface.FreshnessStale {
@@ -192,7 +234,7 @@ func aggregatedPart(body []byte, contentType, etag string, verify bool) (*part, 
 			}
 		}
 	}
-	return p, nil
+	return p, keep, nil
 }
 
 // generations numbers contents across the process, so that a content

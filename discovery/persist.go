@@ -20,6 +20,10 @@ import (
 // two conditional requests, or none while the snapshot is younger than the
 // max age. Legacy discovery (one document per group-version) is not
 // persisted. A nil c, or a nil *diskcache.Cache, is no persistence.
+// A store other than a *diskcache.Cache (Redis, a fleet's) may be written
+// by others: what is read back from it is used only once each document's
+// ETag is recomputed from it (surface.VerifyAggregated), and its last
+// known resources, which no ETag names, are not used.
 // Default: no persistence.
 func WithDiskCache(c diskcache.Store) Option {
 	return named("WithDiskCache", func(o *options) error {
@@ -209,7 +213,7 @@ func (c *Client) write(s *Snapshot, last writtenRecord) (rec writtenRecord, ok b
 // errNotTheETags is why a document filed under an ETag is not loaded: it
 // is not the document the ETag names (or, in protobuf, cannot be shown to
 // be, and so was never filed by a client that checks).
-var errNotTheETags = errors.New("not the document its ETag names")
+var errNotTheETags = surface.ErrNotTheETags
 
 // load reads the persisted snapshot, or returns an error saying why not.
 func (c *Client) load() (*Snapshot, error) {
@@ -229,6 +233,19 @@ func (c *Client) load() (*Snapshot, error) {
 		return nil, fmt.Errorf("persisted snapshot header: version %d, %v", h.Version, err)
 	}
 	rest := buf[4+n:]
+	// A store the process does not own alone (Redis, a fleet's, any Store
+	// but a *diskcache.Cache, whose directory Open checked only the user
+	// and root can write): whoever else writes it can file a well-formed
+	// entry that names this server's real ETags over documents of their
+	// own, which the server would then confirm with 304s. Its documents
+	// are used only once their ETags are recomputed from them, its last
+	// known resources (which no ETag names) are not used, and a
+	// validation time in the future (which would never be revalidated)
+	// is none, also for content the Surfaces table holds.
+	_, own := c.opts.disk.(*diskcache.Cache)
+	if !own && h.Validated.After(c.opts.clock.Now()) {
+		h.Validated = time.Time{}
+	}
 	if s := c.sharedLoad(h, rest); s != nil {
 		return s, nil
 	}
@@ -254,23 +271,35 @@ func (c *Client) load() (*Snapshot, error) {
 		// A document filed under its ETag is in a store that other
 		// clients write, in this process or another (a fleet's, for every
 		// cluster; perhaps an older build's, which filed documents
-		// unchecked): it is used only once its ETag is recomputed from it.
-		p, err := aggregatedPart(body, sp.ContentType, sp.ETag, c.opts.surfaces != nil || h.Shared)
+		// unchecked): it is used only once its ETag is recomputed from it;
+		// so is every document of a store others write (see own).
+		mode := verifyNone
+		switch {
+		case !own:
+			mode = verifyAll
+		case c.opts.surfaces != nil || h.Shared:
+			mode = verifyJSON
+		}
+		p, keep, err := aggregatedPart(body, sp.ContentType, sp.ETag, mode)
+		if errors.Is(err, errNotTheETags) || err == nil && h.Shared && !p.verified {
+			// Dropped, so that the next persist files the real one.
+			if h.Shared {
+				c.opts.disk.Delete(documentKey(sp.ETag))
+			} else {
+				c.opts.disk.Delete(c.persistKey())
+			}
+			return nil, fmt.Errorf("persisted document %s: %w", sp.ETag, errNotTheETags)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if h.Shared && !p.verified {
-			// Dropped, so that the next persist files the real one.
-			c.opts.disk.Delete(documentKey(sp.ETag))
-			return nil, fmt.Errorf("persisted document %s: %w", sp.ETag, errNotTheETags)
-		}
-		p.raw = &raw{body: body, contentType: sp.ContentType}
+		p.raw = &raw{body: keep, contentType: sp.ContentType}
 		parts[i] = *p
 	}
 	if h.LastKnown < 0 || h.LastKnown != len(rest) {
 		return nil, errors.New("persisted snapshot body lengths do not add up")
 	}
-	if h.LastKnown > 0 {
+	if h.LastKnown > 0 && own {
 		groups, _, _, err := surface.DecodeAggregated(rest, surface.Source{Format: surface.FormatAggregatedV2}.MediaType(""), "")
 		if err != nil {
 			return nil, fmt.Errorf("persisted last known resources: %w", err)

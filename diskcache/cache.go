@@ -228,6 +228,13 @@ type unsafeDir struct {
 func (e *unsafeDir) Error() string { return e.path + ": " + e.why }
 func (e *unsafeDir) Unwrap() error { return ErrUnsafeDir }
 
+// unsafeEntry is an entry file that another user may have written (see
+// checkEntryFile): never read, and removed (the directory holding it is
+// the user's, or Open would have refused it).
+type unsafeEntry struct{ why string }
+
+func (e *unsafeEntry) Error() string { return "an entry another user may write: " + e.why }
+
 // Dir is the cache's directory for its API server.
 func (c *Cache) Dir() string { return c.dir }
 
@@ -348,6 +355,11 @@ func (c *Cache) Get(k Key) ([]byte, bool) {
 		c.count(func(s *Stats) { s.Misses++ })
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+		case errors.As(err, new(*unsafeEntry)):
+			c.count(func(s *Stats) { s.Corrupt++ })
+			c.warnOnce("unsafe-entry", "diskcache: removing an entry another user may write", "path", path, "err", err)
+			_ = os.Remove(path)
+			c.forget(name)
 		case errors.Is(err, errCorrupt), errors.Is(err, errOtherKey):
 			// Torn, foreign, or (astronomically unlikely) another Name:
 			// the file goes so the next Put starts clean.
@@ -373,7 +385,8 @@ var (
 )
 
 // openEntry opens an entry's file and reads its header and key, refusing
-// anything but a regular file whose size is the one the header declares.
+// anything but a regular file whose size is the one the header declares,
+// and a file another user may write (checkEntryFile, on the same fstat).
 // The file is left positioned at the value.
 func openEntry(path string) (f *os.File, h header, k Key, err error) {
 	if f, err = openNoFollow(path); err != nil {
@@ -385,6 +398,9 @@ func openEntry(path string) (f *os.File, h header, k Key, err error) {
 	case !info.Mode().IsRegular():
 		err = &os.PathError{Op: "read", Path: path, Err: errNotRegular}
 	default:
+		if err = checkEntryFile(info); err != nil {
+			break
+		}
 		var head [headerSize]byte
 		if _, rerr := io.ReadFull(f, head[:]); rerr != nil {
 			err = fmt.Errorf("%w: %v", errCorrupt, rerr)
@@ -698,10 +714,14 @@ func (c *Cache) walk(visit func(diskEntry)) error {
 			return nil
 		case depth == 1 && d.Type().IsRegular() && isHex(name, 32):
 			info, err := d.Info()
-			if err == nil {
-				visit(diskEntry{path: path, name: name, size: info.Size(), used: info.ModTime()})
+			if err != nil {
+				return nil
 			}
-			return nil
+			if checkEntryFile(info) == nil {
+				visit(diskEntry{path: path, name: name, size: info.Size(), used: info.ModTime()})
+				return nil
+			}
+			// Another user may write it: removed below, as junk is.
 		case depth == 1 && d.Type().IsRegular() && strings.HasPrefix(name, ".tmp-"):
 			if info, err := d.Info(); err == nil && now.Sub(info.ModTime()) <= staleTemp {
 				return nil // a write under way

@@ -141,7 +141,7 @@ func readable(path string) bool {
 	if err != nil {
 		// A file that cannot be opened at all (another process removed
 		// it) is not ours to remove either.
-		return !errors.Is(err, errCorrupt)
+		return !errors.Is(err, errCorrupt) && !errors.As(err, new(*unsafeEntry))
 	}
 	f.Close()
 	return true

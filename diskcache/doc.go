@@ -23,7 +23,9 @@
 // files, a directory another user may write (not the user's or root's,
 // writable by group or others, or below a directory anyone may write that
 // is not sticky) is not used: Open says so once and the cache is empty
-// and refuses writes ([Cache.Unsafe], [ErrUnsafeDir]).
+// and refuses writes ([Cache.Unsafe], [ErrUnsafeDir]). An entry file
+// another user may write (theirs, or writable by group or others) is
+// checked on the fstat its read makes anyway, never read, and removed.
 //
 // # Stores and the HTTP cache
 //

@@ -36,3 +36,6 @@ func checkDirChain(string) error { return nil }
 
 // checkOwnDir: see checkDirChain.
 func checkOwnDir(string, fs.FileInfo) error { return nil }
+
+// checkEntryFile: see checkDirChain.
+func checkEntryFile(fs.FileInfo) error { return nil }

@@ -75,3 +75,22 @@ func checkOwnDir(path string, info fs.FileInfo) error {
 	}
 	return nil
 }
+
+// checkEntryFile says why an entry file may not be used: neither the
+// user's nor root's, or writable by group or others. Another user could
+// rewrite such a file after this process wrote it (or plant it), as they
+// could a directory's entries; info is the fstat the read makes anyway for
+// the file's size, so the check costs no system call.
+func checkEntryFile(info fs.FileInfo) error {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if uid := uint32(os.Geteuid()); st.Uid != uid && st.Uid != 0 {
+		return &unsafeEntry{why: fmt.Sprintf("owned by uid %d, neither the user (%d) nor root", st.Uid, uid)}
+	}
+	if info.Mode().Perm()&0o022 != 0 {
+		return &unsafeEntry{why: fmt.Sprintf("mode %v: writable by group or others", info.Mode().Perm())}
+	}
+	return nil
+}

@@ -247,3 +247,122 @@ func TestBoundHoldsWhileLockIsHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsafeEntryFiles: an entry file inside the user's own directories
+// that another user may write (group- or world-writable, or another
+// user's) is not served, neither by a cache that wrote it (the warm path)
+// nor by one opened afterwards, and is removed so that the next Put
+// stores the entry again; the user's own 0644 file (others may read it,
+// not write it) is served. On c7f0643 the rewritten entry was served.
+func TestUnsafeEntryFiles(t *testing.T) {
+	key := diskcache.Key{Name: "kubeatlas/discovery/v1\napplication/json"}
+	honest, hostile := []byte("the user's snapshot"), []byte("another user's snapshot")
+	// rewrite replaces the entry at path in place (as another user who
+	// may write the file would: its inode, owner and mode stay) with a
+	// valid entry for key holding hostile.
+	rewrite := func(t *testing.T, path string) {
+		t.Helper()
+		src := open(t, t.TempDir())
+		if err := src.Put(key, hostile); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(entryFiles(t, src.Dir())[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, path string)
+		refused string // what the warning names; "" when the entry is used
+	}{
+		{"mode 0666", func(t *testing.T, p string) {
+			if err := os.Chmod(p, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}, "writable by group or others"},
+		{"mode 0620", func(t *testing.T, p string) {
+			if err := os.Chmod(p, 0o620); err != nil {
+				t.Fatal(err)
+			}
+		}, "writable by group or others"},
+		{"another user's, mode 0600", func(t *testing.T, p string) {
+			if err := os.Lchown(p, anotherUID, anotherUID); err != nil {
+				if errors.Is(err, fs.ErrPermission) {
+					t.Skip("simulating another user's file needs chown (root)")
+				}
+				t.Fatal(err)
+			}
+		}, "owned by uid 12345"},
+		{"the user's, mode 0644", func(t *testing.T, p string) {
+			if err := os.Chmod(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			var log logged
+			c := open(t, root, diskcache.WithLogger(log.logger()))
+			if err := c.Put(key, honest); err != nil {
+				t.Fatal(err)
+			}
+			path := entryFiles(t, c.Dir())[0]
+			tc.prepare(t, path)
+			rewrite(t, path)
+			if tc.refused == "" {
+				if v, ok := c.Get(key); !ok || string(v) != string(hostile) {
+					t.Fatalf("the user's own file: Get = %q, %v", v, ok)
+				}
+				if c2 := open(t, root); c2.Unsafe() != nil {
+					t.Fatalf("Unsafe = %v", c2.Unsafe())
+				} else if _, ok := c2.Get(key); !ok {
+					t.Fatal("the user's own file was not served after Open")
+				}
+				return
+			}
+			// The warm path: this process wrote the entry.
+			if v, ok := c.Get(key); ok {
+				t.Fatalf("an entry another user may write was served: %q", v)
+			}
+			if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the unsafe entry was left in place: %v", err)
+			}
+			if !strings.Contains(log.String(), "another user may write") || !strings.Contains(log.String(), tc.refused) {
+				t.Errorf("no warning naming %q:\n%s", tc.refused, log.String())
+			}
+			if err := c.Put(key, honest); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := c.Get(key); !ok || string(v) != string(honest) {
+				t.Errorf("after a new Put: Get = %q, %v", v, ok)
+			}
+			// A cache opened later: the scan removes it, Get misses.
+			tc.prepare(t, path)
+			rewrite(t, path)
+			c2 := open(t, root)
+			if c2.Unsafe() != nil {
+				t.Errorf("an unsafe entry refused the whole directory: %v", c2.Unsafe())
+			}
+			if v, ok := c2.Get(key); ok {
+				t.Fatalf("after Open, an entry another user may write was served: %q", v)
+			}
+			if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Open's scan left the unsafe entry: %v", err)
+			}
+			if b, n := c2.Usage(); n != 0 || b != 0 {
+				t.Errorf("Usage = %d bytes, %d entries; want the unsafe entry not counted", b, n)
+			}
+		})
+	}
+}

@@ -3,6 +3,8 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"crypto/sha512"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -26,6 +29,12 @@ import (
 // cluster of that surface). It returns its URL, and the last forged body
 // and Content-Type it served.
 func hostileProxy(t *testing.T, base string) (string, func() ([]byte, string)) {
+	t.Helper()
+	return rewritingProxy(t, base, `"resource":"deployments"`, `"resource":"pwnedthings"`)
+}
+
+// rewritingProxy is hostileProxy replacing old with new in /apis.
+func rewritingProxy(t *testing.T, base, old, new string) (string, func() ([]byte, string)) {
 	t.Helper()
 	u, err := url.Parse(base)
 	if err != nil {
@@ -48,7 +57,7 @@ func hostileProxy(t *testing.T, base string) (string, func() ([]byte, string)) {
 		if err != nil {
 			return err
 		}
-		b := bytes.ReplaceAll(body, []byte(`"resource":"deployments"`), []byte(`"resource":"pwnedthings"`))
+		b := bytes.ReplaceAll(body, []byte(old), []byte(new))
 		if bytes.Equal(b, body) {
 			t.Errorf("the hostile cluster found no deployments to rewrite")
 		}
@@ -146,5 +155,62 @@ func TestDiskContentIsVerified(t *testing.T) {
 	}
 	if b, ok := content.Get(key); !ok || bytes.Equal(b, body) {
 		t.Errorf("the forged document is still filed under the ETag (present %v)", ok)
+	}
+}
+
+// TestDuplicateKeysAreNotKept: a hostile cluster serves /apis with a
+// duplicate key in Deployment's entry, its own resource first and the
+// honest one last: Go's decoder (the last key wins) reads the honest
+// document, whose ETag the body then verifies against. The fleet's
+// content store keeps only the canonical encoding that was verified (whose
+// SHA-512 is the ETag itself), never the hostile bytes, which a decoder
+// that keeps the first key would read as pwnedthings. On c7f0643 the
+// hostile body was filed under the honest ETag.
+func TestDuplicateKeysAreNotKept(t *testing.T) {
+	dir := t.TempDir()
+	_, baseOrigin := docserver.Start(t, docserver.WithCRDs(20, 4))
+	baseHostile, forged := rewritingProxy(t, baseOrigin, `"resource":"deployments"`, `"resource":"pwnedthings","resource":"deployments"`)
+	ctx := context.Background()
+	f, err := New(WithCacheDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Add("hostile", &rest.Config{Host: baseHostile}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.Cluster("hostile")
+	m, err := c.Mapper().RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1")
+	if err != nil || m.Resource.Resource != "deployments" {
+		t.Fatalf("Deployment maps to %v (%v), want deployments (Go's decoder keeps the last key)", m, err)
+	}
+	_, etag := c.Snapshot().ETags()
+	body, _ := forged()
+	if !bytes.Contains(body, []byte("pwnedthings")) {
+		t.Fatal("the proxy forged nothing")
+	}
+	content, err := diskcache.Open(dir, contentDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cluster's entry is written after publication.
+	var kept []byte
+	_, key := (&contentStore{}).route(diskcache.Key{Version: etag, Content: true}) // where the fleet files a document named by etag
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var ok bool
+		if kept, ok = content.Get(key); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing filed under %s", etag)
+		}
+	}
+	if bytes.Contains(kept, []byte("pwnedthings")) {
+		t.Errorf("the hostile cluster's bytes are kept under the honest ETag %s", etag)
+	}
+	if sum := strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(kept))); sum != etag {
+		t.Errorf("what is kept under %s hashes to %s: not the canonical encoding", etag, sum)
 	}
 }

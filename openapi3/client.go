@@ -3,6 +3,7 @@ package openapi3
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -31,6 +32,12 @@ const (
 	DefaultMaxResponseBytes = 128 << 20
 	DefaultMaxAge           = 30 * time.Second
 	DefaultMaxRetries       = httpx.DefaultMaxRetries
+	// DefaultRootTimeout bounds one read of the root, under discovery's
+	// default refresh timeout (30s): the root is one small document (about
+	// 100 KB at 3000 CRDs) where a refresh reads two of up to megabytes,
+	// and a CLI that revalidates discovery before reading the root (explain)
+	// stays within a minute when both hang.
+	DefaultRootTimeout = 20 * time.Second
 )
 
 type options struct {
@@ -44,6 +51,7 @@ type options struct {
 	maxDocuments     int
 	documents        *Documents
 	staleRoot        bool
+	rootTimeout      time.Duration
 
 	given optset.Given // the options given, by name (named)
 }
@@ -51,6 +59,21 @@ type options struct {
 // named is the option name, which may be given once (optset).
 func named(name string, set func(*options) error) Option {
 	return optset.Named("openapi3", name, func(o *options) *optset.Given { return &o.given }, set)
+}
+
+// WithRootTimeout bounds one read of the root, which concurrent callers
+// share: a server that does not answer within d is unavailable, and with
+// WithStaleRootOnError the root kept on disk answers, as discovery's cached
+// snapshot answers once its refresh timeout passes. Default:
+// DefaultRootTimeout (20s, under discovery's 30s).
+func WithRootTimeout(d time.Duration) Option {
+	return named("WithRootTimeout", func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("openapi3: root timeout must be positive, got %v", d)
+		}
+		o.rootTimeout = d
+		return nil
+	})
 }
 
 // WithMaxDocuments bounds how many documents the client keeps in memory,
@@ -218,6 +241,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		maxRetries:       DefaultMaxRetries,
 		maxAge:           DefaultMaxAge,
 		clock:            clock.RealClock{},
+		rootTimeout:      DefaultRootTimeout,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -289,14 +313,23 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 	return root, err
 }
 
-// readRoot reads the root. A failed read counts as a try, so that a
+// readRoot reads the root, within the root timeout (a hanging server is
+// unavailable: see staleRoot). A failed read counts as a try, so that a
 // server that fails is asked again after the max age, not on every call.
 func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Lock()
 	c.rootTried = c.opts.clock.Now()
 	c.rootMu.Unlock()
-	body, _, err := c.get(ctx, "/openapi/v3", "application/json")
+	rctx, cancel := context.WithTimeoutCause(ctx, c.opts.rootTimeout, &RootTimeoutError{Timeout: c.opts.rootTimeout})
+	defer cancel()
+	body, _, err := c.get(rctx, "/openapi/v3", "application/json")
 	if err != nil {
+		if cause := context.Cause(rctx); ctx.Err() == nil && cause != nil && !errors.As(err, new(*RootTimeoutError)) {
+			// The bound, not the caller, ended the read: say so where the
+			// error does not (a wait for Retry-After says only "context
+			// deadline exceeded").
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 		return nil, err
 	}
 	root, err := parseRoot(body)

@@ -54,5 +54,6 @@
 //   - documents.go: [Documents], the table of parsed documents that clients
 //     of a fleet share, keyed by the hash their bytes were verified against.
 //   - offline.go: [WithStaleRootOnError]: the last root kept in the disk
-//     cache, answered from while the server is unavailable.
+//     cache, answered from while the server is unavailable (or does not
+//     answer within [WithRootTimeout]).
 package openapi3

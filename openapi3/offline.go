@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -24,7 +26,8 @@ import (
 // WithStaleRootOnError keeps the last root read in the disk cache
 // (WithDiskCache, which it needs: without one it is an error) and, when the
 // root cannot be read because the server is unavailable (no connection, a
-// 5xx or 429, not a 4xx), answers from it: documents cached at the URLs it
+// 5xx or 429, no answer within the root timeout (WithRootTimeout, 20s by
+// default), not a 4xx), answers from it: documents cached at the URLs it
 // names are served, and StaleRoot returns why the root is stale. Meant for
 // CLIs, which say so, as kubectl's cached discovery does. Default: off (an
 // unavailable server is an error).
@@ -90,12 +93,28 @@ func (c *Client) staleRoot(err error) map[string]string {
 	return root
 }
 
+// RootTimeoutError is the cause of a root read's error when the server did
+// not answer within the root timeout (WithRootTimeout).
+type RootTimeoutError struct {
+	Timeout time.Duration
+}
+
+func (e *RootTimeoutError) Error() string {
+	return fmt.Sprintf("openapi3: the server did not answer the root within %v", e.Timeout)
+}
+
+// Unwrap makes the error a context.DeadlineExceeded, as a timeout is.
+func (e *RootTimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
 // unavailable says whether err says the server could not be reached or
-// could not answer (no connection, a 5xx, a 429), rather than refusing
-// (a 4xx) or the caller leaving.
+// could not answer (no connection, a 5xx, a 429, no answer within the root
+// timeout), rather than refusing (a 4xx) or the caller leaving.
 func unavailable(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
+	}
+	if errors.As(err, new(*RootTimeoutError)) {
+		return true
 	}
 	var se *apierrors.StatusError
 	if errors.As(err, &se) {

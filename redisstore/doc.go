@@ -26,7 +26,8 @@
 // who can write to the Redis can write a value that passes those checks, a
 // value whose key names its content is checked against it too (WithVerify;
 // by default VerifyContent: the SHA-512 of a JSON OpenAPI document at a
-// ?hash= URL). Like diskcache, the store does not deduplicate identical
+// ?hash= URL), and discovery checks every document it reads back from a
+// store other than a *diskcache.Cache against its ETag. Like diskcache, the store does not deduplicate identical
 // values under different keys.
 //
 // Reads and removals are bounded whatever another program wrote: Get reads

@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha512"
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -334,4 +336,133 @@ func TestVerifyContent(t *testing.T) {
 func sha512hex(b []byte) string {
 	sum := sha512.Sum512(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// TestForgedDiscoveryIsVerifiedOnRead: another host that can write the
+// Redis rewrites the persisted discovery entry of this server: a
+// well-formed value (the store's checks pass) naming the server's real
+// ETags, whose /apis maps Deployment to a resource of its own, in the
+// form the client reads (protobuf, JSON), or honest documents marked
+// validated in the year 3000. The next process does not use what is not
+// the ETags' documents (its /apis is read from the server, Deployment maps
+// to deployments, and the entry is removed), and revalidates the one of
+// the future before answering. On c7f0643 the forged entry was loaded
+// (DiskLoads 1), confirmed by two 304s, and mapped pwnedthings.
+func TestForgedDiscoveryIsVerifiedOnRead(t *testing.T) {
+	r := startRedis(t)
+	rdb := r.client(t)
+	srv, url := docserver.Start(t, docserver.WithCRDs(20, 4))
+	names := func(s *discovery.Snapshot) map[string]bool {
+		out := map[string]bool{}
+		for _, g := range s.Groups() {
+			if g.Name != "apps" {
+				continue
+			}
+			for _, v := range g.Versions {
+				for _, res := range v.Resources {
+					out[res.Name] = true
+				}
+			}
+		}
+		return out
+	}
+	// rewrite changes the bodies of the persisted entry in place (after
+	// the header: 4 bytes of length, then the header's JSON), as the
+	// attacker would, keeping the store's own framing valid.
+	rewrite := func(t *testing.T, s *Store, change func(header, bodies []byte) ([]byte, []byte)) {
+		t.Helper()
+		keys := rdb.Keys(t.Context(), s.space+"*").Val()
+		found := false
+		for _, rk := range keys {
+			raw, err := rdb.Get(t.Context(), rk).Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			server, k, value, err := decode(raw)
+			if err != nil || !strings.HasPrefix(k.Name, "kubeatlas/discovery/v1\n") {
+				continue
+			}
+			n := int(binary.LittleEndian.Uint32(value))
+			header, bodies := change(bytes.Clone(value[4:4+n]), bytes.Clone(value[4+n:]))
+			forged := binary.LittleEndian.AppendUint32(nil, uint32(len(header)))
+			forged = append(append(forged, header...), bodies...)
+			if err := rdb.SetArgs(t.Context(), rk, encode(server, k, forged), redis.SetArgs{KeepTTL: true}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			found = true
+		}
+		if !found {
+			t.Fatal("no persisted discovery entry in the Redis")
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		opts  []discovery.Option
+		forge func(header, bodies []byte) ([]byte, []byte)
+	}{
+		{"protobuf, hostile /apis", nil, func(h, b []byte) ([]byte, []byte) {
+			return h, bytes.ReplaceAll(b, []byte("deployments"), []byte("pwnedthings"))
+		}},
+		{"JSON, hostile /apis", []discovery.Option{discovery.WithJSONOnly()}, func(h, b []byte) ([]byte, []byte) {
+			return h, bytes.ReplaceAll(b, []byte(`"resource":"deployments"`), []byte(`"resource":"pwnedthings"`))
+		}},
+		{"JSON, validated in the future", []discovery.Option{discovery.WithJSONOnly()}, func(h, b []byte) ([]byte, []byte) {
+			var v map[string]any
+			if err := json.Unmarshal(h, &v); err != nil {
+				t.Fatal(err)
+			}
+			v["validated"] = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+			h, _ = json.Marshal(v)
+			return h, b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := rdb.FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			newClient := func() (*discovery.Client, *Store) {
+				s, err := New(rdb, url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := discovery.NewForHTTPClient(nil, url, append([]discovery.Option{discovery.WithDiskCache(s)}, tc.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c, s
+			}
+			first, store := newClient()
+			if _, err := first.Snapshot(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(rdb.Keys(t.Context(), store.space+"*").Val()) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the snapshot was not persisted within 10s")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			rewrite(t, store, tc.forge)
+			srv.ResetRequests()
+			next, _ := newClient()
+			snap, err := next.Snapshot(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := names(snap)
+			if got["pwnedthings"] || !got["deployments"] {
+				t.Fatalf("apps resources %v: the forged entry was used (disk loads %d, %d requests)", got, next.Stats().DiskLoads, srv.Stats().Requests)
+			}
+			if srv.Stats().Requests == 0 {
+				t.Errorf("answered from the store without asking the server")
+			}
+			if strings.Contains(tc.name, "hostile") {
+				if next.Stats().DiskLoads != 0 {
+					t.Errorf("DiskLoads = %d, want the forged entry refused", next.Stats().DiskLoads)
+				}
+			} else if !snap.Validated().Before(time.Now().Add(time.Minute)) {
+				t.Errorf("validated %v: the future validation was believed", snap.Validated())
+			}
+		})
+	}
 }

@@ -38,10 +38,7 @@ func DecodeAggregated(body []byte, contentType, etag string) (groups []Group, sr
 	if err != nil {
 		return nil, Source{}, false, err
 	}
-	apiVersion := "apidiscovery.k8s.io/v2"
-	if src.Format == FormatAggregatedV2Beta1 {
-		apiVersion = "apidiscovery.k8s.io/v2beta1"
-	}
+	apiVersion := src.apiVersion()
 	if src.Protobuf {
 		groups, err := decodeAggregatedProtobuf(body, apiVersion)
 		return groups, src, false, err
@@ -57,12 +54,71 @@ func DecodeAggregated(body []byte, contentType, etag string) (groups []Group, sr
 		return nil, src, false, fmt.Errorf("body holds %q %q, want %s APIGroupDiscoveryList", list.APIVersion, list.Kind, apiVersion)
 	}
 	if etag != "" {
-		list.TypeMeta = metav1.TypeMeta{}
-		if again, err := json.Marshal(list); err == nil {
-			verified = strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(again))) == etag
-		}
+		_, verified = canonicalOf(&list, etag)
 	}
 	return fromAggregated(list.Items), src, verified, nil
+}
+
+// ErrNotTheETags is the cause of VerifyAggregated's error for a body that
+// is not the document its ETag names.
+var ErrNotTheETags = errors.New("not the document its ETag names")
+
+// VerifyAggregated decodes an aggregated discovery document only if it is
+// the one etag names (see DecodeAggregated), in JSON or protobuf, and
+// returns what was verified: groups built from the very list whose JSON
+// encoding hashes to etag, and canonical, that encoding (the list without
+// apiVersion and kind, as kube-apiserver hashes it), which is what a store
+// shared by others may keep under etag: no duplicate keys, unknown fields
+// or whitespace that another JSON decoder could read otherwise. A
+// protobuf body is decoded with the generated types (k8s.io/api) and its
+// groups come from that decoding, so no two decoders need agree. A body
+// that decodes but is not etag's is an error wrapping ErrNotTheETags.
+func VerifyAggregated(body []byte, contentType, etag string) (groups []Group, src Source, canonical []byte, err error) {
+	src, err = SourceOf(contentType)
+	if err != nil {
+		return nil, Source{}, nil, err
+	}
+	apiVersion := src.apiVersion()
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	var gotVersion, gotKind string
+	if src.Protobuf {
+		if !bytes.HasPrefix(body, protobufMagic) {
+			return nil, src, nil, errors.New("body is not Kubernetes protobuf (no magic prefix)")
+		}
+		var u runtime.Unknown
+		if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+			return nil, src, nil, fmt.Errorf("protobuf envelope: %w", err)
+		}
+		if err := list.Unmarshal(u.Raw); err != nil {
+			return nil, src, nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
+		}
+		gotVersion, gotKind = u.APIVersion, u.Kind
+	} else {
+		if err := json.Unmarshal(body, &list); err != nil {
+			return nil, src, nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
+		}
+		gotVersion, gotKind = list.APIVersion, list.Kind
+	}
+	if (gotVersion != "" || gotKind != "") && (gotVersion != apiVersion || gotKind != "APIGroupDiscoveryList") {
+		return nil, src, nil, fmt.Errorf("body holds %q %q, want %s APIGroupDiscoveryList", gotVersion, gotKind, apiVersion)
+	}
+	canonical, ok := canonicalOf(&list, etag)
+	if !ok {
+		return nil, src, nil, ErrNotTheETags
+	}
+	return fromAggregated(list.Items), src, canonical, nil
+}
+
+// canonicalOf is list's JSON as kube-apiserver hashes it for its ETag
+// (without apiVersion and kind, which it clears), and whether etag names
+// it.
+func canonicalOf(list *apidiscoveryv2.APIGroupDiscoveryList, etag string) ([]byte, bool) {
+	list.TypeMeta = metav1.TypeMeta{}
+	again, err := json.Marshal(list)
+	if err != nil || etag == "" {
+		return nil, false
+	}
+	return again, strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(again))) == etag
 }
 
 // SourceOf is the Source of an aggregated discovery document of the given

@@ -2,11 +2,15 @@ package surface
 
 import (
 	"bytes"
+	"crypto/sha512"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -264,5 +268,66 @@ func TestProtobufLists(t *testing.T) {
 	}
 	if where := aliasing(body, got); where != "" {
 		t.Errorf("a snapshot string points into the body: %s", where)
+	}
+}
+
+// TestVerifyAggregated: a document is used only as the list its ETag
+// names, in protobuf (decoded with the generated types) and in JSON; a
+// same-length rewrite of a resource is refused (ErrNotTheETags); and what
+// it returns to keep is the canonical encoding, whose SHA-512 is the ETag,
+// so that a JSON body with a duplicate key (the hostile value first, which
+// Go's decoder drops) is never kept as it came.
+func TestVerifyAggregated(t *testing.T) {
+	pb := fixtureProtobuf(t)
+	var u runtime.Unknown
+	if err := u.Unmarshal(pb[len(protobufMagic):]); err != nil {
+		t.Fatal(err)
+	}
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	if err := list.Unmarshal(u.Raw); err != nil {
+		t.Fatal(err)
+	}
+	canonical, err := json.Marshal(&list) // no apiVersion or kind: Unmarshal sets none
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(canonical)))
+	list.APIVersion, list.Kind = "apidiscovery.k8s.io/v2", "APIGroupDiscoveryList"
+	js, err := json.Marshal(&list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := bytes.Replace(js, []byte(`"resource":"deployments"`), []byte(`"resource":"pwnedthings","resource":"deployments"`), 1)
+	pbType, jsonType := Source{Format: FormatAggregatedV2, Protobuf: true}.MediaType(""), Source{Format: FormatAggregatedV2}.MediaType("")
+	for _, tc := range []struct {
+		name, contentType string
+		body              []byte
+		ok                bool
+	}{
+		{"protobuf", pbType, pb, true},
+		{"protobuf rewritten", pbType, bytes.Replace(pb, []byte("deployments"), []byte("pwnedthings"), 1), false},
+		{"JSON", jsonType, js, true},
+		{"JSON rewritten", jsonType, bytes.Replace(js, []byte(`"deployments"`), []byte(`"pwnedthings"`), 1), false},
+		{"JSON with a duplicate key", jsonType, dup, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			groups, _, kept, err := VerifyAggregated(tc.body, tc.contentType, etag)
+			if !tc.ok {
+				if !errors.Is(err, ErrNotTheETags) {
+					t.Errorf("err = %v, want ErrNotTheETags", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(kept, canonical) || bytes.Contains(kept, []byte("pwnedthings")) {
+				t.Errorf("kept %d bytes, not the canonical encoding", len(kept))
+			}
+			want, _ := generatedDecode(pb)
+			if !reflect.DeepEqual(groups, want) {
+				t.Errorf("groups differ from the generated decoder's")
+			}
+		})
 	}
 }

@@ -70,3 +70,11 @@ func ParseMediaType(contentType string) (Source, error) {
 	}
 	return s, nil
 }
+
+// apiVersion is the apiVersion of an aggregated document of s's form.
+func (s Source) apiVersion() string {
+	if s.Format == FormatAggregatedV2Beta1 {
+		return "apidiscovery.k8s.io/v2beta1"
+	}
+	return "apidiscovery.k8s.io/v2"
+}

@@ -215,8 +215,11 @@ func WithServedAPI(use bool) Option {
 // that fail (an error, a 410 Gone, a watch that ends at once) are retried
 // after an exponential backoff with jitter, from 250ms to 30s, reset by a
 // watch that stays open 10s; refreshes asked for by events are at most 5
-// at once, then one a second, however many events come; and it keeps at
-// most one expectation per CRD, 256 in all.
+// at once, then one a second, however many events come; it keeps at
+// most one expectation per CRD, 256 in all; and each informer holds at
+// most 10,000 objects (a list of more is refused, a watch that would hold
+// more ends, both backed off), so a server that streams distinct objects
+// cannot grow its memory.
 //
 // Where the credentials may not list or watch CRDs or APIServices (403), it
 // logs so (WithLogger), reports it in Stats.Forbidden, and polls every
@@ -806,14 +809,21 @@ func informerFor[T runtime.Object](r interface {
 	List(context.Context, metav1.ListOptions) (T, error)
 	Watch(context.Context, metav1.ListOptions) (apiwatch.Interface, error)
 }, client any, example runtime.Object, gvr schema.GroupVersionResource, p *pacer) cache.SharedIndexInformer {
+	bound := newObjectBound() // the informer's memory (see maxObjects)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			if err := p.wait(ctx); err != nil {
 				return nil, err
 			}
 			obj, err := r.List(ctx, o)
+			if err == nil {
+				err = bound.listed(obj)
+			}
 			p.listed(err)
-			return obj, err
+			if err != nil {
+				return nil, err
+			}
+			return obj, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
 			if err := p.wait(ctx); err != nil {
@@ -827,7 +837,7 @@ func informerFor[T runtime.Object](r interface {
 				}
 				return nil, err
 			}
-			return p.watching(wi), nil
+			return p.watching(bound.watch(wi, o.SendInitialEvents != nil && *o.SendInitialEvents)), nil
 		},
 	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,

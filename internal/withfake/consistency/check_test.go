@@ -242,8 +242,8 @@ func TestCheckJudgesLeasesByItsClock(t *testing.T) {
 
 // TestCheckIsNotTheClients: the check reads none of the client's
 // snapshots, and its requests to the servers' own addresses are its own:
-// the client counts only those through its URL (the leases, the merged
-// /apis, the StorageVersion API).
+// the client counts only those through its URL (the leases, the
+// kubernetes EndpointSlice, the merged /apis, the StorageVersion API).
 func TestCheckIsNotTheClients(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky))
 	c, err := discovery.New(&rest.Config{Host: base})
@@ -259,8 +259,8 @@ func TestCheckIsNotTheClients(t *testing.T) {
 	}
 	// Each server answered /version, its own /apis and /api, and its
 	// merged /apis at its own address.
-	if got, served := c.Stats().Requests, len(srv.Requests()); got != 3 || served != 3+2*4 {
-		t.Errorf("the client counted %d requests of the %d served, want 3 of 11", got, served)
+	if got, served := c.Stats().Requests, len(srv.Requests()); got != 4 || served != 4+2*4 {
+		t.Errorf("the client counted %d requests of the %d served, want 4 of 12", got, served)
 	}
 }
 

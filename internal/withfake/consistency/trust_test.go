@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -455,5 +456,115 @@ func TestAddressNamedTwice(t *testing.T) {
 	}
 	if shared != 2 {
 		t.Errorf("%d servers say their address is named twice, want 2: %+v", shared, r.Servers)
+	}
+}
+
+// withEndpointSlice serves h, with the kubernetes EndpointSlices listing
+// addrs (one slice per address: the test's servers share an IP and differ
+// by port), or a 403 when addrs is nil (a user who may not read them).
+func withEndpointSlice(h http.Handler, addrs []string) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.HandleFunc("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", func(w http.ResponseWriter, r *http.Request) {
+		if addrs == nil {
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
+			return
+		}
+		var items []map[string]any
+		for _, a := range addrs {
+			host, port, _ := net.SplitHostPort(a)
+			p, _ := strconv.Atoi(port)
+			items = append(items, map[string]any{
+				"metadata":    map[string]any{"name": "kubernetes", "labels": map[string]string{"kubernetes.io/service-name": "kubernetes"}},
+				"addressType": "IPv4", "endpoints": []map[string]any{{"addresses": []string{host}}},
+				"ports": []map[string]any{{"name": "https", "port": p, "protocol": "TCP"}}})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"kind": "EndpointSliceList", "apiVersion": "discovery.k8s.io/v1", "items": items})
+	})
+	return mux
+}
+
+// credentials counts the requests that reached h with a credential.
+type credentials struct {
+	h      http.Handler
+	tokens atomic.Int32
+}
+
+func (c *credentials) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "" {
+		c.tokens.Add(1)
+	}
+	c.h.ServeHTTP(w, r)
+}
+
+// TestCredentialsGoOnlyToListedAPIServers: a tenant's identity lease
+// names another port of the API server's own host (127.0.0.1, the
+// kubeconfig's server), where a service holds a certificate the cluster's
+// CA signed for that IP (a kubelet's serving certificate for the node IP):
+// it passes the TLS check for the kubeconfig's name, so on c7f0643 it got
+// the bearer token (4 requests) and the client certificate (5
+// handshakes). Credentials now go only to the addresses the kubernetes
+// EndpointSlice lists, which only API servers write: that host gets no
+// token and no client certificate (it may be asked without any, and its
+// answer is reported as an unvouched server's), while the two listed
+// servers are asked with the client's credentials. A user who may not
+// read the EndpointSlice sends credentials to no address at all.
+func TestCredentialsGoOnlyToListedAPIServers(t *testing.T) {
+	ca := newTestCA(t)
+	clientCert, clientKey, _ := ca.issue(t, "admin", nil)
+	_, _, serving := ca.issue(t, "kube-apiserver", []string{"127.0.0.1"}, "localhost", "kubernetes.default.svc")
+	_, _, kubeletCert := ca.issue(t, "system:node:controlplane", []string{"127.0.0.1"}, "controlplane")
+	for _, listed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("EndpointSlice readable %v", listed), func(t *testing.T) {
+			th := &thief{}
+			hostile := serve(t, "127.0.0.1", th, &kubeletCert, &th.clientCerts)
+			srv, err := discoverytest.NewServer(discoverytest.WithBackends(2, discoverytest.Sticky))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var addrs []string
+			var backends []*credentials
+			for _, b := range srv.Backends() {
+				c := &credentials{h: b}
+				backends = append(backends, c)
+				addrs = append(addrs, serve(t, "127.0.0.1", c, &serving, nil).Listener.Addr().String())
+			}
+			leases := append(backendLeases(srv, addrs...), lease{name: "apiserver-tenant", hostname: "tenant", address: hostile.Listener.Addr().String()})
+			slice := addrs
+			if !listed {
+				slice = nil
+			}
+			front := serve(t, "127.0.0.1", withEndpointSlice(withLeases(srv, func() []lease { return leases }), slice), &serving, nil)
+			cfg := &rest.Config{Host: "https://" + front.Listener.Addr().String(), BearerToken: "secret",
+				TLSClientConfig: rest.TLSClientConfig{CAData: ca.pem, CertData: clientCert, KeyData: clientKey}}
+			c, err := discovery.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := consistency.Check(context.Background(), c, consistency.WithSamples(8))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if certs := th.clientCerts.Load(); len(th.auth) != 0 || certs != 0 {
+				t.Errorf("the host the tenant's lease names got Authorization %q and %d client certificates, want none (%d requests)", th.auth, certs, th.requests.Load())
+			}
+			for i, s := range r.Servers {
+				switch {
+				case s.Identity == "apiserver-tenant":
+					if s.Vouched {
+						t.Errorf("the tenant's server counted as vouched: %+v", s)
+					}
+				case listed:
+					if !s.Vouched || s.Address != addrs[i] || s.View == nil || backends[i].tokens.Load() == 0 {
+						t.Errorf("listed server %d: %+v, %d requests with a token: want it asked with the client's credentials", i, s, backends[i].tokens.Load())
+					}
+				default:
+					if s.Vouched || backends[i].tokens.Load() != 0 {
+						t.Errorf("server %d with no EndpointSlice readable: vouched %v, %d requests with a token, want none", i, s.Vouched, backends[i].tokens.Load())
+					}
+				}
+			}
+		})
 	}
 }

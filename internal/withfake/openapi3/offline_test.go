@@ -2,12 +2,14 @@ package openapi3_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -107,5 +109,55 @@ func TestStaleRootOnError(t *testing.T) {
 	}
 	if _, err := openapi3.NewForHTTPClient(nil, srv.URL, openapi3.WithStaleRootOnError()); err == nil {
 		t.Error("WithStaleRootOnError without a disk cache: no error")
+	}
+}
+
+// TestStaleRootWhenRootHangs: a root that never answers, with every
+// document and the last root on disk, is an unavailable server: a new
+// client (a new explain) answers from the kept root once the root timeout
+// passes, and StaleRoot says why (the timeout). On c7f0643 the read waited
+// for the caller's deadline (explain's minute) and failed. Without
+// WithStaleRootOnError it is still an error, within the same bound.
+func TestStaleRootWhenRootHangs(t *testing.T) {
+	fake, origin := discoverytest.Start(t)
+	dir := t.TempDir()
+	const bound = 300 * time.Millisecond
+	client := func(opts ...openapi3.Option) *openapi3.Client {
+		t.Helper()
+		dc, err := diskcache.Open(dir, origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newClient(t, origin, append([]openapi3.Option{openapi3.WithDiskCache(dc)}, opts...)...)
+	}
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	// The caller's own deadline is far away, as explain's minute is.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := client(openapi3.WithStaleRootOnError()).Kind(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	fake.InjectFault("/openapi/v3", discoverytest.Fault{Latency: time.Hour})
+	defer fake.ClearFaults()
+
+	start := time.Now()
+	c := client(openapi3.WithStaleRootOnError(), openapi3.WithRootTimeout(bound))
+	s, err := c.Kind(ctx, deploy)
+	took := time.Since(start)
+	if err != nil || s.Name != "io.k8s.api.apps.v1.Deployment" {
+		t.Fatalf("a hanging root with a warm cache: %v, %v; want the cached document", s, err)
+	}
+	if took > 20*time.Second {
+		t.Errorf("answered after %v, want about the root timeout (%v)", took, bound)
+	}
+	var rte *openapi3.RootTimeoutError
+	if serr := c.StaleRoot(); !errors.As(serr, &rte) || rte.Timeout != bound {
+		t.Errorf("StaleRoot = %v, want a RootTimeoutError of %v", serr, bound)
+	}
+
+	start = time.Now()
+	_, err = client(openapi3.WithRootTimeout(bound)).Kind(ctx, deploy)
+	if !errors.As(err, &rte) || ctx.Err() != nil {
+		t.Errorf("without WithStaleRootOnError: %v after %v, want a RootTimeoutError before the caller's deadline", err, time.Since(start))
 	}
 }
