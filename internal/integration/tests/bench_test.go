@@ -77,26 +77,20 @@ func lower(s string) string {
 	return string(b)
 }
 
-// BenchmarkRealServer: kubeatlas and client-go side by side against a real
-// kube-apiserver v1.36.3 (HTTP/2 over TLS, gzip above 128 KiB, real
-// documents) with KUBEATLAS_BENCH_CRDS CRDs (default 200, ten a group):
-// cold discovery; a REST mapper's first sight of every name a user may type
-// (KindFor, then RESTMapping of the kind found, each input once, on a new
-// mapper over discovery already read: ns/input); and every OpenAPI v3
-// document ready to use without a
-// disk cache, with a cold one and with a warm one (kubeatlas's FetchAll,
-// client-go's openapi3.Root.GVSpec for each group-version); and a warm
-// `api-resources -o name` of ours against kubectl's as whole processes
-// (benchCLI: medians of wall time and peak RSS). The server
-// shares the machine's cores with the client.
-//
-//	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver go test -run '^$' -bench RealServer -benchtime 5x
-func BenchmarkRealServer(b *testing.B) {
-	c := startCluster(b)
-	n := 200
+// benchCRDCount is KUBEATLAS_BENCH_CRDS, or 200.
+func benchCRDCount() int {
 	if v, err := strconv.Atoi(os.Getenv("KUBEATLAS_BENCH_CRDS")); err == nil && v > 0 {
-		n = v
+		return v
 	}
+	return 200
+}
+
+// createBenchCRDs creates benchCRDCount CRDs (benchCRD, ten a group) on c
+// and waits until discovery serves every one and the OpenAPI root
+// describes every group, and returns how many it created.
+func createBenchCRDs(b *testing.B, c *cluster) int {
+	b.Helper()
+	n := benchCRDCount()
 	ctx := context.Background()
 	dyn, err := dynamic.NewForConfig(c.config)
 	if err != nil {
@@ -142,6 +136,27 @@ func BenchmarkRealServer(b *testing.B) {
 		}
 		return resources == n && described == groups, fmt.Sprintf("%d of %d resources, %d of %d groups described", resources, n, described, groups)
 	})
+	return n
+}
+
+// BenchmarkRealServer: kubeatlas and client-go side by side against a real
+// kube-apiserver v1.36.3 (HTTP/2 over TLS, gzip above 128 KiB, real
+// documents) with KUBEATLAS_BENCH_CRDS CRDs (default 200, ten a group):
+// cold discovery; a REST mapper's first sight of every name a user may type
+// (KindFor, then RESTMapping of the kind found, each input once, on a new
+// mapper over discovery already read: ns/input); and every OpenAPI v3
+// document ready to use without a
+// disk cache, with a cold one and with a warm one (kubeatlas's FetchAll,
+// client-go's openapi3.Root.GVSpec for each group-version); and a warm
+// `api-resources -o name` of ours against kubectl's as whole processes
+// (benchCLI: medians of wall time and peak RSS). The server
+// shares the machine's cores with the client.
+//
+//	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver go test -run '^$' -bench RealServer -benchtime 5x
+func BenchmarkRealServer(b *testing.B) {
+	c := startCluster(b)
+	createBenchCRDs(b, c)
+	ctx := context.Background()
 
 	b.Run("discovery-cold/kubeatlas", func(b *testing.B) {
 		for b.Loop() {
