@@ -152,7 +152,6 @@ func startServer(cmd *exec.Cmd, cancel func(), builds bool, stderr io.Writer, ti
 			patience.Reset(times.every)
 		}
 	}
-	out.started()
 	if !strings.HasPrefix(url, "http://") {
 		printed := "nothing"
 		if url != "-" {
@@ -171,6 +170,10 @@ func startServer(cmd *exec.Cmd, cancel func(), builds bool, stderr io.Writer, ti
 		return "", nil, fmt.Errorf("%s did not start: `%s` ended (%v) after %s%s, having printed %s on stdout instead of its URL; its stderr: %s",
 			what, strings.Join(cmd.Args, " "), err, time.Since(began).Round(time.Second), progress, printed, bytes.TrimSpace(out.Bytes()))
 	}
+	// Only now, serving: a child that exits closes its stdout before its
+	// last stderr lines are read, and those are still the build's, to
+	// count rather than keep.
+	out.started()
 	return url, stop, nil
 }
 
