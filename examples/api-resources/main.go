@@ -2,7 +2,7 @@
 // resources a cluster serves, read in two requests (two 304s when nothing
 // changed since the last run, none with --cached), from a persistent cache.
 //
-//	go run ./examples/api-resources                 # an embedded fake cluster when there is no kubeconfig
+//	go run ./examples/api-resources                 # an embedded fake cluster, in process, when there is no kubeconfig
 //	go run ./examples/api-resources -o name --stats
 //	go run ./examples/api-resources --kubeconfig ~/.kube/config --context prod --api-group apps -o wide
 //
@@ -20,6 +20,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/examples/internal/apiresources"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
+	"github.com/kubeatlas/kubeatlas/examples/internal/lightcluster"
 )
 
 func main() {
@@ -30,6 +31,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var conn cli.Connection
 	var o apiresources.Options
 	fs := cli.NewFlagSet("api-resources")
+	// Discovery is all this command reads: its embedded cluster is served
+	// in this process (a light build), not by examples/fake-apiserver.
+	conn.StartEmbedded = lightcluster.Start
 	conn.Register(fs)
 	o.AddFlags(fs)
 	if err := cli.Parse(fs, args, stderr); err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/examples/internal/cli"
+	"github.com/kubeatlas/kubeatlas/examples/internal/lightcluster"
 	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
 
@@ -119,12 +120,13 @@ func TestWarmStartAndCached(t *testing.T) {
 }
 
 // TestEmbeddedClusterWithoutKubeconfig: the README's first command works
-// with no kubeconfig, through examples/fake-apiserver run by `go run` as a
-// child process (this command does not link it), which is gone when the
-// command returns.
+// with no kubeconfig, through the light embedded cluster served in this
+// process (examples/internal/lightcluster: no child process, no
+// examples/fake-apiserver to build, whose absence is set up here), which
+// is gone when the command returns.
 func TestEmbeddedClusterWithoutKubeconfig(t *testing.T) {
 	testenv.NoKubeconfig(t)
-	t.Setenv(cli.FakeAPIServerEnv, "")
+	t.Setenv(cli.FakeAPIServerEnv, filepath.Join(t.TempDir(), "missing")) // were it run, the command would fail
 	out, errOut := apiResources(t, t.TempDir())
 	if !strings.Contains(errOut, "embedded fake cluster") {
 		t.Errorf("stderr does not say the cluster is embedded: %q", errOut)
@@ -140,12 +142,70 @@ func TestEmbeddedClusterWithoutKubeconfig(t *testing.T) {
 		resp.Body.Close()
 		t.Errorf("the embedded cluster at %s still serves after the command returned", url)
 	}
+}
 
-	// Where it cannot be started, the error says why and what to do.
-	t.Setenv(cli.FakeAPIServerEnv, filepath.Join(t.TempDir(), "missing"))
-	err := run(nil, &bytes.Buffer{}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "no kubeconfig found") || !strings.Contains(err.Error(), "--kubeconfig") {
-		t.Errorf("with no fake-apiserver to run: %v", err)
+// TestEmbeddedClusterSameAsFake: on the light embedded cluster the command
+// prints what it prints on examples/fake-apiserver's (discoverytest, the
+// real handlers, with the same 200 CRDs in 20 groups), byte for byte; and
+// both serve the same documents under the same ETags, so that a cache
+// filled on one is revalidated by the other with two 304s.
+func TestEmbeddedClusterSameAsFake(t *testing.T) {
+	testenv.NoKubeconfig(t)
+	_, fake := discoverytest.Start(t, discoverytest.WithCRDs(lightcluster.CRDs, lightcluster.Groups))
+	light, stop, err := lightcluster.Start(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for _, args := range [][]string{{}, {"-o", "wide"}, {"-o", "name"}, {"-o", "json"}, {"--namespaced=false"}, {"--api-group", "g003.stress.example.com", "-o", "wide"}} {
+		got, _ := apiResources(t, t.TempDir(), append([]string{"--server", light}, args...)...)
+		want, _ := apiResources(t, t.TempDir(), append([]string{"--server", fake}, args...)...)
+		if got != want {
+			t.Errorf("%v: the light cluster's output differs from the fake's:\n got:\n%s\nwant:\n%s", args, got, want)
+		}
+	}
+	for _, path := range []string{"/api", "/apis"} {
+		for _, accept := range []string{"application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"} {
+			lb, letag := get(t, light+path, accept)
+			fb, fetag := get(t, fake+path, accept)
+			if !bytes.Equal(lb, fb) || letag != fetag || letag == "" {
+				t.Errorf("%s (%s): the light cluster serves %d bytes with ETag %.20s..., the fake %d with %.20s...", path, accept, len(lb), letag, len(fb), fetag)
+			}
+		}
+	}
+}
+
+func get(t *testing.T, url, accept string) (body []byte, etag string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %v %s", url, err, resp.Status)
+	}
+	return body, resp.Header.Get("ETag")
+}
+
+// TestEmbeddedClusterSameAsKubectl: on the light embedded cluster, the
+// default table, -o wide and -o name are kubectl's, byte for byte.
+func TestEmbeddedClusterSameAsKubectl(t *testing.T) {
+	testenv.Tool(t, "kubectl")
+	light, stop, err := lightcluster.Start(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for _, args := range [][]string{{}, {"-o", "wide"}, {"-o", "name"}} {
+		args = append([]string{"--server", light}, args...)
+		got, _ := apiResources(t, t.TempDir(), args...)
+		if want := kubectl(t, append([]string{"api-resources"}, args...)...); got != want {
+			t.Errorf("%v on the light cluster:\n got:\n%s\nwant:\n%s", args[2:], got, want)
+		}
 	}
 }
 

@@ -26,6 +26,14 @@
 // peer aggregation, aggregated API servers, leases, CRD objects and their
 // watches, fleets, and discoverytest's richer synthetic OpenAPI schemas.
 //
+// It is also the embedded fake cluster of examples/api-resources, the
+// README's first command, served in that command's process
+// (examples/internal/lightcluster): linking it costs the command 83
+// packages, where the real-handler fake would be about 570 and a second
+// build. The command links "testing" with it (Start and StartInProcess
+// take a testing.TB), which it never calls and which registers no flags
+// unless testing.Init is called.
+//
 // Files:
 //   - docserver.go: the Server, its content, faults, negotiation and
 //     request log.

@@ -1,6 +1,7 @@
 // Package cli holds what the example commands share: kubectl's connection
 // flags, the embedded fake cluster used when there is no kubeconfig (a
-// child process: embedded.go), and the cache directory.
+// child process, embedded.go, unless the command starts a light one in
+// process: examples/internal/lightcluster), and the cache directory.
 package cli
 
 import (
@@ -29,6 +30,12 @@ type Connection struct {
 	// EmbeddedArgs are more flags for examples/fake-apiserver, should
 	// Config start the embedded cluster.
 	EmbeddedArgs []string
+	// StartEmbedded, when set, starts the embedded cluster in this process
+	// instead of examples/fake-apiserver in a child (EmbeddedArgs are then
+	// unused): examples/internal/lightcluster.Start, for the commands that
+	// read discovery only. It returns the cluster's base URL and a function
+	// that stops it.
+	StartEmbedded func(stderr io.Writer) (url string, stop func(), err error)
 }
 
 // Register adds the flags as kubectl spells them.
@@ -116,9 +123,9 @@ func CacheName(cfg *rest.Config, embedded bool) string {
 
 // Config loads the kubeconfig as kubectl does. With no kubeconfig and no
 // --server it starts the embedded fake cluster (the discovery of a real
-// v1.36.3 server plus 200 CRDs, served by examples/fake-apiserver in a
-// child process), says so on stderr, and returns a stop function for it
-// (embedded then reports true).
+// v1.36.3 server plus 200 CRDs: StartEmbedded's in this process, else
+// examples/fake-apiserver in a child process), says so on stderr, and
+// returns a stop function for it (embedded then reports true).
 func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), embedded bool, err error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.Kubeconfig != "" {
@@ -139,7 +146,12 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 		}
 		return cfg, func() {}, false, err
 	}
-	url, stop, err := startEmbedded(append([]string{"--crds", "200", "--groups", "20"}, c.EmbeddedArgs...), stderr)
+	var url string
+	if c.StartEmbedded != nil {
+		url, stop, err = c.StartEmbedded(stderr)
+	} else {
+		url, stop, err = startEmbedded(append([]string{"--crds", "200", "--groups", "20"}, c.EmbeddedArgs...), stderr)
+	}
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%w: %w (or give --kubeconfig or --server)", errNoEmbedded, err)
 	}

@@ -2,14 +2,20 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubeatlas/kubeatlas/internal/testenv"
 )
 
 // childEnv makes this test binary play a starting fake-apiserver (see
@@ -119,5 +125,48 @@ func TestStartServerFailure(t *testing.T) {
 				t.Errorf("error %q repeats the build's progress lines", err)
 			}
 		})
+	}
+}
+
+// TestConfigEmbeddedFailure: with no kubeconfig, where the embedded cluster
+// cannot be started (no fake-apiserver to run for the child; a failing
+// StartEmbedded in process), Config's error says there is no kubeconfig,
+// why the cluster did not start, and what to give instead.
+func TestConfigEmbeddedFailure(t *testing.T) {
+	testenv.NoKubeconfig(t)
+	t.Setenv(FakeAPIServerEnv, filepath.Join(t.TempDir(), "missing"))
+	for name, c := range map[string]Connection{
+		"child":      {},
+		"in process": {StartEmbedded: func(io.Writer) (string, func(), error) { return "", nil, errors.New("no port for you") }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, _, err := c.Config(io.Discard)
+			if err == nil || !strings.Contains(err.Error(), "no kubeconfig found") || !strings.Contains(err.Error(), "--kubeconfig") {
+				t.Errorf("error %v", err)
+			}
+			if name == "in process" && !strings.Contains(err.Error(), "no port for you") {
+				t.Errorf("error %v does not say why", err)
+			}
+		})
+	}
+}
+
+// TestConfigStartsEmbeddedInProcess: a Connection with StartEmbedded uses
+// it, and no child (there is none to run here), and says it is embedded.
+func TestConfigStartsEmbeddedInProcess(t *testing.T) {
+	testenv.NoKubeconfig(t)
+	t.Setenv(FakeAPIServerEnv, filepath.Join(t.TempDir(), "missing"))
+	stopped := false
+	c := Connection{StartEmbedded: func(io.Writer) (string, func(), error) {
+		return "http://127.0.0.1:1", func() { stopped = true }, nil
+	}}
+	var stderr bytes.Buffer
+	cfg, stop, embedded, err := c.Config(&stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if cfg.Host != "http://127.0.0.1:1" || !embedded || !stopped || !strings.Contains(stderr.String(), "No kubeconfig found: using an embedded fake cluster") {
+		t.Errorf("host %q, embedded %v, stopped %v, stderr %q", cfg.Host, embedded, stopped, stderr.String())
 	}
 }
