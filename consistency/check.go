@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -24,6 +25,7 @@ type options struct {
 	samples    int
 	throughURL bool
 	clock      clock.PassiveClock
+	apiServers []string // vouched for by the caller (WithAPIServers)
 
 	given optset.Given // the options given, by name (named)
 }
@@ -51,6 +53,25 @@ func WithSamples(n int) Option {
 // Default: each server is asked directly where its address is known.
 func WithURLOnly() Option {
 	return named("WithURLOnly", func(o *options) error { o.throughURL = true; return nil })
+}
+
+// WithAPIServers vouches for addresses (host:port) as the cluster's API
+// servers, beside those the kubernetes EndpointSlices in default list: the
+// client's credentials go to a server asked there, as to a listed one.
+// It is for an operator who knows the control plane's addresses where the
+// EndpointSlices cannot say them (a control plane on loopback, which
+// EndpointSlices may not list; one whose slices the user may not read);
+// the vouching is the caller's, never a Lease's. Default: none.
+func WithAPIServers(addresses ...string) Option {
+	return named("WithAPIServers", func(o *options) error {
+		for _, a := range addresses {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return fmt.Errorf("consistency: WithAPIServers(%q): want host:port: %w", a, err)
+			}
+			o.apiServers = append(o.apiServers, normalAddress(a))
+		}
+		return nil
+	})
 }
 
 // WithClock sets the clock that identity leases are judged alive by, and
@@ -162,6 +183,7 @@ func (k *checker) check(ctx context.Context) (*Report, error) {
 		if leasesErr == nil {
 			addEndpointSliceAddresses(out, apiServers)
 		}
+		apiServers = append(apiServers, k.o.apiServers...)
 	}
 
 	// The merged /apis through the URL, which every server answers alike

@@ -60,6 +60,7 @@ type options struct {
 	samples    int
 	throughURL bool
 	timeout    time.Duration
+	apiServers []string
 }
 
 // defaultTimeout is --timeout's default: time for the servers asked
@@ -73,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.samples, "samples", consistency.DefaultSamples, "requests through the cluster's URL, each on a new connection, to reach servers that cannot be asked directly")
 	fs.BoolVar(&o.throughURL, "through-url", false, "ask only through the cluster's URL, as from outside the cluster's network")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long the whole check may take (0: no limit)")
+	fs.StringSliceVar(&o.apiServers, "api-server", nil, "host:port of an API server to send credentials to when asking it directly, beside those the kubernetes EndpointSlices list (which cannot list loopback addresses); repeatable")
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return agree
@@ -101,6 +103,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts := []consistency.Option{consistency.WithSamples(max(o.samples, 1))}
 	if o.throughURL {
 		opts = append(opts, consistency.WithURLOnly())
+	}
+	if len(o.apiServers) > 0 {
+		opts = append(opts, consistency.WithAPIServers(o.apiServers...))
 	}
 	if o.timeout < 0 {
 		fmt.Fprintf(stderr, "error: --timeout %v is negative\n", o.timeout)
