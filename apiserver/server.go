@@ -58,6 +58,10 @@ type Options struct {
 	LocalKubeconfig string
 	// CheckInterval is how often the consistency check runs.
 	CheckInterval time.Duration
+	// APIServers are addresses (host:port) the consistency check sends the
+	// upstream credentials to when it asks an API server directly, beside
+	// those the kubernetes EndpointSlices list (consistency.WithAPIServers).
+	APIServers []string
 }
 
 // LocalPort is the port local mode serves on when --secure-port is left at
@@ -82,6 +86,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Local, "local", o.Local, "serve on 127.0.0.1 (port 8443 unless --secure-port is set to another than 443) without authentication or authorization (development); writes a kubeconfig for kubectl (--local-kubeconfig)")
 	fs.StringVar(&o.LocalKubeconfig, "local-kubeconfig", o.LocalKubeconfig, "where --local writes a kubeconfig that reaches this server (default: kubeconfig in --cert-dir)")
 	fs.DurationVar(&o.CheckInterval, "consistency-check-interval", o.CheckInterval, "how often the API servers' consistency is checked (and a moment after each discovery change); negative turns it off")
+	fs.StringSliceVar(&o.APIServers, "consistency-api-server", o.APIServers, "host:port of an API server the consistency check may send the upstream credentials to when it asks it directly, beside those the kubernetes EndpointSlices list (which cannot list loopback addresses); repeatable")
 }
 
 // Upstream returns the configuration of the upstream cluster: --kubeconfig,

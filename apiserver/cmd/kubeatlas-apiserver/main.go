@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/kubeatlas/kubeatlas/consistency"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/features"
@@ -82,6 +84,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	feed := &apiserver.Feed{Client: client, Stores: apiserver.NewStores(nil), CheckInterval: o.CheckInterval}
+	if len(o.APIServers) > 0 {
+		feed.CheckOptions = append(feed.CheckOptions, consistency.WithAPIServers(o.APIServers...))
+	}
 	srv, err := apiserver.New(cfg, scheme, codecs, feed)
 	if err != nil {
 		return err

@@ -804,7 +804,10 @@ current-context: c
 			}
 			local := filepath.Join(dir, "local.kubeconfig")
 			cmd := exec.Command(bin, "--local", "--kubeconfig", upstream, "--secure-port", strconv.Itoa(freePort(t)),
-				"--cert-dir", filepath.Join(dir, "certs"), "--local-kubeconfig", local, "--consistency-check-interval", "2s")
+				"--cert-dir", filepath.Join(dir, "certs"), "--local-kubeconfig", local, "--consistency-check-interval", "2s",
+				// The pair is on loopback, which the kubernetes EndpointSlices
+				// may not list: the servers' addresses are vouched for here.
+				"--consistency-api-server", strings.TrimPrefix(p.servers[0].url, "https://"), "--consistency-api-server", strings.TrimPrefix(p.servers[1].url, "https://"))
 			logf := logFile(t, dir, "kubeatlas-apiserver.log")
 			cmd.Stdout, cmd.Stderr = logf, logf
 			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

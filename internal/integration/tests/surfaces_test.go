@@ -59,11 +59,14 @@ func TestSurfacesOnRealServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dc := cluster.Discovery()
-		s, err := dc.Snapshot(ctx)
-		if err != nil {
+		// A Refresh round reads the new, cold cluster (the others only
+		// revalidate): the round works out what its cold start offers,
+		// probing the server, before the cluster's refresh.
+		if err := f.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
+		dc := cluster.Discovery()
+		s := cluster.Snapshot()
 		mu.Lock()
 		defer mu.Unlock()
 		slices.Sort(got)
