@@ -3,9 +3,12 @@ package typed_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -245,5 +248,38 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := typed.New(nil); err == nil {
 		t.Error("New(nil) accepted")
+	}
+}
+
+// TestTimeoutBoundsFetch: ObjectToTyped and Extract, which take no
+// context, give up on a document the server does not send within
+// WithTimeout, with a deadline error, and the next call tries again.
+func TestTimeoutBoundsFetch(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/openapi/v3" {
+			_, _ = w.Write([]byte(`{"paths":{"apis/apps/v1":{"serverRelativeURL":"/openapi/v3/apis/apps/v1?hash=AB"}}}`))
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+		http.Error(w, "gone", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	defer close(release)
+	c, err := openapi3.NewForHTTPClient(nil, srv.URL, openapi3.WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := newConverter(t, c, typed.WithTimeout(100*time.Millisecond))
+	for range 2 {
+		if _, err := conv.ObjectToTyped(deployment()); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ObjectToTyped: %v; want a deadline error", err)
+		}
+		if _, err := conv.Extractor().Extract(deployment(), "m"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Extract: %v; want a deadline error", err)
+		}
 	}
 }
