@@ -215,9 +215,9 @@ func (d *Document) Schemas() (map[string]*spec.Schema, error) {
 // gvkExtension is the extension by which a kind's schema names its kind.
 const gvkExtension = "x-kubernetes-group-version-kind"
 
-// Kind finds the schema whose x-kubernetes-group-version-kind lists gvk.
-// Where several do, the first by name wins.
-func (d *Document) Kind(gvk schema.GroupVersionKind) (*Schema, error) {
+// kindSchema names the schema whose x-kubernetes-group-version-kind lists
+// gvk, indexing the document's kinds on first use.
+func (d *Document) kindSchema(gvk schema.GroupVersionKind) (string, error) {
 	st := d.state()
 	st.mu.Lock()
 	kinds := st.kinds
@@ -225,7 +225,7 @@ func (d *Document) Kind(gvk schema.GroupVersionKind) (*Schema, error) {
 	if kinds == nil {
 		var err error
 		if kinds, err = d.indexKinds(); err != nil {
-			return nil, err
+			return "", err
 		}
 		st.mu.Lock()
 		st.kinds = kinds
@@ -233,7 +233,17 @@ func (d *Document) Kind(gvk schema.GroupVersionKind) (*Schema, error) {
 	}
 	name, ok := kinds[gvk]
 	if !ok {
-		return nil, fmt.Errorf("%w: no schema for %s in %s", ErrNotFound, gvk, d.Path)
+		return "", fmt.Errorf("%w: no schema for %s in %s", ErrNotFound, gvk, d.Path)
+	}
+	return name, nil
+}
+
+// Kind finds the schema whose x-kubernetes-group-version-kind lists gvk.
+// Where several do, the first by name wins.
+func (d *Document) Kind(gvk schema.GroupVersionKind) (*Schema, error) {
+	name, err := d.kindSchema(gvk)
+	if err != nil {
+		return nil, err
 	}
 	s, err := d.Schema(name)
 	if err != nil {

@@ -28,27 +28,45 @@ type Schema struct {
 var ErrNotFound = errors.New("openapi3: not found")
 
 // Kind finds the schema that carries gvk in its x-kubernetes-group-version-kind,
-// in its group-version's document. A kind the document lacks makes the
-// client read the root again (at most once a second), in case the
-// group-version has gained it since.
+// in its group-version's document ([Client.DocumentOf]).
 func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind) (*Schema, error) {
+	d, err := c.DocumentOf(ctx, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return d.Kind(gvk)
+}
+
+// DocumentOf returns the document of gvk's group-version, as
+// [Client.Document] does, if it lists gvk. A kind the document lacks makes
+// the client read the root again (at most once a second), in case the
+// group-version has gained it since (a CRD installed in a group that
+// already had others): a long-lived client finds a new kind at once, not a
+// max age later. A kind no document lists is an [ErrNotFound].
+func (c *Client) DocumentOf(ctx context.Context, gvk schema.GroupVersionKind) (*Document, error) {
 	path := PathFor(gvk.GroupVersion())
 	d, err := c.Document(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := d.Kind(gvk)
+	_, err = d.kindSchema(gvk)
 	if !errors.Is(err, ErrNotFound) || !c.rootOlderThan(missRefresh) {
-		return s, err
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 	root, rerr := c.RefreshRoot(ctx)
 	if rerr != nil || root[path] == d.URL {
-		return s, err
+		return nil, err
 	}
 	if d, err = c.DocumentAt(ctx, path, root[path]); err != nil {
 		return nil, err
 	}
-	return d.Kind(gvk)
+	if _, err = d.kindSchema(gvk); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // maxRefDepth bounds reference chains, against cycles in server data.

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -59,12 +58,13 @@ type built struct {
 
 // Type returns the structured-merge-diff type of gvk, built from the
 // document of gvk's group-version (fetched, and built, on first use; again
-// when the server gives it a new ?hash=). A kind the document does not
-// list, or a group-version the server has no document for, is an
-// openapi3.ErrNotFound.
+// when the server gives it a new ?hash=). A kind the document held does
+// not list makes the client read the root again, at most once a second
+// (openapi3.Client.DocumentOf): a kind installed since is found at once. A
+// kind no document lists, or a group-version the server has no document
+// for, is an openapi3.ErrNotFound.
 func (c *Converter) Type(ctx context.Context, gvk schema.GroupVersionKind) (*typed.ParseableType, error) {
-	path := mediatype.OpenAPIPath(gvk.Group, gvk.Version)
-	d, err := c.client.Document(ctx, path)
+	d, err := c.client.DocumentOf(ctx, gvk)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (c *Converter) Type(ctx context.Context, gvk schema.GroupVersionKind) (*typ
 	}
 	t := v.(*built).kinds[gvk]
 	if t == nil {
-		return nil, fmt.Errorf("%w: no schema for %s in %s", openapi3.ErrNotFound, gvk, path)
+		return nil, fmt.Errorf("%w: no schema for %s in %s", openapi3.ErrNotFound, gvk, d.Path)
 	}
 	return t, nil
 }

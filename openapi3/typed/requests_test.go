@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	clocktesting "k8s.io/utils/clock/testing"
 	smdtyped "sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
@@ -179,6 +180,46 @@ func TestChangedHashRebuildsOneGroupVersion(t *testing.T) {
 	}
 	if again.Schema != apps.Schema {
 		t.Error("apps/v1 was rebuilt")
+	}
+}
+
+// TestNewKindFoundAtOnce: a kind installed in a group-version the
+// converter holds (a second CRD of the group) is found by the next
+// Type, which reads the root again and that group-version's new document,
+// not a max age later; a kind no document lists is looked for at most once
+// a second.
+func TestNewKindFoundAtOnce(t *testing.T) {
+	srv := newServer(t)
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	client := srv.client(t, openapi3.WithClock(clock), openapi3.WithMaxAge(time.Hour))
+	conv := newConverter(t, client)
+	ctx := context.Background()
+	if _, err := conv.Type(ctx, widgetGVK); err != nil {
+		t.Fatal(err)
+	}
+	gadget := widgetGVK.GroupVersion().WithKind("Gadget")
+	clock.SetTime(clock.Now().Add(2 * time.Second))
+	if _, err := conv.Type(ctx, gadget); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Fatalf("Gadget before it is installed: %v; want ErrNotFound", err)
+	}
+	srv.requests()
+	docs, _ := fixtures()
+	srv.set(t, crdPath, crdDocument(t, docs["apis/apps/v1"], "gadget"))
+	if _, err := conv.Type(ctx, gadget); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Fatalf("Gadget within a second of the last look: %v; want ErrNotFound (no request)", err)
+	}
+	if got := srv.requests(); len(got) != 0 {
+		t.Errorf("requests %v within a second of the last look; want none", got)
+	}
+	clock.SetTime(clock.Now().Add(2 * time.Second))
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gadget)
+	u.SetName("g")
+	if _, err := conv.ObjectToTyped(u); err != nil {
+		t.Fatalf("Gadget once installed: %v", err)
+	}
+	if got := srv.requests(); !slices.Equal(got, []string{"/openapi/v3", "/openapi/v3/" + crdPath}) {
+		t.Errorf("requests %v; want the root and %s", got, crdPath)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -168,7 +169,8 @@ func (s *server) clientGo(t testing.TB) openapi.Client {
 // list-type map with two keys, a set, an atomic map) and, as a real
 // server's, the io.k8s.apimachinery schemas it refers to, copied from
 // apps/v1's. revision changes the document (and its hash) without
-// changing the kind's types unless it names a field: "extra" adds one.
+// changing the kind's types unless it names a field: "extra" adds one;
+// "gadget" adds a kind, Gadget, as a second CRD of the group does.
 func crdDocument(t testing.TB, apps map[string]any, revision string) map[string]any {
 	t.Helper()
 	schemas := map[string]any{}
@@ -238,6 +240,11 @@ func crdDocument(t testing.TB, apps map[string]any, revision string) map[string]
 			"metadata": ref("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"),
 		},
 		"x-kubernetes-group-version-kind": gvk("WidgetList"),
+	}
+	if revision == "gadget" { // a second CRD of the group: a new kind
+		gadget := maps.Clone(schemas["com.example.stable.v1.Widget"].(map[string]any))
+		gadget["x-kubernetes-group-version-kind"] = gvk("Gadget")
+		schemas["com.example.stable.v1.Gadget"] = gadget
 	}
 	return map[string]any{
 		"openapi":    "3.0.0",
