@@ -42,8 +42,14 @@ func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind) (*Schema
 // the client read the root again (at most once a second), in case the
 // group-version has gained it since (a CRD installed in a group that
 // already had others): a long-lived client finds a new kind at once, not a
-// max age later. A kind no document lists is an [ErrNotFound].
+// max age later. A kind no document lists is an [ErrNotFound]: one
+// without a version or a kind name (an object whose apiVersion is empty or
+// does not parse) at once, with no request; a group-version the root no
+// longer lists, once the root is read again.
 func (c *Client) DocumentOf(ctx context.Context, gvk schema.GroupVersionKind) (*Document, error) {
+	if gvk.Version == "" || gvk.Kind == "" {
+		return nil, fmt.Errorf("%w: %q is no kind: it needs a version and a kind name (is the object's apiVersion or kind empty or malformed?)", ErrNotFound, gvk.String())
+	}
 	path := PathFor(gvk.GroupVersion())
 	d, err := c.Document(ctx, path)
 	if err != nil {
@@ -60,7 +66,12 @@ func (c *Client) DocumentOf(ctx context.Context, gvk schema.GroupVersionKind) (*
 	if rerr != nil || root[path] == d.URL {
 		return nil, err
 	}
-	if d, err = c.DocumentAt(ctx, path, root[path]); err != nil {
+	u, ok := root[path]
+	if !ok {
+		// The group-version is gone since d was read.
+		return nil, fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
+	}
+	if d, err = c.DocumentAt(ctx, path, u); err != nil {
 		return nil, err
 	}
 	if _, err = d.kindSchema(gvk); err != nil {

@@ -11,7 +11,10 @@ import (
 // Extractor extracts what a field manager applied to an object: client-go's
 // applyconfigurations/meta/v1.UnstructuredExtractor, on the Converter's
 // per-group-version types instead of the whole OpenAPI v2 document parsed
-// again every minute. It is safe for concurrent use.
+// again every minute. Its types are the Converter's: client-go's extractor
+// builds its own with preserve-unknown-fields false, so pass
+// WithPreserveUnknownFields(true) to New only if extraction should keep
+// fields the schemas do not declare. It is safe for concurrent use.
 type Extractor struct{ c *Converter }
 
 var _ metav1ac.UnstructuredExtractor = (*Extractor)(nil)

@@ -39,10 +39,20 @@ func (l *lazyTimeout) Done() <-chan struct{}       { return l.real().Done() }
 func (l *lazyTimeout) Err() error                  { return l.real().Err() }
 func (l *lazyTimeout) Value(any) any               { return nil }
 
-// stop releases the timer, if one was made.
+// stop releases the timer, if one was made, and ends the context as a
+// context.WithTimeout's cancel does: whatever still holds it (a
+// context.AfterFunc, a goroutine of a fetch) sees it Done, with
+// context.Canceled, not a nil context.
 func (l *lazyTimeout) stop() {
-	l.once.Do(func() {})
+	l.once.Do(func() { l.ctx = stopped })
 	if l.cancel != nil {
 		l.cancel()
 	}
 }
+
+// stopped is the context of a lazyTimeout stopped before anything waited.
+var stopped = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()

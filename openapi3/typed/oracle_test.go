@@ -88,8 +88,7 @@ func typeGraph(t *testing.T, pt *smdtyped.ParseableType) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	var walk func(tr smdschema.TypeRef)
-	var walkAtom func(a smdschema.Atom)
-	walkAtom = func(a smdschema.Atom) {
+	walkAtom := func(a smdschema.Atom) {
 		if a.Map != nil {
 			for _, f := range a.Map.Fields {
 				walk(f.Type)

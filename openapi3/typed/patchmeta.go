@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"github.com/kubeatlas/kubeatlas/internal/mediatype"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -16,12 +15,22 @@ import (
 // strategicpatch.PatchMetaFromOpenAPIV3 of the kind's schema, its $refs
 // resolved among the schemas of its group-version's document (fetched on
 // first use, each schema parsed once per document content). Pass it to
-// strategicpatch.CreateThreeWayMergePatch. kubectl uses it only for kinds
-// whose PATCH accepts application/strategic-merge-patch+json (not CRDs);
-// for the others it sends a JSON merge patch. A kind the document does not
-// list is an openapi3.ErrNotFound.
+// strategicpatch.CreateThreeWayMergePatch.
+//
+// PatchMeta answers for any kind with a schema, CRDs included, but a
+// strategic merge patch is only for kinds whose PATCH accepts one:
+// kubectl's apply sends one when the group-version document's PATCH
+// operation for the kind lists application/strategic-merge-patch+json
+// among its request body's content types, and a JSON merge patch
+// (jsonmergepatch.CreateThreeWayJSONMergePatch) otherwise, which is what
+// CRDs and most aggregated APIs accept (their servers refuse a strategic
+// merge patch with 415 Unsupported Media Type). Callers decide so too.
+//
+// A kind the held document lacks reads the root again, as Type does
+// (openapi3.Client.DocumentOf); a kind no document lists is an
+// openapi3.ErrNotFound.
 func (c *Converter) PatchMeta(ctx context.Context, gvk schema.GroupVersionKind) (strategicpatch.LookupPatchMeta, error) {
-	d, err := c.client.Document(ctx, mediatype.OpenAPIPath(gvk.Group, gvk.Version))
+	d, err := c.client.DocumentOf(ctx, gvk)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -327,5 +328,84 @@ func TestTimeoutBoundsFetch(t *testing.T) {
 		if _, err := conv.Extractor().Extract(deployment(), "m"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Extract: %v; want a deadline error", err)
 		}
+	}
+}
+
+// TestObjectWithoutKindSendsNothing: an object whose apiVersion is empty
+// or malformed, or whose kind is empty, names no kind: ObjectToTyped gives
+// managedfields' "no corresponding type" (as client-go's converter does),
+// Type and Extract an ErrNotFound that says what is wrong, and none of
+// them sends a request (the root was read again for each, at most once a
+// second, to look for a "group-version" such as "api/").
+func TestObjectWithoutKindSendsNothing(t *testing.T) {
+	srv := newServer(t)
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	conv := newConverter(t, srv.client(t, openapi3.WithClock(clock), openapi3.WithMaxAge(time.Hour)))
+	if _, err := conv.ObjectToTyped(deployment()); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct{ apiVersion, kind string }{{"", "Deployment"}, {"apps/v1/x", "Deployment"}, {"apps/", "Deployment"}, {"apps/v1", ""}} {
+		clock.SetTime(clock.Now().Add(2 * time.Second))
+		srv.requests()
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": o.apiVersion, "kind": o.kind, "metadata": map[string]any{"name": "x"}}}
+		gvk := u.GroupVersionKind()
+		if _, err := conv.ObjectToTyped(u); err == nil || err.Error() != "no corresponding type for "+gvk.String() {
+			t.Errorf("ObjectToTyped(%+v): %v", o, err)
+		}
+		if _, err := conv.Type(context.Background(), gvk); !errors.Is(err, openapi3.ErrNotFound) || !strings.Contains(err.Error(), "is no kind") {
+			t.Errorf("Type(%+v): %v; want an ErrNotFound saying it is no kind", o, err)
+		}
+		if _, err := conv.Extractor().Extract(u, "m"); !errors.Is(err, openapi3.ErrNotFound) {
+			t.Errorf("Extract(%+v): %v; want ErrNotFound", o, err)
+		}
+		if _, err := conv.PatchMeta(context.Background(), gvk); !errors.Is(err, openapi3.ErrNotFound) {
+			t.Errorf("PatchMeta(%+v): %v; want ErrNotFound", o, err)
+		}
+		if got := srv.requests(); len(got) != 0 {
+			t.Errorf("%+v: requests %v; want none", o, got)
+		}
+	}
+}
+
+// TestRemovedGroupVersion: once the server stops serving a group-version
+// the converter holds, a kind its document lacked is an ErrNotFound (and
+// ObjectToTyped's "no corresponding type", which the field manager skips),
+// not an attempt to GET an empty URL.
+func TestRemovedGroupVersion(t *testing.T) {
+	srv := newServer(t)
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	conv := newConverter(t, srv.client(t, openapi3.WithClock(clock), openapi3.WithMaxAge(time.Hour)))
+	if _, err := conv.Type(context.Background(), widgetGVK); err != nil {
+		t.Fatal(err)
+	}
+	srv.svc.DeleteGroupVersion(crdPath)
+	clock.SetTime(clock.Now().Add(2 * time.Second))
+	gadget := widgetGVK.GroupVersion().WithKind("Gadget")
+	if _, err := conv.Type(context.Background(), gadget); !errors.Is(err, openapi3.ErrNotFound) {
+		t.Errorf("Type of a kind of a removed group-version: %v; want ErrNotFound", err)
+	}
+	clock.SetTime(clock.Now().Add(2 * time.Second))
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gadget)
+	if _, err := conv.ObjectToTyped(u); err == nil || err.Error() != "no corresponding type for "+gadget.String() {
+		t.Errorf("ObjectToTyped of a kind of a removed group-version: %v", err)
+	}
+}
+
+// TestPatchMetaFindsNewKindAtOnce: PatchMeta, as Type, finds a kind
+// installed in a group-version whose document it holds at once (reading
+// the root and that document again), not a max age later.
+func TestPatchMetaFindsNewKindAtOnce(t *testing.T) {
+	srv := newServer(t)
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	conv := newConverter(t, srv.client(t, openapi3.WithClock(clock), openapi3.WithMaxAge(time.Hour)))
+	if _, err := conv.PatchMeta(context.Background(), widgetGVK); err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := fixtures()
+	srv.set(t, crdPath, crdDocument(t, docs["apis/apps/v1"], "gadget"))
+	clock.SetTime(clock.Now().Add(2 * time.Second))
+	if _, err := conv.PatchMeta(context.Background(), widgetGVK.GroupVersion().WithKind("Gadget")); err != nil {
+		t.Errorf("PatchMeta of a kind installed since: %v", err)
 	}
 }

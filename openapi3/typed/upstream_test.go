@@ -9,7 +9,9 @@ package typed_test
 // strategic merge patches kubectl's client-side apply computes from v3
 // (k8s.io/kubectl/pkg/cmd/apply/patcher.go,
 // buildStrategicMergePatchFromOpenAPIV3), from client-go's parsed
-// group-version document and from PatchMeta.
+// group-version document and from PatchMeta. apimachinery's own tests of
+// strategic-merge-patch metadata from OpenAPI v3 are ported in
+// upstream_strategicpatch_test.go.
 
 import (
 	"context"
