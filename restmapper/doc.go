@@ -45,8 +45,9 @@
 // kubernetes-sigs/controller-runtime#3542). Such a lookup is answered from
 // discovery validated within the last interval ([WithMissRefreshInterval],
 // a second): the first one after that revalidates discovery before it
-// answers (two 304s when nothing changed), while lookups meanwhile answer
-// from the snapshot at hand without waiting for it. So a version added to
+// answers (two 304s when nothing changed; like a miss, it waits at most
+// for a refresh under way and the one after it), while lookups meanwhile
+// answer from the snapshot at hand without waiting for it. So a version added to
 // or removed from a group more than an interval ago is in every
 // versionless answer, in the order client-go's deferred mapper gives
 // after a Reset (the preferred version first). These refreshes spend the
