@@ -37,10 +37,31 @@
 // new mapper; discovery/watch makes that refresh happen as soon as the
 // server serves the change.
 //
+// A lookup without a version (RESTMapping(gk), RESTMappings(gk),
+// KindsFor or ResourcesFor of a group and resource, KindFor of a short
+// name) finds an answer whichever versions the group has, so no miss
+// tells the mapper that a version was added or removed
+// (controller-runtime's mapper kept such a group's versions for ever:
+// kubernetes-sigs/controller-runtime#3542). Such a lookup is answered from
+// discovery validated within the last interval ([WithMissRefreshInterval],
+// a second): the first one after that revalidates discovery before it
+// answers (two 304s when nothing changed; like a miss, it waits at most
+// for a refresh under way and the one after it), while lookups meanwhile
+// answer from the snapshot at hand without waiting for it. So a version added to
+// or removed from a group more than an interval ago is in every
+// versionless answer, in the order client-go's deferred mapper gives
+// after a Reset (the preferred version first). These refreshes spend the
+// budget of repeated misses: all lookups together, of any kind, cost the
+// server about one refresh an interval, and only while versionless
+// lookups are made; a dead server gets one try an interval. Lookups that
+// name a version do not revalidate for this: their answer changes only
+// when that version is removed.
+//
 // # Files
 //
 //   - mapper.go: [Mapper], its options and methods.
 //   - misses.go: which lookups that find nothing refresh discovery.
+//   - fresh.go: when lookups without a version revalidate discovery.
 //   - state.go: what one snapshot generation derives (indexes built on first
 //     use, client-go's mapper for the rest) and how a question is answered.
 //   - native.go: the name and kind indexes that answer common questions.

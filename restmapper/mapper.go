@@ -47,7 +47,10 @@ func named(name string, set func(*options) error) Option {
 // refresh at most 8 times in a row and then once per interval, and so do
 // repeated misses: a loop over a kind that never exists costs a handful of
 // refreshes (two 304s each) in its first second and then one an interval,
-// whatever else is asked for. Default: DefaultMissRefreshInterval (1s).
+// whatever else is asked for. It is also how old discovery may be when a
+// lookup without a version is answered: the first such lookup after it
+// revalidates (within the repeats' budget) before answering.
+// Default: DefaultMissRefreshInterval (1s).
 func WithMissRefreshInterval(d time.Duration) Option {
 	return named("WithMissRefreshInterval", func(o *options) error {
 		if d <= 0 {
@@ -58,8 +61,12 @@ func WithMissRefreshInterval(d time.Duration) Option {
 	})
 }
 
-// WithClock sets the clock of the miss limiter (WithMissRefreshInterval).
-// Default: the real clock.
+// WithClock sets the clock of the miss limiter and of the freshness of
+// lookups without a version (WithMissRefreshInterval), whose timers it
+// runs when it is a clock.WithDelayedExecution (else each such lookup
+// reads it). Give the discovery client the same clock (discovery.WithClock):
+// snapshots' validation times are read against it. Default: the real
+// clock.
 func WithClock(c clock.PassiveClock) Option {
 	return named("WithClock", func(o *options) error { o.clock = c; return nil })
 }
@@ -87,10 +94,14 @@ func WithWarningHandler(f func(string)) Option {
 // when nothing changed) and tries again: at once the first time a question
 // misses, then after a backoff (WithMissRefreshInterval), so a kind whose
 // CRD was just served is found at its first lookup and a loop over a kind
-// that does not exist costs about one refresh a second. Any newer snapshot
-// of the client
+// that does not exist costs about one refresh a second. A lookup without a
+// version is answered from discovery validated within the interval: the
+// first one after it revalidates before answering, so a version added to
+// or removed from a group shows in versionless answers an interval later
+// at most (the package doc, Freshness). Any newer snapshot of the client
 // (revalidated in the background, by discovery/watch or Poll, or by
-// another caller) answers the next lookup; readers never wait for it.
+// another caller) answers the next lookup; no lookup waits for another's
+// refresh.
 type Mapper struct {
 	client *discovery.Client
 	opts   options
@@ -103,10 +114,11 @@ type Mapper struct {
 	lookups atomic.Uint32
 
 	misses misses
+	fresh  *freshness // when lookups without a version revalidate (fresh.go)
 
 	// What Stats reports: every lookup adds to asked, and one that does
 	// not find an answer to missed or failed.
-	asked, missed, failed, missRefreshes atomic.Int64
+	asked, missed, failed, missRefreshes, staleRefreshes atomic.Int64
 }
 
 // Stats counts a Mapper's lookups since it was built (Expand's not
@@ -123,6 +135,10 @@ type Stats struct {
 	// MissRefreshes counts the refreshes of discovery that lookups finding
 	// nothing made (WithMissRefreshInterval).
 	MissRefreshes int64
+	// StaleRefreshes counts the refreshes of discovery that lookups
+	// without a version made because discovery was last validated more
+	// than an interval before them (WithMissRefreshInterval).
+	StaleRefreshes int64
 }
 
 // Stats returns m's counters. Each is read on its own, so a lookup that
@@ -130,10 +146,11 @@ type Stats struct {
 func (m *Mapper) Stats() Stats {
 	missed, failed := m.missed.Load(), m.failed.Load()
 	return Stats{
-		Hits:          max(m.asked.Load()-missed-failed, 0),
-		Misses:        missed,
-		Errors:        failed,
-		MissRefreshes: m.missRefreshes.Load(),
+		Hits:           max(m.asked.Load()-missed-failed, 0),
+		Misses:         missed,
+		Errors:         failed,
+		MissRefreshes:  m.missRefreshes.Load(),
+		StaleRefreshes: m.staleRefreshes.Load(),
 	}
 }
 
@@ -168,7 +185,7 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 			return nil, err
 		}
 	}
-	return &Mapper{client: c, opts: o, misses: newMisses(o.missInterval)}, nil
+	return &Mapper{client: c, opts: o, misses: newMisses(o.missInterval), fresh: newFreshness(o.missInterval, o.clock)}, nil
 }
 
 // revalidateEvery is how many lookups share one look at the clock: the
@@ -219,9 +236,20 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 		return answer{err: err}
 	}
 	a := st.answer(k, versions)
+	if a.err == nil {
+		// A hit without a version is answered from discovery validated
+		// within the interval (fresh.go).
+		if versionless(k, versions) && m.fresh.due(m.client.Current()) {
+			if st2 := m.revalidate(ctx); st2 != nil && st2 != st {
+				a = st2.answer(k, versions)
+			}
+		}
+		m.count(a.err)
+		return a
+	}
 	// A cold lookup's snapshot was read after it began: a refresh would
 	// read the same.
-	if a.err == nil || !meta.IsNoMatchError(a.err) || cold || !m.misses.mayRefresh(k, m.opts.clock.Now()) {
+	if !meta.IsNoMatchError(a.err) || cold || !m.misses.mayRefresh(k, m.opts.clock.Now()) {
 		m.count(a.err)
 		return a
 	}
@@ -237,6 +265,27 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	m.count(a.err)
 	return a
+}
+
+// revalidate refreshes discovery for a lookup without a version whose
+// snapshot is older than the interval, within the budget of repeated
+// misses, and returns the state to answer from; nil when another lookup
+// is revalidating (it is not waited for) or did meanwhile.
+func (m *Mapper) revalidate(ctx context.Context) *state {
+	if !m.fresh.refreshing.CompareAndSwap(false, true) {
+		return nil
+	}
+	defer m.fresh.refreshing.Store(false)
+	if !m.fresh.due(m.client.Current()) {
+		return nil
+	}
+	if m.misses.mayRefreshStale(m.opts.clock.Now()) {
+		m.staleRefreshes.Add(1)
+		_, _ = m.client.Refresh(ctx)
+	}
+	m.fresh.observe(m.client.Current(), true)
+	st, _ := m.current(ctx)
+	return st
 }
 
 func (m *Mapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {

@@ -262,7 +262,10 @@ func TestConcurrentLookups(t *testing.T) {
 // TestHitsAllocateNothing: a repeated lookup is a map read.
 func TestHitsAllocateNothing(t *testing.T) {
 	_, base := docserver.Start(t, docserver.WithCRDs(20, 4))
-	m, _ := newMapper(t, base)
+	// An hour: lookups without a version revalidate discovery an
+	// interval after it was read, and a stalled machine must not make
+	// that happen within AllocsPerRun.
+	m, _ := newMapper(t, base, restmapper.WithMissRefreshInterval(time.Hour))
 	gvr := schema.GroupVersionResource{Resource: "deploy"}
 	gk := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	if _, err := m.KindFor(gvr); err != nil {

@@ -82,3 +82,13 @@ func (p *misses) found(k memoKey) {
 	delete(p.backoffs, k)
 	p.mu.Unlock()
 }
+
+// mayRefreshStale says whether a lookup without a version whose discovery
+// is older than the interval (fresh.go) may refresh it, and if so counts
+// it: it spends the repeats' budget, so that stale lookups and repeated
+// misses together refresh at most a burst and then once an interval.
+func (p *misses) mayRefreshStale(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.repeats.AllowN(now, 1)
+}

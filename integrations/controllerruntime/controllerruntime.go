@@ -95,7 +95,10 @@ func WithoutMetrics() Option { return func(p *Provider) { p.noMetrics = true } }
 // discovery/watch while the manager runs. Without being added to the
 // manager, a mapper still finds a new kind on its own: a lookup that finds
 // nothing refreshes discovery (restmapper's miss policy: at once for a
-// question's first miss, then backing off to once a second).
+// question's first miss, then backing off to once a second), and one
+// without a version (kstatus's RESTMapping(gk)) is answered from discovery
+// validated within a second, so it follows versions added to and removed
+// from a group (controller-runtime#3542).
 type Provider struct {
 	discoveryOpts []discovery.Option
 	mapperOpts    []restmapper.Option

@@ -122,6 +122,8 @@ var (
 		"REST mapper lookups, by result: hit, miss (nothing found) or error (no discovery).", prom.CounterValue, "result")
 	mapperMissRefreshes = newMetric("restmapper_miss_refreshes_total",
 		"Discovery refreshes made by lookups that found nothing.", prom.CounterValue)
+	mapperStaleRefreshes = newMetric("restmapper_stale_refreshes_total",
+		"Discovery refreshes made by lookups without a version, when discovery was last validated more than the miss refresh interval before.", prom.CounterValue)
 
 	diskHits   = newMetric("diskcache_hits_total", "Disk cache reads that found a valid entry.", prom.CounterValue)
 	diskMisses = newMetric("diskcache_misses_total",
@@ -138,7 +140,7 @@ var (
 		discoveryRequests, discoveryBytes, discoveryNotModified, discoveryCacheHits, discoveryRefreshes,
 		discoveryRefreshSeconds, discoveryDiskLoads, discoveryResamples, snapshotGeneration, snapshotAge,
 		snapshotComplete, watchRequests, watchEvents, watchTriggers, watching, watchForbidden,
-		mapperLookups, mapperMissRefreshes,
+		mapperLookups, mapperMissRefreshes, mapperStaleRefreshes,
 		diskHits, diskMisses, diskWrites, diskWriteErrors, diskCorrupt, diskEvictions, diskBytes, diskEntries,
 	}
 )
@@ -202,6 +204,7 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 			send(mapperLookups, float64(st.Misses), "miss")
 			send(mapperLookups, float64(st.Errors), "error")
 			send(mapperMissRefreshes, float64(st.MissRefreshes))
+			send(mapperStaleRefreshes, float64(st.StaleRefreshes))
 		}
 		if dc := s.DiskCache; dc != nil {
 			st := dc.Stats()

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // ErrTooLarge is the cause of the error for a body over the size limit.
@@ -111,13 +113,17 @@ func gunzip(ctx context.Context, compressed []byte, o Options) ([]byte, error) {
 
 // readAtMost reads r to its end, or fails with ErrTooLarge as soon as it
 // has read more than the limit, starting with a buffer of hint bytes (bounded by presizeMax).
+// Without a hint, the body is read into chunks taken from chunkPools and
+// copied into one buffer of its size at the end.
 func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte, error) {
 	want := o.Limit + 1
-	first := int64(32 << 10)
+	var buf []byte
 	if hint > 0 {
-		first = hint + 1 // one more, to see the end without another buffer
+		// One more, to see the end without another buffer.
+		buf = make([]byte, 0, min(hint+1, presizeMax, want))
+	} else {
+		buf = getChunk(min(firstChunk, want))
 	}
-	buf := make([]byte, 0, min(first, presizeMax, want))
 	var chunks [][]byte
 	var total int64
 	large := false
@@ -125,18 +131,23 @@ func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte
 		if large {
 			o.Large.Release(1)
 		}
+		for _, c := range chunks {
+			putChunk(c)
+		}
 	}()
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		total += int64(n)
 		if total >= want {
+			putChunk(buf)
 			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, o.Limit)
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			putChunk(buf)
 			return nil, err
 		}
 		if len(buf) < cap(buf) {
@@ -144,22 +155,66 @@ func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte
 		}
 		if total > LargeBody && o.Large != nil && !large {
 			if err := o.Large.Acquire(ctx, 1); err != nil {
+				putChunk(buf)
 				return nil, err
 			}
 			large = true
 		}
 		chunks = append(chunks, buf)
-		next := min(max(2*int64(cap(buf)), 32<<10), chunkMax, want-total)
-		buf = make([]byte, 0, next)
+		buf = getChunk(min(max(2*int64(cap(buf)), firstChunk), chunkMax, want-total))
 	}
-	if chunks == nil {
-		return buf, nil
+	if chunks == nil && chunkClass(cap(buf)) < 0 {
+		return buf, nil // presized, or sized by the limit: the caller's
 	}
 	out := make([]byte, 0, total)
 	for _, c := range chunks {
 		out = append(out, c...)
 	}
-	return append(out, buf...), nil
+	out = append(out, buf...)
+	putChunk(buf)
+	return out, nil
+}
+
+// firstChunk is the first buffer of a body read without a size hint.
+const firstChunk = 32 << 10
+
+// chunkPools keep the chunks of bodies read without a size (a chunked
+// response, or one Go's transport decompressed), one pool per size from
+// firstChunk doubling to chunkMax. Such a body is joined into one buffer
+// at the end, and its chunks, about its own size again (3 MB of a cold
+// discovery read at 3,000 CRDs), were garbage for the collector to find
+// on every read. sync.Pool rather than a free list of our own: it drops
+// what stays unused over two collections, so an idle process holds none.
+var chunkPools [chunkClasses]sync.Pool
+
+const chunkClasses = 9 // 32 KiB .. 8 MiB (chunkMax)
+
+// chunkClass is the pool of a buffer of capacity c, or -1.
+func chunkClass(c int) int {
+	if c < firstChunk || c > chunkMax || c&(c-1) != 0 {
+		return -1
+	}
+	return bits.TrailingZeros(uint(c)) - bits.TrailingZeros(firstChunk)
+}
+
+// getChunk is an empty buffer of capacity n, from its pool when n is a
+// pooled size.
+func getChunk(n int64) []byte {
+	if i := chunkClass(int(n)); i >= 0 {
+		if p, ok := chunkPools[i].Get().(*[]byte); ok {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// putChunk gives b back to its pool, when it is of a pooled size: the
+// caller no longer holds it, nor anything that points into it.
+func putChunk(b []byte) {
+	if i := chunkClass(cap(b)); i >= 0 {
+		b = b[:0]
+		chunkPools[i].Put(&b)
+	}
 }
 
 // DefaultMaxResponseBytes is discovery's default limit of one response body

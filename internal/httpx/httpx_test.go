@@ -347,3 +347,47 @@ func TestReadBodyBoundsCompressedBytes(t *testing.T) {
 		t.Errorf("read %d bytes of an endless stream with a 1 MiB limit", src.sent)
 	}
 }
+
+// TestReadBodyUnsizedReusesChunks: a body read without a length (chunked,
+// or decompressed by Go's transport) is joined from chunks that go back to
+// their pools, so that reading such bodies over and over allocates about
+// their size each, not twice it; and every byte arrives, whatever the
+// sizes (one chunk, several, one byte past a chunk).
+func TestReadBodyUnsizedReusesChunks(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{0, 1, firstChunk - 1, firstChunk, firstChunk + 1, 3 << 20, chunkMax + 5} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i * 7)
+		}
+		for range 2 {
+			got, _, err := ReadBody(ctx, response(bytes.NewReader(body), -1), Options{Limit: 64 << 20})
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("a %d-byte body: %d bytes back, equal %v, %v", n, len(got), bytes.Equal(got, body), err)
+			}
+			if cap(got) != len(got) {
+				t.Errorf("a %d-byte body came back in a buffer of %d", n, cap(got))
+			}
+		}
+	}
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers at random")
+	}
+	const size = 3 << 20
+	body := bytes.Repeat([]byte("z"), size)
+	read := func() {
+		if _, _, err := ReadBody(ctx, response(bytes.NewReader(body), -1), Options{Limit: 64 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	// Ten reads: a collection while chunks are out of their pools (which
+	// a pool then forgets over two) is not what is measured.
+	if n := allocated(func() {
+		for range 10 {
+			read()
+		}
+	}); n > 10*(size+size/2) {
+		t.Errorf("reading a %d MB body without a length 10 times allocated %.1f MB, want about its size each (twice it before the pools)", size>>20, float64(n)/(1<<20))
+	}
+}

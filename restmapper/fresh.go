@@ -1,0 +1,140 @@
+package restmapper
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+)
+
+// Freshness of lookups without a version. A lookup that names no version
+// (RESTMapping(gk), KindsFor of a group and resource, KindFor of a short
+// name) gets the version discovery prefers now, so its answer changes when
+// a version is added to or removed from the group, and nothing about the
+// answer tells the mapper so: it is a hit. (controller-runtime's mapper
+// kept such a group's versions for ever: controller-runtime#3542.) So
+// such a lookup is answered from discovery validated within the interval
+// (WithMissRefreshInterval): when the last validation is older, it
+// revalidates first (two 304s when nothing changed), spending the budget
+// of repeated misses, so that all lookups together cost the server what a
+// loop over a missing kind costs.
+//
+// Knowing "older than the interval" must not cost a clock read per
+// lookup (a read is 30 ns on a quick machine and 200 ns on a slow virtual
+// one, as much as the lookup): a timer marks discovery stale an interval
+// after the validation the mapper last saw, and the lookup reads one
+// atomic flag. A snapshot the mapper has not seen yet (another caller's
+// refresh, discovery/watch, Poll) is looked at once, with one clock read.
+// Lookups with a version are not concerned: their answer changes only
+// when that version goes, which costs a request to it anyway.
+type freshness struct {
+	interval time.Duration
+	clock    clock.PassiveClock
+	// after schedules the stale mark on the clock; nil when the clock
+	// cannot (a clock.PassiveClock only), and then due reads the clock.
+	after func(time.Duration, func()) clock.Timer
+
+	stale      atomic.Bool                        // the interval since the validation seen has passed
+	seen       atomic.Pointer[discovery.Snapshot] // the snapshot whose validation the interval counts from
+	epoch      atomic.Uint64                      // of the armed timer: an older timer's mark is void
+	deadline   atomic.Int64                       // unix nanoseconds, when after is nil
+	refreshing atomic.Bool                        // a lookup is revalidating: others do not wait for it
+
+	mu    sync.Mutex  // orders observe; held across no I/O, clock or callback
+	timer clock.Timer // the armed timer, stopped when superseded
+}
+
+func newFreshness(interval time.Duration, c clock.PassiveClock) *freshness {
+	f := &freshness{interval: interval, clock: c}
+	if d, ok := c.(clock.WithDelayedExecution); ok {
+		f.after = d.AfterFunc
+	}
+	return f
+}
+
+// due says whether a lookup without a version, answered from snap, should
+// revalidate discovery first.
+func (f *freshness) due(snap *discovery.Snapshot) bool {
+	if snap == nil {
+		return false
+	}
+	if snap != f.seen.Load() {
+		f.observe(snap, false)
+	}
+	if f.stale.Load() {
+		return true
+	}
+	if f.after != nil {
+		return false
+	}
+	return !f.clock.Now().Before(time.Unix(0, f.deadline.Load()))
+}
+
+// observe starts the interval from snap's validation, or from now when
+// the mapper has just tried to revalidate (attempted: whatever the
+// outcome, the next try is an interval later, so a dead server gets one
+// try an interval).
+func (f *freshness) observe(snap *discovery.Snapshot, attempted bool) {
+	if snap == nil {
+		return
+	}
+	now := f.clock.Now() // the clock and its timers are called outside f.mu
+	f.mu.Lock()
+	if !attempted && f.seen.Load() == snap {
+		f.mu.Unlock()
+		return // another lookup observed it meanwhile
+	}
+	remain := f.interval
+	if !attempted {
+		// A validation time ahead of the mapper's clock (another clock
+		// given to the discovery client) counts as now.
+		remain -= max(now.Sub(snap.Validated()), 0)
+	}
+	f.seen.Store(snap)
+	e := f.epoch.Add(1)
+	old := f.timer
+	f.timer = nil
+	f.stale.Store(remain <= 0)
+	if remain > 0 && f.after == nil {
+		f.deadline.Store(now.Add(remain).UnixNano())
+	}
+	f.mu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
+	if remain <= 0 || f.after == nil {
+		return
+	}
+	t := f.after(remain, func() {
+		if f.epoch.Load() == e {
+			f.stale.Store(true)
+		}
+	})
+	f.mu.Lock()
+	if f.epoch.Load() == e {
+		f.timer, t = t, nil
+	}
+	f.mu.Unlock()
+	if t != nil {
+		t.Stop() // superseded meanwhile
+	}
+}
+
+// versionless says whether question k (with versions, see several) names
+// no version, so that its answer is the version discovery prefers now.
+func versionless(k memoKey, versions []string) bool {
+	switch k.op {
+	case opSingularizer:
+		return false
+	case opRESTMapping, opRESTMappings:
+		for _, v := range versions {
+			if v != "" {
+				return false
+			}
+		}
+	}
+	return k.version == ""
+}
