@@ -48,6 +48,16 @@ type docState struct {
 	once sync.Once
 	full *spec3.OpenAPI
 	err  error
+
+	derivedMu sync.Mutex // guards derived; never held while building
+	derived   map[any]*derivation
+}
+
+// derivation is one value Derived builds of a document.
+type derivation struct {
+	once sync.Once
+	v    any
+	err  error
 }
 
 // state returns d's derived state, making it on first use.
@@ -263,6 +273,39 @@ func (d *Document) indexKinds() (map[schema.GroupVersionKind]string, error) {
 		}
 	}
 	return kinds, nil
+}
+
+// Derived returns what build makes of d, building it once per content:
+// every Document of the same content (the copies a Documents table hands
+// to the clusters of a fleet that serve it) returns the same value, and a
+// new ?hash= is a new Document, built anew. key names the derivation, as a
+// context key does (a value of the caller's own unexported type); build
+// must be deterministic and must not call Derived of d with the same key.
+// Its result, error included, is kept as long as d's content is; a panic
+// in build is an error, kept too. Callers that ask for one key at once wait
+// for one build. It is how openapi3/typed hangs its structured-merge-diff
+// types off a document.
+func (d *Document) Derived(key any, build func(*Document) (any, error)) (any, error) {
+	st := d.state()
+	st.derivedMu.Lock()
+	e := st.derived[key]
+	if e == nil {
+		if st.derived == nil {
+			st.derived = map[any]*derivation{}
+		}
+		e = &derivation{}
+		st.derived[key] = e
+	}
+	st.derivedMu.Unlock()
+	e.once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				e.v, e.err = nil, fmt.Errorf("openapi3: %s: building %T: panic: %v", d.Path, key, r)
+			}
+		}()
+		e.v, e.err = build(d)
+	})
+	return e.v, e.err
 }
 
 // OpenAPI parses the whole document into spec3 (once). It shares nothing

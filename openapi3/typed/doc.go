@@ -1,0 +1,48 @@
+// Package typed builds the structured-merge-diff types that server-side
+// apply tooling needs from an [openapi3.Client]'s documents, and adapts
+// them to what users hold today: managedfields.TypeConverter
+// ([Converter.ObjectToTyped], [Converter.TypedToObject]), client-go's
+// applyconfigurations/meta/v1.UnstructuredExtractor ([Extractor]), and the
+// strategic-merge-patch metadata kubectl's client-side apply reads from
+// OpenAPI v3 ([Converter.PatchMeta]).
+//
+// # One group-version at a time
+//
+// client-go's openapi.NewTypeConverter downloads and parses every
+// group-version's document before it answers for one kind, and its
+// NewUnstructuredExtractor parses the whole OpenAPI v2 document, again
+// every minute. A [Converter] finds a kind's group-version from its
+// apiVersion ("v1" is the core group's "api/v1", "apps/v1" is
+// "apis/apps/v1"), reads that one document ([openapi3.Client.Document]),
+// and builds its types with managedfields' own code path
+// (schemaconv.ToSchemaFromOpenAPI on that document's schemas) the first
+// time a kind of it is asked for. A group-version's v3 document is
+// self-contained: the io.k8s.apimachinery definitions every kind refers to
+// (ObjectMeta, ...) are among its own components/schemas, so no other
+// document is read.
+//
+// # Kept by hash, shared by a fleet
+//
+// The types hang off the document ([openapi3.Document.Derived]), which the
+// client keeps while the root gives its group-version the same ?hash=: a
+// new hash is a new document, whose types are built anew, and only that
+// group-version's. Clients given one [openapi3.Documents] table (a fleet's
+// clusters: fleet gives its clusters its table) share documents of the
+// same content, and with them the types built: a second cluster serving a
+// document builds nothing. With [openapi3.WithDiskCache], a process that
+// starts warm reads the root (one request, which carries the hashes; the
+// server sends it uncacheable) and no unchanged document.
+//
+// # Why a package of its own
+//
+// Building types links structured-merge-diff, schemaconv, managedfields and
+// client-go's applyconfigurations: programs that read documents or explain
+// fields with openapi3 alone do not pay for them.
+//
+// # Files
+//
+//   - converter.go: [Converter], [New], building and indexing the types.
+//   - extract.go: [Extractor].
+//   - patchmeta.go: [Converter.PatchMeta].
+//   - options.go: [WithPreserveUnknownFields], [WithTimeout].
+package typed
