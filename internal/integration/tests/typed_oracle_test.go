@@ -3,7 +3,9 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -15,18 +17,22 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	cgdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	cgopenapi "k8s.io/client-go/openapi"
 	cgopenapi3 "k8s.io/client-go/openapi3"
+	"k8s.io/kube-openapi/pkg/schemaconv"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/kubeatlas/kubeatlas/openapi3"
+	atlastyped "github.com/kubeatlas/kubeatlas/openapi3/typed"
 )
 
 // oracleGroup is the group of the oracle's CRDs.
@@ -153,7 +159,9 @@ var (
 // name) and, where there is a status subresource, a third manager's status
 // apply.
 func oracleApplies() []oracleApply {
-	core := func(r string) schema.GroupVersionResource { return schema.GroupVersionResource{Version: "v1", Resource: r} }
+	core := func(r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Version: "v1", Resource: r}
+	}
 	apps := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	return []oracleApply{
 		// Pods need the namespace's default service account, which no
@@ -304,6 +312,97 @@ func clientGoTyped(t testing.TB, dc *cgdiscovery.DiscoveryClient) typedImpl {
 	}
 }
 
+// clientGoV3Typed is client-go's extractor's algorithm
+// (managedfields.ExtractInto, then the name, namespace, kind and apiVersion
+// set) on client-go's OpenAPI v3 types (openapi.NewTypeConverter's:
+// schemaconv over every document's schemas), what upstream's lazy
+// extractor (kubernetes/kubernetes#126849) moves to: the reference where
+// the v2 document client-go's extractor reads has lost a CRD's schema.
+func clientGoV3Typed(t testing.TB, dc *cgdiscovery.DiscoveryClient) typedImpl {
+	t.Helper()
+	impl := clientGoTyped(t, dc)
+	impl.name = "client-go-v3"
+	root := cgopenapi3.NewRoot(dc.OpenAPIV3())
+	gvs, err := root.GroupVersions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]*spec.Schema{}
+	for _, gv := range gvs {
+		doc, err := root.GVSpec(gv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc.Components != nil {
+			maps.Copy(all, doc.Components.Schemas)
+		}
+	}
+	sch, err := schemaconv.ToSchemaFromOpenAPI(all, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := typed.Parser{Schema: smdschema.Schema{Types: sch.Types}}
+	types := map[schema.GroupVersionKind]*typed.ParseableType{}
+	for name, s := range all {
+		var gvks []map[string]string
+		if err := s.Extensions.GetObject("x-kubernetes-group-version-kind", &gvks); err != nil {
+			continue
+		}
+		for _, g := range gvks {
+			pt := parser.Type(name)
+			types[schema.GroupVersionKind{Group: g["group"], Version: g["version"], Kind: g["kind"]}] = &pt
+		}
+	}
+	extract := func(subresource string) func(*unstructured.Unstructured, string) (*unstructured.Unstructured, error) {
+		return func(u *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+			pt := types[u.GroupVersionKind()]
+			if pt == nil {
+				return nil, fmt.Errorf("no type for %s", u.GroupVersionKind())
+			}
+			out := &unstructured.Unstructured{}
+			if err := managedfields.ExtractInto(u, *pt, manager, out, subresource); err != nil {
+				return nil, err
+			}
+			out.SetName(u.GetName())
+			out.SetNamespace(u.GetNamespace())
+			out.SetKind(u.GetKind())
+			out.SetAPIVersion(u.GetAPIVersion())
+			return out, nil
+		}
+	}
+	impl.extract, impl.extractStatus = extract(""), extract("status")
+	return impl
+}
+
+// kubeatlasTyped is ours: openapi3/typed's Converter on a new openapi3
+// client.
+func kubeatlasTyped(t testing.TB, c *cluster) typedImpl {
+	t.Helper()
+	oc, err := openapi3.New(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := atlastyped.New(oc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := conv.Extractor()
+	return typedImpl{
+		name:          "kubeatlas",
+		objectToTyped: conv.ObjectToTyped,
+		typedToObject: conv.TypedToObject,
+		extract:       ex.Extract,
+		extractStatus: ex.ExtractStatus,
+		patchMeta: func(gvk schema.GroupVersionKind) (strategicpatch.LookupPatchMeta, error) {
+			m, err := conv.PatchMeta(context.Background(), gvk)
+			if errors.Is(err, openapi3.ErrNotFound) {
+				return nil, nil
+			}
+			return m, err
+		},
+	}
+}
+
 // kindSchema is the component schema of doc whose
 // x-kubernetes-group-version-kind lists gvk, as kubectl finds it, or nil.
 // Names are tried in order, so that the answer does not depend on Go's map
@@ -431,6 +530,11 @@ func synthesize(s *spec.Schema, schemas map[string]*spec.Schema, gvk schema.Grou
 		}
 		switch {
 		case typ == "object" || len(s.Properties) > 0 || (typ == "" && s.AdditionalProperties != nil):
+			if depth > 8 {
+				// Not an object without its fields (a list-map's item
+				// would lack its keys): scalars only at the last level.
+				return nil, false
+			}
 			m := map[string]any{}
 			names := make([]string, 0, len(s.Properties))
 			for name := range s.Properties {
@@ -457,6 +561,9 @@ func synthesize(s *spec.Schema, schemas map[string]*spec.Schema, gvk schema.Grou
 			}
 			return m, true
 		case typ == "array":
+			if depth > 8 {
+				return nil, false
+			}
 			if s.Items == nil || s.Items.Schema == nil {
 				return []any{}, true
 			}
@@ -508,9 +615,11 @@ func withApplyManager(t testing.TB, u *unstructured.Unstructured, fields []byte,
 // (succeeds alike; the same value and field set), TypedToObject (the same
 // object), and Extract and ExtractStatus for every manager of its
 // managedFields and one that manages nothing (the same applied
-// configuration). It reports what differs.
-func compareTyped(impls []typedImpl, o oracleObject) []string {
-	var diffs []string
+// configuration). impls[0] is client-go's, impls[1] client-go's extractor
+// on v3 types (clientGoV3Typed). It reports what differs; an extract of a
+// CRD kind that agrees with impls[1] but not with impls[0] is returned
+// apart (see v2Difference), to be checked on the server.
+func compareTyped(impls []typedImpl, o oracleObject, crdKind func(schema.GroupVersionKind) bool) (diffs []string, v2 []v2Difference) {
 	where := fmt.Sprintf("%s %s %s/%s", o.from, o.obj.GroupVersionKind(), o.obj.GetNamespace(), o.obj.GetName())
 	type result struct {
 		tv     *typed.TypedValue
@@ -569,27 +678,79 @@ func compareTyped(impls []typedImpl, o oracleObject) []string {
 	for _, m := range managers {
 		for _, status := range []bool{false, true} {
 			var got []string
+			var objs []*unstructured.Unstructured
 			for _, impl := range impls {
 				f := impl.extract
 				if status {
 					f = impl.extractStatus
 				}
 				u, err := f(o.obj.DeepCopy(), m)
+				objs = append(objs, u)
 				if err != nil {
-					got = append(got, "error")
+					got = append(got, "error: "+err.Error())
 					continue
 				}
 				b, _ := json.Marshal(u.Object)
 				got = append(got, string(b))
 			}
-			for i, g := range got[1:] {
-				if g != got[0] {
-					diffs = append(diffs, fmt.Sprintf("%s: Extract(%s, status %v):\n%s: %s\n%s: %s", where, m, status, impls[i+1].name, g, impls[0].name, got[0]))
+			for i := 2; i < len(impls); i++ {
+				if got[i] != got[1] {
+					diffs = append(diffs, fmt.Sprintf("%s: Extract(%s, status %v):\n%s: %s\n%s: %s", where, m, status, impls[i].name, got[i], impls[1].name, got[1]))
+				} else if got[i] != got[0] {
+					if !crdKind(o.obj.GroupVersionKind()) {
+						diffs = append(diffs, fmt.Sprintf("%s: Extract(%s, status %v) of a built-in kind:\n%s: %s\n%s: %s", where, m, status, impls[i].name, got[i], impls[0].name, got[0]))
+						continue
+					}
+					v2 = append(v2, v2Difference{o: o, manager: m, status: status, under: impls[i].name, got: objs[i], clientGo: objs[0], gotJSON: got[i], clientGoJSON: got[0]})
 				}
 			}
 		}
 	}
-	return diffs
+	return diffs, v2
+}
+
+// v2Difference is an Extract of a CRD's object where an implementation
+// agrees with client-go's algorithm on the v3 types and differs from
+// client-go's extractor, which reads the OpenAPI v2 document: there the
+// server drops the properties of every x-kubernetes-preserve-unknown-fields
+// or nullable schema (apiextensions-apiserver's
+// controller/openapi/v2/conversion.go), so the fields under them are
+// untyped: lists atomic, keys lost.
+type v2Difference struct {
+	o                     oracleObject
+	manager               string
+	status                bool
+	under                 string
+	got, clientGo         *unstructured.Unstructured
+	gotJSON, clientGoJSON string
+}
+
+// appliesAsIs applies u (an extracted configuration) as manager with a
+// dry run, not forced, and reports whether the manager's managed fields
+// stay what they are: applying what Extract returns must change nothing.
+func appliesAsIs(t testing.TB, dyn dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured, manager string, status bool) (bool, string) {
+	t.Helper()
+	var sub []string
+	if status {
+		sub = []string{"status"}
+	}
+	fields := func(o *unstructured.Unstructured) string {
+		for _, e := range o.GetManagedFields() {
+			if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && (e.Subresource == "status") == status && e.FieldsV1 != nil {
+				return string(e.FieldsV1.Raw)
+			}
+		}
+		return ""
+	}
+	live, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Get(context.Background(), u.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Apply(context.Background(), u.GetName(), u, metav1.ApplyOptions{FieldManager: manager, DryRun: []string{metav1.DryRunAll}}, sub...)
+	if err != nil {
+		return false, err.Error()
+	}
+	return fields(after) == fields(live), fmt.Sprintf("managed fields %s, after the apply %s", fields(live), fields(after))
 }
 
 // comparePatchMeta walks the kind's schema (through client-go's
@@ -722,6 +883,16 @@ func runTypedOracle(t *testing.T, c *cluster, impls []typedImpl) {
 	}
 	kinds := servedKinds(t, dc)
 	objects := liveObjects(t, dyn, kinds)
+	crds, err := dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crdGroups := map[string]bool{}
+	for _, crd := range crds.Items {
+		g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		crdGroups[g] = true
+	}
+	crdKind := func(gvk schema.GroupVersionKind) bool { return crdGroups[gvk.Group] }
 	root := cgopenapi3.NewRoot(dc.OpenAPIV3())
 	var gvks []schema.GroupVersionKind
 	for gvk := range kinds {
@@ -756,13 +927,18 @@ func runTypedOracle(t *testing.T, c *cluster, impls []typedImpl) {
 		t.Fatalf("%d kinds with a schema, %d synthesized objects typed by %s: the oracle covers too little", withSchema, synthesized, impls[0].name)
 	}
 
-	var diffs []string
+	var (
+		diffs   []string
+		v2diffs []v2Difference
+	)
 	applied := 0
 	for _, o := range objects {
 		if o.obj.GetNamespace() == "oracle" && o.from == "live" {
 			applied++
 		}
-		diffs = append(diffs, compareTyped(impls, o)...)
+		d, v2 := compareTyped(impls, o, crdKind)
+		diffs = append(diffs, d...)
+		v2diffs = append(v2diffs, v2...)
 		if o.from == "live" && o.obj.GetNamespace() == "oracle" {
 			diffs = append(diffs, threeWayPatches(impls, o)...)
 		}
@@ -773,9 +949,44 @@ func runTypedOracle(t *testing.T, c *cluster, impls []typedImpl) {
 	for _, gvk := range gvks {
 		diffs = append(diffs, comparePatchMeta(impls, gvk)...)
 	}
+	// Where an extract differs from client-go's v2 one, the server says
+	// which is right: applying it back as its manager must change nothing.
+	for _, d := range v2diffs {
+		where := fmt.Sprintf("%s %s %s/%s Extract(%s, status %v)", d.o.from, d.o.obj.GroupVersionKind(), d.o.obj.GetNamespace(), d.o.obj.GetName(), d.manager, d.status)
+		if d.o.from != "live" || d.manager == "nobody" {
+			t.Logf("%s: %s differs from client-go's v2 extractor, agrees with client-go on v3:\n%s: %s\nclient-go: %s", where, d.under, d.under, d.gotJSON, d.clientGoJSON)
+			continue
+		}
+		gvr := d.o.obj.GroupVersionKind().GroupVersion().WithResource(kinds[d.o.obj.GroupVersionKind()].Name)
+		if ok, detail := appliesAsIs(t, dyn, gvr, d.got, d.manager, d.status); !ok {
+			t.Errorf("%s: %s's extract, applied back, changes what the manager owns: %s\n%s", where, d.under, detail, d.gotJSON)
+			continue
+		}
+		okCG, detailCG := appliesAsIs(t, dyn, gvr, d.clientGo, d.manager, d.status)
+		t.Logf("%s: %s differs from client-go's v2 extractor (whose document lost the schema); applied back by the manager, %s's changes nothing, client-go's changes nothing: %v (%s):\n%s: %s\nclient-go: %s", where, d.under, d.under, okCG, detailCG, d.under, d.gotJSON, d.clientGoJSON)
+	}
 	for _, d := range diffs {
 		t.Error(d)
 	}
+}
+
+// TestTypedOracle: on the real v1.36.3 server, for every kind it serves
+// (every version) and the oracle's CRDs, openapi3/typed's adapters give
+// what client-go's give: ObjectToTyped's typed values and field sets,
+// TypedToObject's objects, Extract and ExtractStatus for every field
+// manager (objects with managed fields written by real server-side applies
+// of several managers and status applies; every live object; a synthesized
+// object of every kind with every field set), and the strategic merge
+// patch metadata kubectl reads from OpenAPI v3 at every field, and the
+// three-way patches it makes with it.
+func TestTypedOracle(t *testing.T) {
+	c := startCluster(t)
+	setUpOracle(t, c)
+	dc, err := cgdiscovery.NewDiscoveryClientForConfig(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTypedOracle(t, c, []typedImpl{clientGoTyped(t, dc), clientGoV3Typed(t, dc), kubeatlasTyped(t, c)})
 }
 
 // TestTypedOracleHarness checks the oracle itself with client-go's
@@ -791,14 +1002,14 @@ func TestTypedOracleHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := clientGoTyped(t, dc)
-	runTypedOracle(t, c, []typedImpl{ref, clientGoTyped(t, dc)})
+	ref, v3 := clientGoTyped(t, dc), clientGoV3Typed(t, dc)
+	runTypedOracle(t, c, []typedImpl{ref, v3, v3})
 
 	// The oracle fails on an implementation that differs.
 	broken := ref
 	broken.name = "broken"
 	broken.extract = func(u *unstructured.Unstructured, m string) (*unstructured.Unstructured, error) {
-		out, err := ref.extract(u, m)
+		out, err := v3.extract(u, m)
 		if err == nil && out.GetKind() == "Gizmo" {
 			unstructured.RemoveNestedField(out.Object, "spec", "port")
 		}
@@ -812,10 +1023,11 @@ func TestTypedOracleHarness(t *testing.T) {
 		return noMergeKeys{m}, nil
 	}
 	obj := oracleObject{from: "live", obj: gizmoObject(t, c)}
-	if d := compareTyped([]typedImpl{ref, broken}, obj); len(d) == 0 {
+	builtIn := func(schema.GroupVersionKind) bool { return false }
+	if d, _ := compareTyped([]typedImpl{ref, v3, broken}, obj, builtIn); len(d) == 0 {
 		t.Error("an extract that drops spec.port is not caught")
 	}
-	if d := comparePatchMeta([]typedImpl{ref, broken}, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}); len(d) == 0 {
+	if d := comparePatchMeta([]typedImpl{ref, v3, broken}, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}); len(d) == 0 {
 		t.Error("patch metadata without merge keys is not caught")
 	}
 	broken = ref
@@ -825,7 +1037,7 @@ func TestTypedOracleHarness(t *testing.T) {
 		unstructured.RemoveNestedField(u.Object, "spec", "shards")
 		return ref.objectToTyped(u, opts...)
 	}
-	if d := compareTyped([]typedImpl{ref, broken}, obj); len(d) == 0 {
+	if d, _ := compareTyped([]typedImpl{ref, v3, broken}, obj, builtIn); len(d) == 0 {
 		t.Error("typed values that lose spec.shards are not caught")
 	}
 }
