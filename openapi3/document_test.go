@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
@@ -238,5 +240,42 @@ func TestSchemasForServerSideApply(t *testing.T) {
 	bad := object("apps/v1", "Deployment", map[string]any{"replicaz": int64(2)})
 	if _, err := tc.ObjectToTyped(bad); err == nil {
 		t.Errorf("a field the schema lacks was accepted: the converter checks nothing")
+	}
+}
+
+type derivedKey struct{ n int }
+
+// TestDerived: one build per key and content, whatever the callers; a
+// panic in build is an error, kept.
+func TestDerived(t *testing.T) {
+	d, err := openapi3.NewDocument("apis/x/v1", "/openapi/v3/apis/x/v1?hash=A", []byte(`{"components":{"schemas":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var builds atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			v, err := d.Derived(derivedKey{1}, func(*openapi3.Document) (any, error) { builds.Add(1); return "one", nil })
+			if v != "one" || err != nil {
+				t.Errorf("Derived: %v, %v", v, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := builds.Load(); n != 1 {
+		t.Errorf("%d builds; want 1", n)
+	}
+	if v, _ := d.Derived(derivedKey{2}, func(*openapi3.Document) (any, error) { return "two", nil }); v != "two" {
+		t.Errorf("another key: %v", v)
+	}
+	for range 2 {
+		_, err := d.Derived(derivedKey{3}, func(*openapi3.Document) (any, error) { builds.Add(1); panic("bad schema") })
+		if err == nil || !strings.Contains(err.Error(), "bad schema") {
+			t.Errorf("panic: %v", err)
+		}
+	}
+	if n := builds.Load(); n != 2 {
+		t.Errorf("the panicking build ran %d times; want once", n-1)
 	}
 }

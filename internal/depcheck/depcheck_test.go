@@ -279,3 +279,22 @@ func TestIntegrationsNeedNoHelm(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIWithoutApplyTypes: openapi3 does not link what openapi3/typed
+// builds types with, which is why typed is a package of its own. (fleet
+// links structured-merge-diff's value package through apimachinery, and
+// openapi3/clientgo client-go's openapi package, which has client-go's
+// type converter.)
+func TestOpenAPIWithoutApplyTypes(t *testing.T) {
+	for _, pkg := range []string{"openapi3"} {
+		for _, dep := range deps(t, pkg) {
+			// (structured-merge-diff's value package comes with apimachinery.)
+			for _, h := range []string{"sigs.k8s.io/structured-merge-diff/v6/typed", "sigs.k8s.io/structured-merge-diff/v6/schema", "sigs.k8s.io/structured-merge-diff/v6/merge",
+				"k8s.io/kube-openapi/pkg/schemaconv", "k8s.io/apimachinery/pkg/util/managedfields"} {
+				if under(dep, h) {
+					t.Errorf("%s links %s", pkg, dep)
+				}
+			}
+		}
+	}
+}

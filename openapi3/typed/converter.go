@@ -158,8 +158,8 @@ func kubeOpenAPIKinds(ext spec.Extensions) []schema.GroupVersionKind {
 // longer serves). Fetching the document is bounded by WithTimeout.
 func (c *Converter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.timeout)
-	defer cancel()
+	ctx := newLazyTimeout(c.opts.timeout)
+	defer ctx.stop()
 	t, err := c.Type(ctx, gvk)
 	if errors.Is(err, openapi3.ErrNotFound) {
 		return nil, noCorrespondingType(gvk)

@@ -1,7 +1,6 @@
 package typed
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,8 +38,8 @@ func (e *Extractor) ExtractStatus(u *unstructured.Unstructured, fieldManager str
 // is an error where client-go's dereferences a nil type.
 func (e *Extractor) extract(u *unstructured.Unstructured, fieldManager, subresource string) (*unstructured.Unstructured, error) {
 	gvk := u.GetObjectKind().GroupVersionKind()
-	ctx, cancel := context.WithTimeout(context.Background(), e.c.opts.timeout)
-	defer cancel()
+	ctx := newLazyTimeout(e.c.opts.timeout)
+	defer ctx.stop()
 	t, err := e.c.Type(ctx, gvk)
 	if err != nil {
 		return nil, fmt.Errorf("failed to fetch the objectType: %w", err)
