@@ -1,0 +1,229 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeatlas/kubeatlas/integrations/controllerruntime"
+	"github.com/kubeatlas/kubeatlas/shared"
+)
+
+// roundCounter counts the requests a round sends, discovery's
+// (/api, /apis and the group and group-version documents below them)
+// apart, and the response bytes read.
+type roundCounter struct {
+	next                       http.RoundTripper
+	requests, discoveryRequests, bytes atomic.Int64
+}
+
+func (t *roundCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.requests.Add(1)
+	if isDiscoveryPath(req.URL.Path) {
+		t.discoveryRequests.Add(1)
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = &countedBody{ReadCloser: resp.Body, n: &t.bytes}
+	}
+	return resp, err
+}
+
+func (t *roundCounter) reset() {
+	t.requests.Store(0)
+	t.discoveryRequests.Store(0)
+	t.bytes.Store(0)
+}
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// heapPeak samples the live heap every millisecond until stop, and
+// returns the highest sample.
+func heapPeak() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	done := make(chan struct{})
+	var peak uint64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() uint64 { close(done); wg.Wait(); return peak }
+}
+
+// peakRSS is the process's peak resident set (VmHWM) since resetPeakRSS,
+// in bytes; 0 where /proc does not tell.
+func peakRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// resetPeakRSS makes VmHWM the current RSS (Linux's clear_refs 5).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkClientPerReconcile is crossplane-contrib/provider-kubernetes#541
+// on a real kube-apiserver v1.36.3 with KUBEATLAS_BENCH_CRDS CRDs (the
+// issue's case is 1,000): a round is 100 reconciles, each of which builds
+// a new controller-runtime client (client.New) and Gets a custom
+// resource; the client is dropped after the reconcile. Side by side:
+// controller-runtime's default (client.Options{}) and kubeatlas's shared
+// registry (controllerruntime.ClientOptions, one line), each round's
+// first client cold (a new registry per round). Per round: discovery
+// requests in all and after the first client, all requests, response
+// bytes, peak live heap above the heap before the round, peak RSS, CPU.
+//
+//	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver KUBEATLAS_BENCH_CRDS=1000 \
+//	  go test -run '^$' -bench ClientPerReconcile -benchtime 3x -timeout 60m
+func BenchmarkClientPerReconcile(b *testing.B) {
+	c := startCluster(b)
+	n := createBenchCRDs(b, c)
+	ctx := context.Background()
+	gvk := schema.GroupVersionKind{Group: "g000.bench.kubeatlas.test", Version: "v1", Kind: "Kind0000"}
+	dyn, err := dynamic.NewForConfig(c.config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(gvk)
+	cr.SetNamespace("default")
+	cr.SetName("reconciled")
+	if _, err := dyn.Resource(gvk.GroupVersion().WithResource("kind0000s")).Namespace("default").Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	// Every request of both goes through one counting transport: its
+	// pointer is what the registry keys the config's transport by.
+	rt, err := rest.TransportFor(c.config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	counting := &roundCounter{next: rt}
+	cfg := &rest.Config{Host: c.url, Transport: counting, QPS: -1}
+
+	const reconciles = 100
+	for _, side := range []struct {
+		name    string
+		options func(*shared.Registry) client.Options
+	}{
+		{"controller-runtime-default", func(*shared.Registry) client.Options { return client.Options{} }},
+		{"kubeatlas-shared", func(r *shared.Registry) client.Options {
+			return controllerruntime.Sharing{Registry: r}.ClientOptions(cfg, client.Options{})
+		}},
+	} {
+		b.Run(fmt.Sprintf("crds=%d/%s", n, side.name), func(b *testing.B) {
+			var discovery, after, requests, bytes, peak, rss int64
+			var cpu time.Duration
+			rounds := 0
+			for b.Loop() {
+				b.StopTimer()
+				// A short linger, so that the round's client is gone
+				// before the next round (waited for below); the
+				// reconciles of a round are far closer together.
+				r, err := shared.New(shared.WithLinger(3 * time.Second))
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				counting.reset()
+				resetPeakRSS()
+				cpu0 := cpuTime()
+				stop := heapPeak()
+				b.StartTimer()
+				var first int64
+				for i := range reconciles {
+					cl, err := client.New(cfg, side.options(r))
+					if err != nil {
+						b.Fatal(err)
+					}
+					u := &unstructured.Unstructured{}
+					u.SetGroupVersionKind(gvk)
+					if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "reconciled"}, u); err != nil {
+						b.Fatalf("reconcile %d: %v", i, err)
+					}
+					if i == 0 {
+						first = counting.discoveryRequests.Load()
+					}
+				}
+				b.StopTimer()
+				p := stop()
+				cpu += cpuTime() - cpu0
+				discovery += counting.discoveryRequests.Load()
+				after += counting.discoveryRequests.Load() - first
+				requests += counting.requests.Load()
+				bytes += counting.bytes.Load()
+				peak += int64(p) - int64(before.HeapAlloc)
+				rss += int64(peakRSS())
+				rounds++
+				for deadline := time.Now().Add(30 * time.Second); r.Len() != 0; time.Sleep(50 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						b.Fatal("the round's shared client outlived its linger by 30s")
+					}
+					runtime.GC()
+				}
+				b.StartTimer()
+			}
+			per := func(v int64) float64 { return float64(v) / float64(rounds) }
+			b.ReportMetric(per(discovery), "discovery-req/round")
+			b.ReportMetric(per(after), "discovery-req-after-first/round")
+			b.ReportMetric(per(requests), "req/round")
+			b.ReportMetric(per(bytes)/(1<<20), "MiB-received/round")
+			b.ReportMetric(per(peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(per(rss)/(1<<20), "peak-rss-MiB")
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(rounds), "cpu-ms/round")
+		})
+	}
+}
