@@ -120,8 +120,9 @@ func cpuTime() time.Duration {
 // a new controller-runtime client (client.New) and Gets a custom
 // resource; the client is dropped after the reconcile. Side by side:
 // controller-runtime's default (client.Options{}) and kubeatlas's shared
-// registry (controllerruntime.ClientOptions, one line), each round's
-// first client cold (a new registry per round). Per round: discovery
+// registry (controllerruntime.ClientOptions, one line), with and without
+// the shared client's watch, each round's first client cold (a new
+// registry per round). Per round: discovery
 // requests in all and after the first client, all requests, response
 // bytes, peak live heap above the heap before the round, peak RSS, CPU.
 //
@@ -153,14 +154,19 @@ func BenchmarkClientPerReconcile(b *testing.B) {
 	cfg := &rest.Config{Host: c.url, Transport: counting, QPS: -1}
 
 	const reconciles = 100
+	sharing := func(r *shared.Registry) client.Options {
+		return controllerruntime.Sharing{Registry: r}.ClientOptions(cfg, client.Options{})
+	}
 	for _, side := range []struct {
-		name    string
-		options func(*shared.Registry) client.Options
+		name     string
+		options  func(*shared.Registry) client.Options
+		registry []shared.Option
 	}{
-		{"controller-runtime-default", func(*shared.Registry) client.Options { return client.Options{} }},
-		{"kubeatlas-shared", func(r *shared.Registry) client.Options {
-			return controllerruntime.Sharing{Registry: r}.ClientOptions(cfg, client.Options{})
-		}},
+		{"controller-runtime-default", func(*shared.Registry) client.Options { return client.Options{} }, nil},
+		{"kubeatlas-shared", sharing, nil},
+		// The same without the client's watch (shared.WithoutWatch): what
+		// the watch's lists of CRDs and APIServices add to a round.
+		{"kubeatlas-shared-no-watch", sharing, []shared.Option{shared.WithoutWatch()}},
 	} {
 		b.Run(fmt.Sprintf("crds=%d/%s", n, side.name), func(b *testing.B) {
 			var discovery, after, requests, bytes, peak, rss int64
@@ -171,7 +177,7 @@ func BenchmarkClientPerReconcile(b *testing.B) {
 				// A short linger, so that the round's client is gone
 				// before the next round (waited for below); the
 				// reconciles of a round are far closer together.
-				r, err := shared.New(shared.WithLinger(3 * time.Second))
+				r, err := shared.New(append([]shared.Option{shared.WithLinger(3 * time.Second)}, side.registry...)...)
 				if err != nil {
 					b.Fatal(err)
 				}
