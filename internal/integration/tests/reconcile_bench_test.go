@@ -31,7 +31,7 @@ import (
 // (/api, /apis and the group and group-version documents below them)
 // apart, and the response bytes read.
 type roundCounter struct {
-	next                       http.RoundTripper
+	next                               http.RoundTripper
 	requests, discoveryRequests, bytes atomic.Int64
 }
 
