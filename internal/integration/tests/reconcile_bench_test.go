@@ -3,7 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -29,7 +29,9 @@ import (
 
 // roundCounter counts the requests a round sends, discovery's
 // (/api, /apis and the group and group-version documents below them)
-// apart, and the response bytes read.
+// apart, and the bytes its connections read (countedConn): on the wire,
+// so that a body gzipped on request (kubeatlas asks for it) and one
+// that Go's transport unzips on its own (client-go's) count alike.
 type roundCounter struct {
 	next                               http.RoundTripper
 	requests, discoveryRequests, bytes atomic.Int64
@@ -40,11 +42,7 @@ func (t *roundCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if isDiscoveryPath(req.URL.Path) {
 		t.discoveryRequests.Add(1)
 	}
-	resp, err := t.next.RoundTrip(req)
-	if err == nil && resp.Body != nil {
-		resp.Body = &countedBody{ReadCloser: resp.Body, n: &t.bytes}
-	}
-	return resp, err
+	return t.next.RoundTrip(req)
 }
 
 func (t *roundCounter) reset() {
@@ -53,19 +51,26 @@ func (t *roundCounter) reset() {
 	t.bytes.Store(0)
 }
 
-type countedBody struct {
-	io.ReadCloser
+type countedConn struct {
+	net.Conn
 	n *atomic.Int64
 }
 
-func (b *countedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
+func (c countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
 	return n, err
 }
 
-// heapPeak samples the live heap every millisecond until stop, and
-// returns the highest sample.
+// heapObjects is the heap's objects, live and not yet swept, now.
+func heapObjects() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// heapPeak samples the heap's objects (live and not yet swept) every
+// millisecond until stop, and returns the highest sample.
 func heapPeak() (stop func() uint64) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	done := make(chan struct{})
@@ -123,8 +128,11 @@ func cpuTime() time.Duration {
 // registry (controllerruntime.ClientOptions, one line), with and without
 // the shared client's watch, each round's first client cold (a new
 // registry per round). Per round: discovery
-// requests in all and after the first client, all requests, response
-// bytes, peak live heap above the heap before the round, peak RSS, CPU.
+// requests in all and after the first client, all requests, bytes
+// received on the wire, the peak of the heap's objects (live and not yet swept, sampled
+// every millisecond) above the live heap before the round, and above the
+// heap once the first client's reconcile is done (the 99 clients after
+// it), peak RSS, CPU.
 //
 //	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver KUBEATLAS_BENCH_CRDS=1000 \
 //	  go test -run '^$' -bench ClientPerReconcile -benchtime 3x -timeout 60m
@@ -146,11 +154,20 @@ func BenchmarkClientPerReconcile(b *testing.B) {
 	}
 	// Every request of both goes through one counting transport: its
 	// pointer is what the registry keys the config's transport by.
-	rt, err := rest.TransportFor(c.config)
+	counting := &roundCounter{}
+	dialing := rest.CopyConfig(c.config)
+	dialing.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countedConn{Conn: conn, n: &counting.bytes}, nil
+	}
+	rt, err := rest.TransportFor(dialing)
 	if err != nil {
 		b.Fatal(err)
 	}
-	counting := &roundCounter{next: rt}
+	counting.next = rt
 	cfg := &rest.Config{Host: c.url, Transport: counting, QPS: -1}
 
 	const reconciles = 100
@@ -169,7 +186,7 @@ func BenchmarkClientPerReconcile(b *testing.B) {
 		{"kubeatlas-shared-no-watch", sharing, []shared.Option{shared.WithoutWatch()}},
 	} {
 		b.Run(fmt.Sprintf("crds=%d/%s", n, side.name), func(b *testing.B) {
-			var discovery, after, requests, bytes, peak, rss int64
+			var discovery, after, requests, bytes, peak, peakAfter, rss int64
 			var cpu time.Duration
 			rounds := 0
 			for b.Loop() {
@@ -190,6 +207,8 @@ func BenchmarkClientPerReconcile(b *testing.B) {
 				stop := heapPeak()
 				b.StartTimer()
 				var first int64
+				var stopAfter func() uint64
+				var atFirst uint64
 				for i := range reconciles {
 					cl, err := client.New(cfg, side.options(r))
 					if err != nil {
@@ -202,10 +221,12 @@ func BenchmarkClientPerReconcile(b *testing.B) {
 					}
 					if i == 0 {
 						first = counting.discoveryRequests.Load()
+						atFirst, stopAfter = heapObjects(), heapPeak()
 					}
 				}
 				b.StopTimer()
 				p := stop()
+				peakAfter += int64(stopAfter()) - int64(atFirst)
 				cpu += cpuTime() - cpu0
 				discovery += counting.discoveryRequests.Load()
 				after += counting.discoveryRequests.Load() - first
@@ -228,6 +249,7 @@ func BenchmarkClientPerReconcile(b *testing.B) {
 			b.ReportMetric(per(requests), "req/round")
 			b.ReportMetric(per(bytes)/(1<<20), "MiB-received/round")
 			b.ReportMetric(per(peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(per(peakAfter)/(1<<20), "peak-heap-after-first-MiB")
 			b.ReportMetric(per(rss)/(1<<20), "peak-rss-MiB")
 			b.ReportMetric(float64(cpu.Milliseconds())/float64(rounds), "cpu-ms/round")
 		})
