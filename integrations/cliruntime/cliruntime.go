@@ -11,6 +11,10 @@
 //	getter := cliruntime.NewGetter(flags)
 //	infos, err := resource.NewBuilder(getter).Unstructured().ResourceTypeOrNameArgs(true, "deploy,svc").Do().Infos()
 //
+// Getters built many times in one process share one discovery client,
+// mapper and OpenAPI client per server and identity with [WithShared]
+// (package shared): NewGetter(flags, WithShared(nil)).
+//
 // Discovery and the cache log nowhere unless [WithLogger] gives them the
 // caller's logr.Logger (klog.Background() in a kubectl-style command).
 //
@@ -24,6 +28,7 @@
 package cliruntime
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -43,6 +48,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/openapi3"
 	openapi3clientgo "github.com/kubeatlas/kubeatlas/openapi3/clientgo"
 	"github.com/kubeatlas/kubeatlas/restmapper"
+	"github.com/kubeatlas/kubeatlas/shared"
 )
 
 // Option configures a Getter.
@@ -67,6 +73,24 @@ func WithLogger(l logr.Logger) Option {
 	return func(g *Getter) { g.logger = slog.New(logr.ToSlogHandler(l)) }
 }
 
+// WithShared takes the discovery client, mapper and OpenAPI v3 client
+// from r, a process-wide registry (nil: shared.Default()), instead of
+// building them, so that getters built many times in one process (one
+// per Helm action, per tenant, per request) share one per server and
+// identity (see package shared): the getter holds its handle for as
+// long as it is reachable, and reads no disk cache (the registry's
+// clients are kept current in memory). The registry's options apply:
+// WithDiscoveryOptions and WithWarningHandler with it are an error of
+// the getter's first call. Default: the getter's own clients.
+func WithShared(r *shared.Registry) Option {
+	return func(g *Getter) {
+		if r == nil {
+			r = shared.Default()
+		}
+		g.registry = r
+	}
+}
+
 // WithoutOpenAPIV3 keeps client-go's own OpenAPI v3 client (kubectl explain,
 // client-side validation) behind ToDiscoveryClient instead of kubeatlas's
 // openapi3. OpenAPIV3 still returns kubeatlas's.
@@ -89,8 +113,10 @@ type Getter struct {
 	mapperOpts    []restmapper.Option
 	noOpenAPI     bool
 	logger        *slog.Logger // nil: the packages' default (nowhere)
+	registry      *shared.Registry
 
 	once   sync.Once
+	handle *shared.Handle // with WithShared
 	client *discovery.Client
 	oc     *openapi3.Client
 	disc   *clientgo.Discovery
@@ -154,6 +180,10 @@ func (g *Getter) init() {
 			g.err = err
 			return
 		}
+		if g.registry != nil {
+			g.err = g.initShared(cfg)
+			return
+		}
 		// The same base URL discovery.New derives (scheme://host[/prefix]).
 		base, _, err := rest.DefaultServerUrlFor(cfg)
 		if err != nil {
@@ -194,6 +224,24 @@ func (g *Getter) init() {
 		}
 		g.mapper, g.err = restmapper.New(g.client, g.mapperOpts...)
 	})
+}
+
+// initShared takes the clients of cfg's shared client.
+func (g *Getter) initShared(cfg *rest.Config) error {
+	if len(g.discoveryOpts) != 0 || len(g.mapperOpts) != 0 {
+		return errors.New("cliruntime: WithDiscoveryOptions or WithWarningHandler with WithShared: give them to the registry (shared.WithDiscoveryOptions, shared.WithMapperOptions)")
+	}
+	h, err := g.registry.Acquire(cfg)
+	if err != nil {
+		return err
+	}
+	g.handle, g.client, g.oc, g.mapper = h, h.Discovery(), h.OpenAPI(), h.Mapper()
+	var copts []clientgo.Option
+	if !g.noOpenAPI {
+		copts = append(copts, clientgo.WithOpenAPIV3(openapi3clientgo.New(g.oc)))
+	}
+	g.disc, err = clientgo.New(g.client, copts...)
+	return err
 }
 
 // cacheRoot is the cache directory ConfigFlags picks (--cache-dir, else

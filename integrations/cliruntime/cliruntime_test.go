@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/integrations/cliruntime"
+	"github.com/kubeatlas/kubeatlas/shared"
 )
 
 func flagsFor(t *testing.T, base string) *genericclioptions.ConfigFlags {
@@ -198,5 +199,55 @@ func TestWithLogger(t *testing.T) {
 	defer mu.Unlock()
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "cmd ") || !strings.Contains(strings.Join(lines, "\n"), strings.TrimPrefix(down.URL, "http://")) {
 		t.Errorf("logged %q, want the failed refresh, naming the server, through the logger given", lines)
+	}
+}
+
+// Getters built many times in one process (a Helm action, a request
+// each) share one client with WithShared: one read of discovery for all.
+func TestSharedGetters(t *testing.T) {
+	_, base := discoverytest.Start(t, discoverytest.WithCRDs(20, 2))
+	r, err := shared.New(shared.WithLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := flagsFor(t, base)
+	var first *cliruntime.Getter
+	for i := range 20 {
+		g := cliruntime.NewGetter(flags, cliruntime.WithShared(r))
+		m, err := g.ToRESTMapper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}); err != nil {
+			t.Fatalf("getter %d: %v", i, err)
+		}
+		dc, err := g.ToDiscoveryClient()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dc.ServerResourcesForGroupVersion("apps/v1"); err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = g
+			continue
+		}
+		c1, _ := first.Client()
+		c2, _ := g.Client()
+		if c1 != c2 {
+			t.Fatalf("getter %d has a discovery client of its own", i)
+		}
+	}
+	c, _ := first.Client()
+	if n := c.Stats().Requests; n != 2 {
+		t.Fatalf("%d discovery requests for 20 getters, want 2", n)
+	}
+	if r.Len() != 1 {
+		t.Fatalf("%d shared clients, want 1", r.Len())
+	}
+	// The registry's options apply: the getter's own are an error.
+	g := cliruntime.NewGetter(flags, cliruntime.WithShared(r), cliruntime.WithWarningHandler(func(string) {}))
+	if _, err := g.ToRESTMapper(); err == nil {
+		t.Fatal("WithWarningHandler with WithShared: no error")
 	}
 }

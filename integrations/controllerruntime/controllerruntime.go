@@ -9,6 +9,22 @@
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{MapperProvider: p.MapperProvider})
 //	err = mgr.Add(p) // watches discovery for as long as the manager runs
 //
+// # A client per reconcile
+//
+// Code that builds clients over and over (a client per reconcile, per
+// tenant; clusters and managers built many times in one process) takes
+// the process's shared discovery, mapper and HTTP client for a config
+// (package shared) with one line, through options controller-runtime
+// already has:
+//
+//	c, err := client.New(cfg, controllerruntime.ClientOptions(cfg, client.Options{}))
+//	cl, err := cluster.New(cfg, controllerruntime.ClusterOption(cfg))
+//	mgr, err := ctrl.NewManager(cfg, controllerruntime.ManagerOptions(cfg, ctrl.Options{}))
+//
+// The first client of a server and identity reads discovery; the others
+// read nothing (another identity: two 304s). A client dropped without
+// ceremony gives its reference back when the garbage collector finds it.
+//
 // # Metrics and logs
 //
 // kubeatlas's requests are counted in the manager's rest_client_requests_total
@@ -30,7 +46,9 @@
 // # Files
 //
 // controllerruntime.go: [Provider], [New] and its options; kind.go: [Kind],
-// a source for a kind that may not be served yet.
+// a source for a kind that may not be served yet; shared.go:
+// [ClientOptions], [ClusterOption], [ManagerOptions] and [Sharing], over
+// package shared.
 package controllerruntime
 
 import (

@@ -1,0 +1,483 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
+	"github.com/kubeatlas/kubeatlas/internal/optset"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+)
+
+// DefaultLinger is how long a client no handle holds any more is kept
+// (WithLinger).
+const DefaultLinger = 5 * time.Minute
+
+type options struct {
+	linger        time.Duration
+	noWatch       bool
+	discoveryOpts []discovery.Option
+	mapperOpts    []restmapper.Option
+	openapiOpts   []openapi3.Option
+	watchOpts     []watch.Option
+
+	given optset.Given
+}
+
+// Option configures a Registry.
+type Option func(*options) error
+
+func named(name string, set func(*options) error) Option {
+	return optset.Named("shared", name, func(o *options) *optset.Given { return &o.given }, set)
+}
+
+// WithLinger keeps a client that no handle holds any more for d before it
+// stops its watch and is forgotten, so that code which acquires and
+// releases in turn (a client per reconcile, released when the garbage
+// collector finds it) keeps one client instead of reading discovery cold
+// each time. An Acquire within d takes the client back. Zero stops it at
+// the last Release. Default: DefaultLinger (5m), longer than the poll
+// interval of most controllers that build a client per reconcile
+// (Crossplane's is 1m).
+func WithLinger(d time.Duration) Option {
+	return named("WithLinger", func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("shared: negative linger %v", d)
+		}
+		o.linger = d
+		return nil
+	})
+}
+
+// WithoutWatch runs no discovery/watch for the clients: they are kept
+// current by their max age (discovery.WithMaxAge) and by the mapper's
+// refresh on a miss. Default: each client runs one watch, for as long as
+// it is held or lingers.
+func WithoutWatch() Option {
+	return named("WithoutWatch", func(o *options) error { o.noWatch = true; return nil })
+}
+
+// WithDiscoveryOptions passes options to every discovery client, with the
+// registry's discovery.WithSurfaces (the server's table, through which
+// identities share what they prove they see alike; it makes the client
+// read JSON), which they may not give again. Default: none.
+func WithDiscoveryOptions(opts ...discovery.Option) Option {
+	return named("WithDiscoveryOptions", func(o *options) error { o.discoveryOpts = append(o.discoveryOpts, opts...); return nil })
+}
+
+// WithMapperOptions passes options to every mapper, with the registry's
+// restmapper.WithIndexes, which they may not give again. Default: none.
+func WithMapperOptions(opts ...restmapper.Option) Option {
+	return named("WithMapperOptions", func(o *options) error { o.mapperOpts = append(o.mapperOpts, opts...); return nil })
+}
+
+// WithOpenAPIOptions passes options to every OpenAPI v3 client, with the
+// registry's openapi3.WithDocuments, which they may not give again.
+// Default: none.
+func WithOpenAPIOptions(opts ...openapi3.Option) Option {
+	return named("WithOpenAPIOptions", func(o *options) error { o.openapiOpts = append(o.openapiOpts, opts...); return nil })
+}
+
+// WithWatchOptions passes options to every client's watch.Watcher.
+// Default: none.
+func WithWatchOptions(opts ...watch.Option) Option {
+	return named("WithWatchOptions", func(o *options) error { o.watchOpts = append(o.watchOpts, opts...); return nil })
+}
+
+// Registry hands out shared discovery clients, mappers and OpenAPI v3
+// clients by rest.Config (see the package doc for the key, what is never
+// shared and how long a client lives). It is safe for concurrent use.
+type Registry struct {
+	opts options
+
+	mu      sync.Mutex
+	clients map[clientKey]*client
+	servers map[serverKey]*server
+}
+
+// server is what the clients of one server share: content that each
+// client's own conditional requests prove it sees, held by content (ETag,
+// generation, ?hash=) in the tables of the core packages.
+type server struct {
+	surfaces  *discovery.Surfaces
+	indexes   *restmapper.Indexes
+	documents *openapi3.Documents
+	clients   int // clients of the registry's map that use it (under Registry.mu)
+}
+
+// client is one shared client: a server and an identity.
+type client struct {
+	key     clientKey
+	private bool // not in the map: a config that cannot be keyed (keyFor)
+	srv     *server
+	hc      *http.Client
+	dc      *discovery.Client
+	mapper  *restmapper.Mapper
+	openapi *openapi3.Client
+	watcher *watch.Watcher
+
+	// Under Registry.mu.
+	refs    int
+	lingers uint64 // bumped at each last release and each take-back: a linger timer of an older one does nothing
+	timer   *time.Timer
+
+	stop    context.CancelFunc // ends the watch
+	stopped chan struct{}      // closed when the watch has returned
+}
+
+var defaultRegistry = sync.OnceValue(func() *Registry {
+	r, err := New()
+	if err != nil {
+		panic(err) // New with no options cannot fail
+	}
+	return r
+})
+
+// Default is the process's registry, with the default options, which
+// controller-runtime and cli-runtime integrations use unless given
+// another. It is the one piece of package state: a process-wide registry
+// is what this package is for (see the package doc).
+func Default() *Registry { return defaultRegistry() }
+
+// New returns an empty registry. Options given twice, or that give again
+// what the registry sets, are errors.
+func New(opts ...Option) (*Registry, error) {
+	o := options{linger: DefaultLinger}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	// Tried once here, so that a bad option is New's error, not every
+	// Acquire's.
+	srv := newServer()
+	dc, err := discovery.NewForHTTPClient(nil, "https://shared.invalid", srv.discoveryOptions(o)...)
+	if err != nil {
+		return nil, fmt.Errorf("shared: WithDiscoveryOptions: %w", err)
+	}
+	if _, err := restmapper.New(dc, srv.mapperOptions(o)...); err != nil {
+		return nil, fmt.Errorf("shared: WithMapperOptions: %w", err)
+	}
+	if _, err := openapi3.NewForHTTPClient(nil, "https://shared.invalid", srv.openAPIOptions(o)...); err != nil {
+		return nil, fmt.Errorf("shared: WithOpenAPIOptions: %w", err)
+	}
+	if _, err := watch.New(dc, o.watchOpts...); err != nil {
+		return nil, fmt.Errorf("shared: WithWatchOptions: %w", err)
+	}
+	return &Registry{opts: o, clients: map[clientKey]*client{}, servers: map[serverKey]*server{}}, nil
+}
+
+func newServer() *server {
+	return &server{surfaces: discovery.NewSurfaces(), indexes: restmapper.NewIndexes(), documents: openapi3.NewDocuments()}
+}
+
+func (s *server) discoveryOptions(o options) []discovery.Option {
+	return append([]discovery.Option{discovery.WithSurfaces(s.surfaces)}, o.discoveryOpts...)
+}
+
+func (s *server) mapperOptions(o options) []restmapper.Option {
+	return append([]restmapper.Option{restmapper.WithIndexes(s.indexes)}, o.mapperOpts...)
+}
+
+func (s *server) openAPIOptions(o options) []openapi3.Option {
+	return append([]openapi3.Option{openapi3.WithDocuments(s.documents)}, o.openapiOpts...)
+}
+
+// Acquire returns a handle on the shared client for cfg's server and
+// identity, making it if there is none: making it sends no request (the
+// first lookup reads discovery), and starts its watch (unless
+// WithoutWatch). Release the handle when done; a handle that is never
+// released is released when the garbage collector finds it unreachable
+// (see Handle). The error is cfg's: a bad host, an unreadable CA file, an
+// HTTP client client-go cannot build.
+func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
+	if cfg == nil {
+		return nil, errors.New("shared: Acquire: nil config")
+	}
+	k, shareable, err := keyFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("shared: %w", err)
+	}
+	if shareable {
+		if c := r.take(k); c != nil {
+			return r.handle(c), nil
+		}
+	}
+	// Built outside the lock: client-go reads certificate files. Two
+	// Acquires that race both build; the second to lock drops its own,
+	// which has started nothing.
+	srv := r.serverFor(k.server, shareable)
+	c, err := r.build(cfg, k, srv)
+	if err != nil {
+		r.mu.Lock()
+		r.dropServerLocked(k.server, srv, shareable)
+		r.mu.Unlock()
+		return nil, err
+	}
+	c.private = !shareable
+	r.mu.Lock()
+	if held := r.clients[k]; shareable && held != nil {
+		r.dropServerLocked(k.server, srv, shareable)
+		r.takeLocked(held)
+		r.mu.Unlock()
+		return r.handle(held), nil
+	}
+	c.refs = 1
+	if shareable {
+		r.clients[k] = c
+	}
+	r.mu.Unlock()
+	r.start(c)
+	return r.handle(c), nil
+}
+
+// take returns the held client of k with one reference more, or nil.
+func (r *Registry) take(k clientKey) *client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.clients[k]
+	if c != nil {
+		r.takeLocked(c)
+	}
+	return c
+}
+
+func (r *Registry) takeLocked(c *client) {
+	c.refs++
+	if c.refs == 1 { // it lingered: it is held again
+		c.lingers++
+		if c.timer != nil {
+			c.timer.Stop()
+			c.timer = nil
+		}
+	}
+}
+
+// serverFor is the server record of k, counting one more client of it
+// (dropServerLocked undoes that); a private client has one of its own.
+func (r *Registry) serverFor(k serverKey, shareable bool) *server {
+	if !shareable {
+		return newServer()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.servers[k]
+	if s == nil {
+		s = newServer()
+		r.servers[k] = s
+	}
+	s.clients++
+	return s
+}
+
+func (r *Registry) dropServerLocked(k serverKey, s *server, shareable bool) {
+	if !shareable {
+		return
+	}
+	if s.clients--; s.clients == 0 && r.servers[k] == s {
+		delete(r.servers, k)
+	}
+}
+
+// build makes the client for cfg: its own HTTP client (auth and TLS as
+// client-go builds them for cfg), discovery over it, sharing the server's
+// tables.
+func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		// What client-go's clientsets and controller-runtime's client
+		// send: the HTTP client is handed to them.
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("shared: %w", err)
+	}
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("shared: %w", err)
+	}
+	dc, err := discovery.NewForConfigAndClient(cfg, hc, srv.discoveryOptions(r.opts)...)
+	if err != nil {
+		return nil, fmt.Errorf("shared: %w", err)
+	}
+	m, err := restmapper.New(dc, srv.mapperOptions(r.opts)...)
+	if err != nil {
+		return nil, fmt.Errorf("shared: %w", err)
+	}
+	oa, err := openapi3.NewForHTTPClient(hc, base.String(), srv.openAPIOptions(r.opts)...)
+	if err != nil {
+		return nil, fmt.Errorf("shared: %w", err)
+	}
+	c := &client{key: k, srv: srv, hc: hc, dc: dc, mapper: m, openapi: oa}
+	if !r.opts.noWatch {
+		if c.watcher, err = watch.New(dc, r.opts.watchOpts...); err != nil {
+			return nil, fmt.Errorf("shared: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// start runs c's watch until c is stopped.
+func (r *Registry) start(c *client) {
+	c.stopped = make(chan struct{})
+	if c.watcher == nil {
+		close(c.stopped)
+		c.stop = func() {}
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	go func() {
+		defer close(c.stopped)
+		_ = c.watcher.Run(ctx)
+	}()
+}
+
+// release drops one reference to c: the last one starts its linger, after
+// which (or at once, with no linger) c stops its watch and is forgotten.
+func (r *Registry) release(c *client) {
+	r.mu.Lock()
+	c.refs--
+	if c.refs > 0 {
+		r.mu.Unlock()
+		return
+	}
+	c.lingers++
+	if r.opts.linger > 0 && !c.private {
+		seq := c.lingers
+		c.timer = time.AfterFunc(r.opts.linger, func() { r.expire(c, seq) })
+		r.mu.Unlock()
+		return
+	}
+	r.forgetLocked(c)
+	r.mu.Unlock()
+	c.stop()
+}
+
+// expire forgets c if nothing took it back since its linger seq began.
+func (r *Registry) expire(c *client, seq uint64) {
+	r.mu.Lock()
+	if c.refs > 0 || c.lingers != seq {
+		r.mu.Unlock()
+		return
+	}
+	c.timer = nil
+	r.forgetLocked(c)
+	r.mu.Unlock()
+	c.stop()
+}
+
+func (r *Registry) forgetLocked(c *client) {
+	if c.private {
+		return
+	}
+	if r.clients[c.key] == c {
+		delete(r.clients, c.key)
+	}
+	r.dropServerLocked(c.key.server, c.srv, true)
+}
+
+// Len is how many clients the registry holds now, lingering ones
+// included.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.clients)
+}
+
+// Handle is one user's hold on a shared client. Its methods return the
+// shared objects, which are safe for concurrent use; they keep working
+// after Release (a lookup still refreshes discovery on a miss), but are
+// then no longer kept current by the watch once the client stops, nor
+// shared with later Acquires once it is forgotten.
+//
+// A handle that becomes unreachable without Release is released by the
+// garbage collector (runtime.AddCleanup), for callers that cannot say
+// when they are done (a controller-runtime client built per reconcile
+// and dropped). Nothing the methods return keeps the handle reachable,
+// except the client of HTTPClient: hand that, or the handle itself, to
+// whatever lives as long as the use.
+type Handle struct {
+	c       *client
+	ref     *ref
+	cleanup runtime.Cleanup
+}
+
+// ref is the handle's reference, which Release and the garbage collector
+// each try to give back; the first does.
+type ref struct {
+	r        *Registry
+	c        *client
+	released atomic.Bool
+}
+
+func (x *ref) release() {
+	if x.released.CompareAndSwap(false, true) {
+		x.r.release(x.c)
+	}
+}
+
+func (r *Registry) handle(c *client) *Handle {
+	x := &ref{r: r, c: c}
+	h := &Handle{c: c, ref: x}
+	h.cleanup = runtime.AddCleanup(h, (*ref).release, x)
+	return h
+}
+
+// Release gives the handle's reference back. Calling it again does
+// nothing. The objects the handle returned stay usable (see Handle).
+func (h *Handle) Release() {
+	h.cleanup.Stop()
+	h.ref.release()
+}
+
+// Discovery is the shared discovery client.
+func (h *Handle) Discovery() *discovery.Client { return h.c.dc }
+
+// Mapper is the shared REST mapper.
+func (h *Handle) Mapper() *restmapper.Mapper { return h.c.mapper }
+
+// OpenAPI is the shared OpenAPI v3 client.
+func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openapi }
+
+// Watcher is the shared client's watch (for its Stats), nil with
+// WithoutWatch.
+func (h *Handle) Watcher() *watch.Watcher { return h.c.watcher }
+
+// HTTPClient is an HTTP client for the handle's server and identity,
+// over the shared client's transport (auth, TLS, connections), to hand
+// to a framework's client with the mapper (controller-runtime's
+// client.Options.HTTPClient). It keeps the handle reachable: as long as
+// something holds it, the garbage collector does not release the handle.
+func (h *Handle) HTTPClient() *http.Client {
+	hc := *h.c.hc
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc.Transport = holding{next: next, h: h}
+	return &hc
+}
+
+// holding is a transport that keeps a handle reachable.
+type holding struct {
+	next http.RoundTripper
+	h    *Handle
+}
+
+func (t holding) RoundTrip(req *http.Request) (*http.Response, error) { return t.next.RoundTrip(req) }
+
+// WrappedRoundTripper lets client-go's utilnet.RoundTripperWrapper
+// walkers (its metrics and debugging) see the transport below.
+func (t holding) WrappedRoundTripper() http.RoundTripper { return t.next }
