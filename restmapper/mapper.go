@@ -49,7 +49,9 @@ func named(name string, set func(*options) error) Option {
 // refreshes (two 304s each) in its first second and then one an interval,
 // whatever else is asked for. It is also how old discovery may be when a
 // lookup without a version is answered: the first such lookup after it
-// revalidates (within the repeats' budget) before answering.
+// revalidates (within the repeats' budget) before answering, unless the
+// client is followed (discovery.Client.Following: discovery/watch keeps
+// it current).
 // Default: DefaultMissRefreshInterval (1s).
 func WithMissRefreshInterval(d time.Duration) Option {
 	return named("WithMissRefreshInterval", func(o *options) error {

@@ -224,6 +224,15 @@ func WithServedAPI(use bool) Option {
 // Where the credentials may not list or watch CRDs or APIServices (403), it
 // logs so (WithLogger), reports it in Stats.Forbidden, and polls every
 // fallback interval instead (see Client.Poll).
+//
+// While what it watches would show it a change (every informer synced,
+// each with a watch open past the initial list it streams, and its last
+// refresh succeeded, the first after the lists included), Run follows c
+// (discovery.Client.Follow), so that readers which would otherwise
+// revalidate c on a timer (restmapper's lookups without a version) do
+// not; it stops following the moment one of these ends (a watch dropped,
+// listing again, backing off, a refresh failed, polling instead), and
+// before it returns.
 func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 	w, err := New(c, opts...)
 	if err != nil {
