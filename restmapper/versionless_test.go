@@ -538,3 +538,37 @@ func TestVersionlessFollowConcurrent(t *testing.T) {
 		t.Errorf("the first lookup after the last follower stopped: %d stale refreshes, %d requests; want 1 and 2", st.StaleRefreshes, srv.Stats().Requests)
 	}
 }
+
+// BenchmarkVersionlessHit: RESTMapping(gk) answered from memory, with the
+// client followed (one atomic load decides) or not (a flag the interval's
+// timer sets; a revalidation, two 304s, once a second of the run).
+func BenchmarkVersionlessHit(b *testing.B) {
+	_, base := docserver.Start(b)
+	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	for _, followed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("followed=%v", followed), func(b *testing.B) {
+			c, err := discovery.NewForHTTPClient(nil, base)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := restmapper.New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if followed {
+				defer c.Follow()()
+			}
+			if _, err := m.RESTMapping(deploy); err != nil {
+				b.Fatal(err)
+			}
+			before := c.Stats().Requests
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := m.RESTMapping(deploy); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(c.Stats().Requests-before)/b.Elapsed().Seconds(), "requests/s")
+		})
+	}
+}
