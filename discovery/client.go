@@ -189,6 +189,8 @@ type Client struct {
 	written  persistState // what was last written to the disk cache (persist.go)
 	failedAt atomic.Int64 // unix nanos of the last failed refresh
 
+	followers atomic.Int32 // callers following the server's discovery for c (Follow)
+
 	views union // servers behind the URL that disagree (mixed.go)
 }
 

@@ -43,6 +43,29 @@ import (
 // the first successful read.
 func (c *Client) Current() *Snapshot { return c.current.Load() }
 
+// Follow tells c that the caller follows the server's discovery for it
+// until stop is called (once or more: the later calls do nothing). A
+// follower promises to see every change of the server's discovery that
+// an object shows (a CRD, an APIService, kubeatlas's served discovery API)
+// as it is made, and to refresh c on each one it sees: discovery/watch
+// follows while its watches are open and synced and its last refresh
+// succeeded, and calls stop the moment it is not (its connection lost,
+// backing off, its context ended). Changes that no object shows, an API
+// server upgrade, reach c at the follower's own pace (discovery/watch's
+// upgrade poll). c is followed while any caller follows it.
+func (c *Client) Follow() (stop func()) {
+	c.followers.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { c.followers.Add(-1) }) }
+}
+
+// Following says whether a caller follows c (Follow) now: then c is
+// refreshed on every change a follower sees, and a reader that would
+// otherwise revalidate c on a timer to catch changes none of its lookups
+// tells it of (restmapper's lookups without a version) need not. One
+// atomic load.
+func (c *Client) Following() bool { return c.followers.Load() > 0 }
+
 // Load reads the snapshot the disk cache holds (WithDiskCache) and
 // publishes it, as the first Snapshot or Refresh would, but sends no
 // request: it returns the current snapshot afterwards, nil when neither

@@ -57,11 +57,24 @@
 // name a version do not revalidate for this: their answer changes only
 // when that version is removed.
 //
+// While the client is followed ([discovery.Client.Following]:
+// discovery/watch whose watches are open and synced, as the
+// controller-runtime Provider runs one), versionless lookups send nothing,
+// however long they go on: the watch refreshes the client on every change
+// it sees, so a version added or removed is in their answers as soon as
+// the watch's refresh is (its debounce and one refresh after the event,
+// tens of milliseconds), and a change no object shows (an API server
+// upgrade) at the watch's upgrade poll. When it stops following (its
+// connection lost, backing off, its context ended), the interval counts
+// from the last validation again, as if it had never followed: on an idle
+// cluster the first versionless lookup after that revalidates at once.
+//
 // # Files
 //
 //   - mapper.go: [Mapper], its options and methods.
 //   - misses.go: which lookups that find nothing refresh discovery.
-//   - fresh.go: when lookups without a version revalidate discovery.
+//   - fresh.go: when lookups without a version revalidate discovery (not
+//     while it is followed).
 //   - state.go: what one snapshot generation derives (indexes built on first
 //     use, client-go's mapper for the rest) and how a question is answered.
 //   - native.go: the name and kind indexes that answer common questions.

@@ -30,6 +30,20 @@ import (
 // refresh, discovery/watch, Poll) is looked at once, with one clock read.
 // Lookups with a version are not concerned: their answer changes only
 // when that version goes, which costs a request to it anyway.
+//
+// While the client is followed (discovery.Client.Following: discovery/watch
+// with its watches open and synced), a lookup does not look at the
+// interval at all: the follower refreshes the client on every change it
+// sees, so the snapshot at hand is as current as a revalidation would
+// make it, and one atomic load replaces the check. When following stops,
+// the interval counts from the last validation again, as if the client
+// had never been followed: the follower vouches for nothing after it
+// stopped, and a change it saw just before may not have been refreshed
+// (its refresh cancelled with it), so counting from the stop would answer
+// from discovery up to an interval older than the rule allows. On an idle
+// cluster (the watch validates once a minute) that makes the first such
+// lookup after a loss revalidate at once: two 304s per loss, and losses
+// are paced by the watch's backoff.
 type freshness struct {
 	interval time.Duration
 	clock    clock.PassiveClock

@@ -49,7 +49,9 @@ func named(name string, set func(*options) error) Option {
 // refreshes (two 304s each) in its first second and then one an interval,
 // whatever else is asked for. It is also how old discovery may be when a
 // lookup without a version is answered: the first such lookup after it
-// revalidates (within the repeats' budget) before answering.
+// revalidates (within the repeats' budget) before answering, unless the
+// client is followed (discovery.Client.Following: discovery/watch keeps
+// it current).
 // Default: DefaultMissRefreshInterval (1s).
 func WithMissRefreshInterval(d time.Duration) Option {
 	return named("WithMissRefreshInterval", func(o *options) error {
@@ -238,8 +240,8 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	a := st.answer(k, versions)
 	if a.err == nil {
 		// A hit without a version is answered from discovery validated
-		// within the interval (fresh.go).
-		if versionless(k, versions) && m.fresh.due(m.client.Current()) {
+		// within the interval, or followed (fresh.go).
+		if versionless(k, versions) && !m.client.Following() && m.fresh.due(m.client.Current()) {
 			if st2 := m.revalidate(ctx); st2 != nil && st2 != st {
 				a = st2.answer(k, versions)
 			}
@@ -276,7 +278,7 @@ func (m *Mapper) revalidate(ctx context.Context) *state {
 		return nil
 	}
 	defer m.fresh.refreshing.Store(false)
-	if !m.fresh.due(m.client.Current()) {
+	if m.client.Following() || !m.fresh.due(m.client.Current()) {
 		return nil
 	}
 	if m.misses.mayRefreshStale(m.opts.clock.Now()) {

@@ -397,3 +397,178 @@ func TestVersionlessConcurrent(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 }
+
+// TestVersionlessFollowed: while the client is followed (Client.Follow,
+// as discovery/watch does), versionless lookups over several intervals
+// send nothing, and answer what the follower's refresh brought; once the
+// follower stops, the interval counts from the last validation again:
+// not before an interval after it, and at once when it is older.
+func TestVersionlessFollowed(t *testing.T) {
+	srv, base := docserver.Start(t)
+	m, c, clk := clockedMapper(t, base)
+	crd := docserver.CRD{Group: "infra.example.com", Versions: []string{"v1alpha1"}, Kind: "Cluster", Namespaced: true}
+	if err := srv.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	gk := schema.GroupKind{Group: crd.Group, Kind: crd.Kind}
+	version := func() string {
+		t.Helper()
+		mp, err := m.RESTMapping(gk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mp.GroupVersionKind.Version
+	}
+	if v := version(); v != "v1alpha1" {
+		t.Fatalf("before: %s", v)
+	}
+	stop := c.Follow()
+	srv.ResetRequests()
+	for range 5 {
+		clk.Step(time.Second)
+		for range 100 {
+			versionlessAnswers(m, gk, "clusters")
+		}
+	}
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("5 intervals of versionless lookups while followed sent %d requests, want none", n)
+	}
+	// The follower sees v1 added and refreshes: the next lookup has it.
+	crd.Versions = []string{"v1", "v1alpha1"}
+	if err := srv.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(); v != "v1" {
+		t.Errorf("after the follower's refresh: %s, want v1", v)
+	}
+	srv.ResetRequests()
+	clk.Step(600 * time.Millisecond)
+	stop()
+	stop() // a second call does nothing: no other follower's count is taken
+	if c.Following() {
+		t.Fatal("Following after stop")
+	}
+	version()
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("a lookup within the interval of the last validation, after the follower stopped, sent %d requests", n)
+	}
+	clk.Step(500 * time.Millisecond)
+	version()
+	if n := srv.Stats().Requests; n != 2 {
+		t.Errorf("the first lookup an interval after the last validation sent %d requests, want 2 (a revalidation)", n)
+	}
+	// Followed long after the last validation, then not: the first lookup
+	// revalidates at once.
+	stop = c.Follow()
+	clk.Step(time.Minute)
+	version()
+	stop()
+	srv.ResetRequests()
+	version()
+	version()
+	if n := srv.Stats().Requests; n != 2 {
+		t.Errorf("lookups just after following stopped, the last validation a minute old: %d requests, want 2", n)
+	}
+	if st := m.Stats(); st.StaleRefreshes != 2 {
+		t.Errorf("stale refreshes %d, want 2 (one an interval after the follower's refresh, one after following stopped)", st.StaleRefreshes)
+	}
+}
+
+// TestVersionlessFollowConcurrent runs under -race: followers come and go
+// while versionless lookups go on and the clock moves; while one follower
+// stays, nothing is sent whatever the others do, and when all have
+// stopped the interval rule is back.
+func TestVersionlessFollowConcurrent(t *testing.T) {
+	srv, base := docserver.Start(t)
+	m, c, clk := clockedMapper(t, base)
+	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	if _, err := m.RESTMapping(deploy); err != nil {
+		t.Fatal(err)
+	}
+	anchor := c.Follow()
+	srv.ResetRequests()
+	var done atomic.Bool
+	var churn, lookups sync.WaitGroup
+	for range 8 {
+		churn.Go(func() {
+			for !done.Load() {
+				stop := c.Follow()
+				if !c.Following() {
+					t.Error("not Following right after Follow")
+				}
+				stop()
+				stop()
+			}
+		})
+	}
+	for range 4 {
+		lookups.Go(func() {
+			for !done.Load() {
+				if mp, err := m.RESTMapping(deploy); err != nil || mp.Resource.Resource != "deployments" {
+					t.Errorf("RESTMapping: %v %v", mp, err)
+				}
+				m.KindFor(schema.GroupVersionResource{Group: "apps", Resource: "deployments"})
+			}
+		})
+	}
+	for range 20 {
+		clk.Step(500 * time.Millisecond)
+		time.Sleep(time.Millisecond)
+	}
+	done.Store(true)
+	churn.Wait()
+	lookups.Wait()
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("10 s of versionless lookups while one follower stayed sent %d requests", n)
+	}
+	if !c.Following() {
+		t.Fatal("the churn of other followers took the anchor's count")
+	}
+	anchor()
+	if c.Following() {
+		t.Fatal("Following after every follower stopped")
+	}
+	if _, err := m.RESTMapping(deploy); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Stats(); st.StaleRefreshes != 1 || srv.Stats().Requests != 2 {
+		t.Errorf("the first lookup after the last follower stopped: %d stale refreshes, %d requests; want 1 and 2", st.StaleRefreshes, srv.Stats().Requests)
+	}
+}
+
+// BenchmarkVersionlessHit: RESTMapping(gk) answered from memory, with the
+// client followed (one atomic load decides) or not (a flag the interval's
+// timer sets; a revalidation, two 304s, once a second of the run).
+func BenchmarkVersionlessHit(b *testing.B) {
+	_, base := docserver.Start(b)
+	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	for _, followed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("followed=%v", followed), func(b *testing.B) {
+			c, err := discovery.NewForHTTPClient(nil, base)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := restmapper.New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if followed {
+				defer c.Follow()()
+			}
+			if _, err := m.RESTMapping(deploy); err != nil {
+				b.Fatal(err)
+			}
+			before := c.Stats().Requests
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := m.RESTMapping(deploy); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(c.Stats().Requests-before)/b.Elapsed().Seconds(), "requests/s")
+		})
+	}
+}

@@ -60,14 +60,16 @@ func (b *objectBound) listed(list runtime.Object) error {
 // watch returns w, ended by an error event once it would make the
 // informer hold more than maxObjects. A watch that streams the initial
 // list (watch-list, fresh) starts from nothing, as the informer's store
-// is then replaced.
-func (b *objectBound) watch(w apiwatch.Interface, fresh bool) apiwatch.Interface {
+// is then replaced. live, if not nil, is told when w is live (at once, or
+// after the initial list a fresh one streams), and what it returns when
+// w has ended (stream.opened).
+func (b *objectBound) watch(w apiwatch.Interface, fresh bool, live func() (ended func())) apiwatch.Interface {
 	if fresh {
 		b.mu.Lock()
 		b.names = map[string]struct{}{}
 		b.mu.Unlock()
 	}
-	bw := &boundedWatch{in: w, b: b, out: make(chan apiwatch.Event), done: make(chan struct{})}
+	bw := &boundedWatch{in: w, b: b, out: make(chan apiwatch.Event), done: make(chan struct{}), fresh: fresh, live: live}
 	go bw.loop()
 	return bw
 }
@@ -108,6 +110,8 @@ type boundedWatch struct {
 	out      chan apiwatch.Event
 	done     chan struct{}
 	stopOnce sync.Once
+	fresh    bool                  // it streams the initial list first
+	live     func() (ended func()) // see objectBound.watch; used by loop only
 }
 
 func (w *boundedWatch) ResultChan() <-chan apiwatch.Event { return w.out }
@@ -119,7 +123,19 @@ func (w *boundedWatch) Stop() {
 
 func (w *boundedWatch) loop() {
 	defer close(w.out)
+	var ended func()
+	if w.live != nil && !w.fresh {
+		ended = w.live()
+	}
+	defer func() {
+		if ended != nil {
+			ended() // the connection is gone, or the watch stopped
+		}
+	}()
 	for e := range w.in.ResultChan() {
+		if ended == nil && w.live != nil && e.Type == apiwatch.Bookmark && initialEventsEnd(e.Object) {
+			ended = w.live()
+		}
 		if e.Type == apiwatch.Added || e.Type == apiwatch.Modified || e.Type == apiwatch.Deleted {
 			// Slimmed here, not only in the informer's store: a watch-list
 			// keeps what it streams in a store of its own until the list
@@ -162,4 +178,11 @@ func slimEvent(o runtime.Object) runtime.Object {
 		}
 	}
 	return o
+}
+
+// initialEventsEnd says whether a bookmark ends the initial list of a
+// watch-list.
+func initialEventsEnd(o runtime.Object) bool {
+	m, err := meta.Accessor(o)
+	return err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 }

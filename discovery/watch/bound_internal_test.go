@@ -21,7 +21,7 @@ func crdMeta(i int) *metav1.PartialObjectMetadata {
 func TestBoundedWatch(t *testing.T) {
 	in := apiwatch.NewFakeWithChanSize(maxObjects+10, false)
 	b := newObjectBound()
-	w := b.watch(in, true)
+	w := b.watch(in, true, nil)
 	for i := range maxObjects {
 		in.Add(crdMeta(i))
 	}
@@ -43,7 +43,7 @@ func TestBoundedWatch(t *testing.T) {
 
 	// Stopped while nobody reads: its goroutine ends (the channel closes).
 	in = apiwatch.NewFakeWithChanSize(1, false)
-	w = newObjectBound().watch(in, false)
+	w = newObjectBound().watch(in, false, nil)
 	in.Add(crdMeta(0))
 	time.Sleep(10 * time.Millisecond)
 	w.Stop()

@@ -19,12 +19,14 @@
 // A [Watcher] (New) is the same with its counters readable ([Watcher.Stats]).
 //
 // It is a package of its own, over the client's public API alone (its
-// Connection, Snapshot, Current, Refresh and Poll), so that a program that
-// imports only discovery does not link client-go's informers and its
-// dynamic and metadata clients.
+// Connection, Snapshot, Current, Refresh, Poll and Follow), so that a
+// program that imports only discovery does not link client-go's
+// informers and its dynamic and metadata clients.
 //
 // # Files
 //
+//   - follow.go: when Run follows the client (discovery.Client.Follow):
+//     its watches open and synced, its last refresh successful.
 //   - watch.go: [Run], [Watcher] and their options, its [Stats], the informers on CRDs and
 //     APIServices (their lists and watches paced by a backoff), and the
 //     loop that turns their events into rate-limited refreshes; or the

@@ -224,6 +224,15 @@ func WithServedAPI(use bool) Option {
 // Where the credentials may not list or watch CRDs or APIServices (403), it
 // logs so (WithLogger), reports it in Stats.Forbidden, and polls every
 // fallback interval instead (see Client.Poll).
+//
+// While what it watches would show it a change (every informer synced,
+// each with a watch open past the initial list it streams, and its last
+// refresh succeeded, the first after the lists included), Run follows c
+// (discovery.Client.Follow), so that readers which would otherwise
+// revalidate c on a timer (restmapper's lookups without a version) do
+// not; it stops following the moment one of these ends (a watch dropped,
+// listing again, backing off, a refresh failed, polling instead), and
+// before it returns.
 func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 	w, err := New(c, opts...)
 	if err != nil {
@@ -460,8 +469,9 @@ func (w *watcher) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	crds := informerFor(mc.Resource(crdResource), mc, &metav1.PartialObjectMetadata{}, crdResource, newPacer())
-	apiServices := informerFor(dc.Resource(apiServiceResource), dc, &unstructured.Unstructured{}, apiServiceResource, newPacer())
+	f := newFollower(w.c)
+	crds := informerFor(mc.Resource(crdResource), mc, &metav1.PartialObjectMetadata{}, crdResource, newPacer(), f.stream())
+	apiServices := informerFor(dc.Resource(apiServiceResource), dc, &unstructured.Unstructured{}, apiServiceResource, newPacer(), f.stream())
 	_, _ = crds.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, initial bool) { w.crdEvent(nil, obj, initial) },
 		UpdateFunc: func(old, obj any) { w.crdEvent(old, obj, false) },
@@ -472,7 +482,7 @@ func (w *watcher) run(ctx context.Context) error {
 		UpdateFunc: func(old, obj any) { w.apiServiceEvent(old, obj, false) },
 		DeleteFunc: func(obj any) { w.apiServiceEvent(nil, obj, false) },
 	})
-	return w.runInformers(ctx, nil, crds, apiServices)
+	return w.runInformers(ctx, f, nil, crds, apiServices)
 }
 
 // servedAPIGroups is kubeatlas's served discovery API (apiserver/ in this
@@ -526,7 +536,8 @@ func (w *watcher) watchServed(ctx context.Context, dc dynamic.Interface) error {
 			}
 		}
 	}
-	groups := informerFor(dc.Resource(servedAPIGroups), dc, &unstructured.Unstructured{}, servedAPIGroups, p)
+	f := newFollower(w.c)
+	groups := informerFor(dc.Resource(servedAPIGroups), dc, &unstructured.Unstructured{}, servedAPIGroups, p, f.stream())
 	event := func(initial bool) {
 		w.stats.events.Add(1)
 		if !initial {
@@ -538,14 +549,15 @@ func (w *watcher) watchServed(ctx context.Context, dc dynamic.Interface) error {
 		UpdateFunc: func(_, _ any) { event(false) },
 		DeleteFunc: func(any) { event(false) },
 	})
-	return w.runInformers(ctx, unavailable, groups)
+	return w.runInformers(ctx, f, unavailable, groups)
 }
 
 // runInformers runs infs and the refresh loop until ctx ends (nil), a
 // list or watch is forbidden (errForbidden), or unavailable says why
-// their source cannot be used. Every goroutine it starts has ended when
-// it returns.
-func (w *watcher) runInformers(ctx context.Context, unavailable <-chan error, infs ...cache.SharedIndexInformer) error {
+// their source cannot be used; f (whose streams are infs') follows the
+// client while they would see a change. Every goroutine it starts has
+// ended, and f stopped following for good, when it returns.
+func (w *watcher) runInformers(ctx context.Context, f *follower, unavailable <-chan error, infs ...cache.SharedIndexInformer) error {
 	forbidden := make(chan struct{})
 	var forbiddenOnce sync.Once
 	for _, inf := range infs {
@@ -562,6 +574,7 @@ func (w *watcher) runInformers(ctx context.Context, unavailable <-chan error, in
 	var wg sync.WaitGroup
 	var synced atomic.Bool
 	defer func() {
+		f.end()
 		stop()
 		wg.Wait() // after it, nothing sets synced any more
 		if synced.Load() {
@@ -583,18 +596,19 @@ func (w *watcher) runInformers(ctx context.Context, unavailable <-chan error, in
 		}
 		if cache.WaitForCacheSync(ictx.Done(), hasSynced...) {
 			synced.Store(true)
+			f.sync()
 			w.stats.watching.Add(1)
 			w.stats.forbidden.Store(false)
 			w.expect(expectation{rounds: 1})
 		}
 	}()
-	return w.loop(ctx, forbidden, unavailable)
+	return w.loop(ctx, f, forbidden, unavailable)
 }
 
 // loop revalidates discovery when events ask for it, until ctx ends (nil),
 // watching is forbidden (errForbidden) or unavailable tells why the
-// source cannot be watched.
-func (w *watcher) loop(ctx context.Context, forbidden <-chan struct{}, unavailable <-chan error) error {
+// source cannot be watched; f learns whether each refresh succeeded.
+func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct{}, unavailable <-chan error) error {
 	idle := time.NewTimer(w.o.upgradePoll)
 	defer idle.Stop()
 	var round <-chan time.Time // the next round, if one is due
@@ -631,7 +645,9 @@ func (w *watcher) loop(ctx context.Context, forbidden <-chan struct{}, unavailab
 			}
 		case <-idle.C:
 			if s := w.c.Current(); s == nil || time.Since(s.Validated()) >= w.o.upgradePoll/2 {
-				_, _ = w.c.Refresh(ctx)
+				afterSync := f.isSynced()
+				_, err := w.c.Refresh(ctx)
+				f.refreshed(afterSync, err)
 			}
 			idle.Reset(w.o.upgradePoll)
 		case <-round:
@@ -648,7 +664,9 @@ func (w *watcher) loop(ctx context.Context, forbidden <-chan struct{}, unavailab
 			w.mu.Lock()
 			upTo := w.seq
 			w.mu.Unlock()
-			_, _ = w.c.Refresh(ctx)
+			afterSync := f.isSynced()
+			_, err := w.c.Refresh(ctx)
+			f.refreshed(afterSync, err)
 			idle.Reset(w.o.upgradePoll)
 			if w.settle(upTo) {
 				schedule(backoff)
@@ -808,7 +826,7 @@ func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
 func informerFor[T runtime.Object](r interface {
 	List(context.Context, metav1.ListOptions) (T, error)
 	Watch(context.Context, metav1.ListOptions) (apiwatch.Interface, error)
-}, client any, example runtime.Object, gvr schema.GroupVersionResource, p *pacer) cache.SharedIndexInformer {
+}, client any, example runtime.Object, gvr schema.GroupVersionResource, p *pacer, s *stream) cache.SharedIndexInformer {
 	bound := newObjectBound() // the informer's memory (see maxObjects)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -837,7 +855,7 @@ func informerFor[T runtime.Object](r interface {
 				}
 				return nil, err
 			}
-			return p.watching(bound.watch(wi, o.SendInitialEvents != nil && *o.SendInitialEvents)), nil
+			return p.watching(bound.watch(wi, o.SendInitialEvents != nil && *o.SendInitialEvents, s.opened)), nil
 		},
 	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,

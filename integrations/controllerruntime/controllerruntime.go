@@ -116,7 +116,11 @@ func WithoutMetrics() Option { return func(p *Provider) { p.noMetrics = true } }
 // question's first miss, then backing off to once a second), and one
 // without a version (kstatus's RESTMapping(gk)) is answered from discovery
 // validated within a second, so it follows versions added to and removed
-// from a group (controller-runtime#3542).
+// from a group (controller-runtime#3542). While the manager runs it and
+// its watch is established, lookups without a version cost the server
+// nothing: the watch keeps discovery current (discovery.Client.Following),
+// and the one-second rule applies again only while it cannot (its
+// connection lost, backing off, the manager stopped).
 type Provider struct {
 	discoveryOpts []discovery.Option
 	mapperOpts    []restmapper.Option

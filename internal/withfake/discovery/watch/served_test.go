@@ -71,6 +71,7 @@ func TestWatchUsesServedAPI(t *testing.T) {
 	if servedWatches(srv) == 0 {
 		t.Fatal("no watch of the served apigroups")
 	}
+	waitFor(t, "the served API's watch following the client", c.Following)
 
 	gvr := schema.GroupVersionResource{Group: "served.example.com", Version: "v1", Resource: "serveds"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Served"}); err != nil {
@@ -107,6 +108,9 @@ func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
 	if w.Stats().Watching {
 		t.Error("Watching while polling")
 	}
+	if c.Following() {
+		t.Error("the client is Following while Run polls")
+	}
 	gvr := schema.GroupVersionResource{Group: "later.example.com", Version: "v1", Resource: "laters"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Later"}); err != nil {
 		t.Fatal(err)
@@ -123,6 +127,7 @@ func TestWatchFallsBackWhenServedAPIUnavailable(t *testing.T) {
 	if w.Stats().Forbidden {
 		t.Error("Stats.Forbidden still set while the served API is watched: Run no longer polls")
 	}
+	waitFor(t, "following through the served API again", c.Following)
 	polls := len(srv.Requests())
 	again := schema.GroupVersionResource{Group: "again.example.com", Version: "v1", Resource: "agains"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: again.Group, Versions: []string{"v1"}, Kind: "Again"}); err != nil {

@@ -185,6 +185,9 @@ func TestWatchForbiddenPolls(t *testing.T) {
 	if w.Stats().Watching {
 		t.Error("Watching while polling")
 	}
+	if c.Following() {
+		t.Error("the client is Following while Run polls (every 50 ms, not on every change)")
+	}
 	gvr := schema.GroupVersionResource{Group: "polled.example.com", Version: "v1", Resource: "polleds"}
 	if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{"v1"}, Kind: "Polled"}); err != nil {
 		t.Fatal(err)
@@ -233,10 +236,14 @@ func TestWatchLeavesNothingBehind(t *testing.T) {
 	w, _ := watch.New(c)
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	waitFor(t, "watching", func() bool { return w.Stats().Watching })
+	waitFor(t, "following", c.Following)
 	cancel()
 	<-done
 	if w.Stats().Watching {
 		t.Error("Watching after Run returned")
+	}
+	if c.Following() {
+		t.Error("the client is Following after Run returned")
 	}
 	http.DefaultClient.CloseIdleConnections()
 	goleak.VerifyNone(t, ignore)
