@@ -789,8 +789,18 @@ func (w *watcher) crdEvent(old, obj any, initial bool) {
 	if ok && o.Generation == m.Generation && (o.DeletionTimestamp == nil) == (m.DeletionTimestamp == nil) {
 		return // status or labels only: discovery cannot have changed
 	}
-	w.expect(expectation{})
+	// A new generation: a version added, removed or no longer served, or
+	// only a new schema; the metadata does not tell which. The server
+	// serves such a change a moment after the event, as it does a new
+	// CRD, so Run looks for it over the backoff's rounds (50 ms, then 100
+	// ms doubling to a second: about 2.5 s), not the two of another
+	// change of unknown effect; a schema-only change costs those rounds.
+	w.expect(expectation{rounds: crdGenerationRounds})
 }
+
+// crdGenerationRounds is how many refreshes a CRD's new generation gets to
+// show in discovery (crdEvent).
+const crdGenerationRounds = 6
 
 func (w *watcher) crdGone(obj any) {
 	w.stats.events.Add(1)

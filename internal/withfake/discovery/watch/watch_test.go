@@ -104,6 +104,41 @@ func TestWatchDeliversNewCRDs(t *testing.T) {
 	}
 }
 
+// TestWatchDeliversAVersionAddedToACRD: a version added to a CRD (a new
+// generation, whose effect on discovery the CRD's metadata does not tell)
+// reaches subscribers although the server serves it only a while after
+// the watch event, later than the two rounds a change of unknown effect
+// got (a real kube-apiserver serves it about 110 ms after the update);
+// nothing else is polled meanwhile (the upgrade poll is an hour). While a
+// watch follows the client, restmapper's lookups without a version ask
+// nothing of the server, so a version the watch misses here would stay
+// unseen until the upgrade poll.
+func TestWatchDeliversAVersionAddedToACRD(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithDiscoveryDelay(700*time.Millisecond))
+	crd := discoverytest.CRD{Group: "grow.example.com", Versions: []string{"v1"}, Kind: "Grower"}
+	c, err := discovery.NewForHTTPClient(nil, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got changes
+	c.Subscribe(got.add)
+	w := startWatch(t, c, watch.WithUpgradePoll(time.Hour))
+	waitFor(t, "watching", func() bool { return w.Stats().Watching })
+	if err := srv.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Change that adds the CRD", func() bool {
+		return got.added(schema.GroupVersionResource{Group: crd.Group, Version: "v1", Resource: "growers"})
+	})
+	crd.Versions = []string{"v2", "v1"}
+	if err := srv.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Change that adds v2", func() bool {
+		return got.added(schema.GroupVersionResource{Group: crd.Group, Version: "v2", Resource: "growers"})
+	})
+}
+
 // TestWatchIgnoresWhatCannotChangeDiscovery: status-only updates and label
 // edits of a CRD ask for no refresh; a burst of new CRDs costs a few
 // rounds, not one each.
