@@ -139,7 +139,7 @@ func cpuTime() time.Duration {
 // after it), peak RSS, CPU.
 //
 //	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver KUBEATLAS_BENCH_CRDS=1000 \
-//	  go test -run '^$' -bench ClientPerReconcile -benchtime 3x -timeout 60m
+//	  go test -run '^$' -bench ClientPerReconcile -benchtime 2x -timeout 60m
 func BenchmarkClientPerReconcile(b *testing.B) {
 	c := startCluster(b)
 	n := createBenchCRDs(b, c)
