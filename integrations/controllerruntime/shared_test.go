@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/integrations/controllerruntime"
 	"github.com/kubeatlas/kubeatlas/shared"
@@ -42,7 +43,7 @@ type discoveryHit struct {
 
 func startFrontDoor(t *testing.T, opts ...discoverytest.Option) *frontDoor {
 	t.Helper()
-	_, base := discoverytest.Start(t, opts...)
+	srv, base := discoverytest.Start(t, opts...)
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,14 @@ func startFrontDoor(t *testing.T, opts ...discoverytest.Option) *frontDoor {
 			f.mu.Unlock()
 		}
 	}))
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		// The fake's watches end first: ts.Close waits for every request
+		// it is proxying, and the watches of clients still held (a test
+		// that failed before gcReleases) would otherwise keep it, and the
+		// test, waiting forever; the fake's own cleanup runs after this.
+		srv.Close()
+		ts.Close()
+	})
 	f.url = ts.URL
 	return f
 }
@@ -109,9 +117,16 @@ func getWidget(ctx context.Context, c client.Client) error {
 	return err
 }
 
-func newRegistry(t *testing.T) *shared.Registry {
+// newRegistry is a registry that stops a client at its last release and
+// whose snapshots do not age within a test (a revalidation because a
+// loaded machine ran a test for 30 s would be counted as the clients').
+// Tests that count requests exactly add shared.WithoutWatch: a client's
+// watch, once its lists are in, revalidates discovery once (two more
+// 304s) at a time the scheduler decides, before or after the check.
+func newRegistry(t *testing.T, opts ...shared.Option) *shared.Registry {
 	t.Helper()
-	r, err := shared.New(shared.WithLinger(0))
+	opts = append([]shared.Option{shared.WithLinger(0), shared.WithDiscoveryOptions(discovery.WithMaxAge(time.Hour))}, opts...)
+	r, err := shared.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +149,8 @@ func gcReleases[T any](t *testing.T, r *shared.Registry, held *[]T) {
 
 // A hundred reconciles, each with a new client.New: the first client's
 // discovery and at most two requests after it (controller-runtime's
-// default reads discovery again for every client).
+// default reads discovery again for every client). The shared client's
+// watch runs: its one revalidation, when its lists are in, is the two.
 func TestClientPerReconcile(t *testing.T) {
 	f := startFrontDoor(t, discoverytest.WithCRDs(50, 5))
 	s := controllerruntime.Sharing{Registry: newRegistry(t)}
@@ -168,7 +184,7 @@ func TestClientPerReconcile(t *testing.T) {
 // another's client.
 func TestClientsOfFiftyIdentities(t *testing.T) {
 	f := startFrontDoor(t, discoverytest.WithCRDs(50, 5))
-	s := controllerruntime.Sharing{Registry: newRegistry(t)}
+	s := controllerruntime.Sharing{Registry: newRegistry(t, shared.WithoutWatch())}
 	ctx := context.Background()
 	var keep []client.Client
 	for i := range 50 {
@@ -207,7 +223,7 @@ func TestClientsOfFiftyIdentities(t *testing.T) {
 // cluster of the same config reads nothing.
 func TestClusterOption(t *testing.T) {
 	f := startFrontDoor(t, discoverytest.WithCRDs(5, 1))
-	s := controllerruntime.Sharing{Registry: newRegistry(t)}
+	s := controllerruntime.Sharing{Registry: newRegistry(t, shared.WithoutWatch())}
 	var clusters []cluster.Cluster
 	for range 2 {
 		cfg := f.config("tok-1")

@@ -127,15 +127,19 @@ func cpuTime() time.Duration {
 // controller-runtime's default (client.Options{}) and kubeatlas's shared
 // registry (controllerruntime.ClientOptions, one line), with and without
 // the shared client's watch, each round's first client cold (a new
-// registry per round). Per round: discovery
-// requests in all and after the first client, all requests, bytes
-// received on the wire, the peak of the heap's objects (live and not yet swept, sampled
-// every millisecond) above the live heap before the round, and above the
-// heap once the first client's reconcile is done (the 99 clients after
-// it), peak RSS, CPU.
+// registry per round). Each side runs its 100 reconciles one at a time
+// (workers=1) and on 10 workers at once (workers=10: a controller's
+// MaxConcurrentReconciles; Crossplane providers set it from
+// --max-reconcile-rate, and #541's transient 2 GiB came from concurrent
+// fresh clients each priming discovery). Per round: discovery requests
+// in all and after the first reconcile to finish, all requests, bytes
+// received on the wire, the peak of the heap's objects (live and not yet
+// swept, sampled every millisecond) above the live heap before the
+// round, and above the heap once the first reconcile finished (the 99
+// after it), peak RSS, CPU.
 //
 //	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver KUBEATLAS_BENCH_CRDS=1000 \
-//	  go test -run '^$' -bench ClientPerReconcile -benchtime 3x -timeout 60m
+//	  go test -run '^$' -bench ClientPerReconcile -benchtime 2x -timeout 60m
 func BenchmarkClientPerReconcile(b *testing.B) {
 	c := startCluster(b)
 	n := createBenchCRDs(b, c)
@@ -171,87 +175,115 @@ func BenchmarkClientPerReconcile(b *testing.B) {
 	cfg := &rest.Config{Host: c.url, Transport: counting, QPS: -1}
 
 	const reconciles = 100
-	sharing := func(r *shared.Registry) client.Options {
-		return controllerruntime.Sharing{Registry: r}.ClientOptions(cfg, client.Options{})
-	}
-	for _, side := range []struct {
+	type side struct {
 		name     string
 		options  func(*shared.Registry) client.Options
 		registry []shared.Option
-	}{
+	}
+	sharing := func(r *shared.Registry) client.Options {
+		return controllerruntime.Sharing{Registry: r}.ClientOptions(cfg, client.Options{})
+	}
+	sides := []side{
 		{"controller-runtime-default", func(*shared.Registry) client.Options { return client.Options{} }, nil},
 		{"kubeatlas-shared", sharing, nil},
 		// The same without the client's watch (shared.WithoutWatch): what
 		// the watch's lists of CRDs and APIServices add to a round.
 		{"kubeatlas-shared-no-watch", sharing, []shared.Option{shared.WithoutWatch()}},
-	} {
-		b.Run(fmt.Sprintf("crds=%d/%s", n, side.name), func(b *testing.B) {
-			var discovery, after, requests, bytes, peak, peakAfter, rss int64
-			var cpu time.Duration
-			rounds := 0
-			for b.Loop() {
-				b.StopTimer()
-				// A short linger, so that the round's client is gone
-				// before the next round (waited for below); the
-				// reconciles of a round are far closer together.
-				r, err := shared.New(append([]shared.Option{shared.WithLinger(3 * time.Second)}, side.registry...)...)
-				if err != nil {
-					b.Fatal(err)
-				}
-				runtime.GC()
-				var before runtime.MemStats
-				runtime.ReadMemStats(&before)
-				counting.reset()
-				resetPeakRSS()
-				cpu0 := cpuTime()
-				stop := heapPeak()
-				b.StartTimer()
-				var first int64
-				var stopAfter func() uint64
-				var atFirst uint64
-				for i := range reconciles {
-					cl, err := client.New(cfg, side.options(r))
+	}
+	for _, workers := range []int{1, 10} {
+		for _, side := range sides {
+			b.Run(fmt.Sprintf("crds=%d/workers=%d/%s", n, workers, side.name), func(b *testing.B) {
+				benchReconcileRounds(b, cfg, counting, gvk, reconciles, workers, side.options, side.registry)
+			})
+		}
+	}
+}
+
+// benchReconcileRounds runs BenchmarkClientPerReconcile's rounds of one
+// side: reconciles reconciles, each building its own client with
+// options, taken in turn by workers goroutines.
+func benchReconcileRounds(b *testing.B, cfg *rest.Config, counting *roundCounter, gvk schema.GroupVersionKind,
+	reconciles, workers int, options func(*shared.Registry) client.Options, registry []shared.Option) {
+	ctx := context.Background()
+	var discovery, after, requests, bytes, peak, peakAfter, rss int64
+	var cpu time.Duration
+	rounds := 0
+	for b.Loop() {
+		b.StopTimer()
+		// A short linger, so that the round's client is gone
+		// before the next round (waited for below); the
+		// reconciles of a round are far closer together.
+		r, err := shared.New(append([]shared.Option{shared.WithLinger(3 * time.Second)}, registry...)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		counting.reset()
+		resetPeakRSS()
+		cpu0 := cpuTime()
+		stop := heapPeak()
+		b.StartTimer()
+		var first int64
+		var stopAfter func() uint64
+		var atFirst uint64
+		var firstDone sync.Once
+		var next atomic.Int64
+		errs := make(chan error, workers)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(reconciles); i = next.Add(1) - 1 {
+					cl, err := client.New(cfg, options(r))
 					if err != nil {
-						b.Fatal(err)
+						errs <- err
+						return
 					}
 					u := &unstructured.Unstructured{}
 					u.SetGroupVersionKind(gvk)
 					if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "reconciled"}, u); err != nil {
-						b.Fatalf("reconcile %d: %v", i, err)
+						errs <- fmt.Errorf("reconcile %d: %w", i, err)
+						return
 					}
-					if i == 0 {
+					firstDone.Do(func() {
 						first = counting.discoveryRequests.Load()
 						atFirst, stopAfter = heapObjects(), heapPeak()
-					}
+					})
 				}
-				b.StopTimer()
-				p := stop()
-				peakAfter += int64(stopAfter()) - int64(atFirst)
-				cpu += cpuTime() - cpu0
-				discovery += counting.discoveryRequests.Load()
-				after += counting.discoveryRequests.Load() - first
-				requests += counting.requests.Load()
-				bytes += counting.bytes.Load()
-				peak += int64(p) - int64(before.HeapAlloc)
-				rss += int64(peakRSS())
-				rounds++
-				for deadline := time.Now().Add(30 * time.Second); r.Len() != 0; time.Sleep(50 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						b.Fatal("the round's shared client outlived its linger by 30s")
-					}
-					runtime.GC()
-				}
-				b.StartTimer()
+			})
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		p := stop()
+		peakAfter += int64(stopAfter()) - int64(atFirst)
+		cpu += cpuTime() - cpu0
+		discovery += counting.discoveryRequests.Load()
+		after += counting.discoveryRequests.Load() - first
+		requests += counting.requests.Load()
+		bytes += counting.bytes.Load()
+		peak += int64(p) - int64(before.HeapAlloc)
+		rss += int64(peakRSS())
+		rounds++
+		for deadline := time.Now().Add(30 * time.Second); r.Len() != 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatal("the round's shared client outlived its linger by 30s")
 			}
-			per := func(v int64) float64 { return float64(v) / float64(rounds) }
-			b.ReportMetric(per(discovery), "discovery-req/round")
-			b.ReportMetric(per(after), "discovery-req-after-first/round")
-			b.ReportMetric(per(requests), "req/round")
-			b.ReportMetric(per(bytes)/(1<<20), "MiB-received/round")
-			b.ReportMetric(per(peak)/(1<<20), "peak-heap-MiB")
-			b.ReportMetric(per(peakAfter)/(1<<20), "peak-heap-after-first-MiB")
-			b.ReportMetric(per(rss)/(1<<20), "peak-rss-MiB")
-			b.ReportMetric(float64(cpu.Milliseconds())/float64(rounds), "cpu-ms/round")
-		})
+			runtime.GC()
+		}
+		b.StartTimer()
 	}
+	per := func(v int64) float64 { return float64(v) / float64(rounds) }
+	b.ReportMetric(per(discovery), "discovery-req/round")
+	b.ReportMetric(per(after), "discovery-req-after-first/round")
+	b.ReportMetric(per(requests), "req/round")
+	b.ReportMetric(per(bytes)/(1<<20), "MiB-received/round")
+	b.ReportMetric(per(peak)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(per(peakAfter)/(1<<20), "peak-heap-after-first-MiB")
+	b.ReportMetric(per(rss)/(1<<20), "peak-rss-MiB")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(rounds), "cpu-ms/round")
 }
