@@ -748,12 +748,19 @@ func (w *watcher) expect(e expectation) {
 // coalesce adds e to pending, replacing what it supersedes, so that
 // pending holds at most one expectation per CRD and one of unknown effect
 // (a newer one asks for no less than an older one: a change after a later
-// generation, the latest state of its CRD, a later deadline), and no more
+// generation, the latest state of its CRD, a later deadline, as many
+// rounds as the one it replaces had), and no more
 // than maxPending in all: past it, the oldest CRD expectations give way to
 // one of unknown effect, which any change meets.
 func coalesce(pending []expectation, e expectation) []expectation {
 	pending = slices.DeleteFunc(pending, func(p expectation) bool {
-		return p.group == e.group && p.plural == e.plural
+		if p.group != e.group || p.plural != e.plural {
+			return false
+		}
+		if p.rounds > e.rounds && e.rounds > 0 {
+			e.rounds = p.rounds // a CRD's new generation followed by its APIService's event
+		}
+		return true
 	})
 	pending = append(pending, e)
 	if len(pending) <= maxPending {

@@ -128,3 +128,19 @@ func TestPendingExpectationsAreCapped(t *testing.T) {
 		t.Errorf("the deleted CRD's expectation is not its last state: %+v", w.pending)
 	}
 }
+
+// TestCRDGenerationKeepsItsRounds: a CRD's new generation (a version
+// added, which the server serves a moment later) keeps its rounds when
+// another change of unknown effect (the APIService the aggregator makes
+// for the new version) comes after it and replaces it.
+func TestCRDGenerationKeepsItsRounds(t *testing.T) {
+	_, w := newWatcher(t)
+	crd := func(generation int64) any {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", ResourceVersion: "1", Generation: generation}}
+	}
+	w.crdEvent(crd(1), crd(2), false)
+	w.apiServiceEvent(nil, &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"group": "example.com"}}}, false)
+	if len(w.pending) != 1 || w.pending[0].rounds != crdGenerationRounds {
+		t.Errorf("pending %+v; want one change of unknown effect with %d rounds", w.pending, crdGenerationRounds)
+	}
+}
