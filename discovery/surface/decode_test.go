@@ -331,3 +331,37 @@ func TestVerifyAggregated(t *testing.T) {
 		})
 	}
 }
+
+// TestKindGivenTwiceIsMerged: protobuf merges the occurrences of a message
+// field, so a resource (or subresource) whose kind comes twice, the second
+// time empty or partial, keeps the first's fields as the generated decoder
+// does; the hand-written one read the second alone and dropped the
+// resource as kindless (found by mutating the fixture).
+func TestKindGivenTwiceIsMerged(t *testing.T) {
+	msg := func(fields ...[]byte) []byte { return bytes.Join(fields, nil) }
+	field := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	str := func(num protowire.Number, s string) []byte { return field(num, []byte(s)) }
+	kind := field(2, msg(str(3, "Widget")))
+	partial := field(2, msg(str(2, "v1")))
+	empty := field(2, nil)
+	sub := field(8, msg(str(1, "status"), kind, empty, str(4, "get")))
+	widgets := field(2, msg(str(1, "widgets"), kind, empty, str(3, "Namespaced"), str(5, "get"), sub))
+	gadgets := field(2, msg(str(1, "gadgets"), kind, partial, str(5, "list")))
+	version := field(2, msg(str(1, "v1"), widgets, gadgets))
+	group := field(2, msg(field(1, msg(str(1, "example.com"))), version))
+	list := msg(group)
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "apidiscovery.k8s.io/v2", Kind: "APIGroupDiscoveryList"}, Raw: list}
+	raw, err := u.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decodeAsGenerated(t, append(append([]byte(nil), protobufMagic...), raw...), "a kind given twice")
+	if len(got) != 1 || len(got[0].Versions) != 1 || len(got[0].Versions[0].Resources) != 2 {
+		t.Fatalf("decoded %+v; want example.com/v1 with widgets and gadgets", got)
+	}
+	if rs := got[0].Versions[0].Resources; rs[0].Kind.Kind != "Widget" || len(rs[0].Subresources) != 1 || rs[1].Kind.Kind != "Widget" {
+		t.Errorf("resources %+v; want both of kind Widget, widgets with its status", rs)
+	}
+}

@@ -516,28 +516,39 @@ func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {
 	return v, stale
 }
 
-// kind reads a GroupVersionKind; explicit says whether group or version
-// were given, and an empty group and version mean gv's; given, whether any
-// of the three was (client-go drops a kind only when all are empty).
-func (d *protoDecoder) kind(r protoReader, gv schema.GroupVersion) (k schema.GroupVersionKind, explicit, given bool) {
-	var group, version, kind string
+// kindFields is a GroupVersionKind message as read so far. Protobuf merges
+// the occurrences of a message field, each field a later one gives
+// replacing the earlier's, as the generated decoder does: a kind given
+// twice (or given, then given again empty) is read as one.
+type kindFields struct{ group, version, kind string }
+
+// readKind merges the GroupVersionKind message r into f.
+func (d *protoDecoder) readKind(r protoReader, f *kindFields) {
 	for r.next() {
 		switch r.num {
 		case 1:
-			group = r.str()
+			f.group = r.str()
 		case 2:
-			version = r.str()
+			f.version = r.str()
 		case 3:
-			kind = r.str()
+			f.kind = r.str()
 		}
 	}
 	d.fail(&r)
+}
+
+// kind is the GroupVersionKind f read; explicit says whether group or
+// version were given, and an empty group and version mean gv's; given,
+// whether any of the three was (client-go drops a kind only when all are
+// empty).
+func (d *protoDecoder) kind(f kindFields, gv schema.GroupVersion) (k schema.GroupVersionKind, explicit, given bool) {
+	group, version := f.group, f.version
 	explicit = group != "" || version != ""
-	given = explicit || kind != ""
+	given = explicit || f.kind != ""
 	if !explicit {
 		group, version = gv.Group, gv.Version
 	}
-	k.Kind = d.arena.keep(kind)
+	k.Kind = d.arena.keep(f.kind)
 	k.Group, k.Version = gv.Group, gv.Version
 	if group != gv.Group {
 		k.Group = d.arena.keep(group)
@@ -550,7 +561,7 @@ func (d *protoDecoder) kind(r protoReader, gv schema.GroupVersion) (k schema.Gro
 
 // resource decodes into res, which is zero, and says whether to keep it.
 func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion, res *Resource) bool {
-	hasKind := false
+	var kind kindFields
 	d.verbs.reset()
 	d.shortNames.reset()
 	d.categories.reset()
@@ -560,7 +571,7 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion, res *Reso
 		case 1:
 			res.Name = d.arena.keep(r.str())
 		case 2:
-			res.Kind, res.explicitKind, hasKind = d.kind(r.sub(), gv)
+			d.readKind(r.sub(), &kind)
 		case 3:
 			res.Namespaced = r.str() == "Namespaced"
 		case 4:
@@ -578,6 +589,8 @@ func (d *protoDecoder) resource(r protoReader, gv schema.GroupVersion, res *Reso
 	if len(d.slab) > subs {
 		res.Subresources = d.slab[subs:len(d.slab):len(d.slab)]
 	}
+	var hasKind bool
+	res.Kind, res.explicitKind, hasKind = d.kind(kind, gv)
 	if d.fail(&r) || res.Name == "" || !hasKind && len(res.Subresources) == 0 {
 		clear(d.slab[subs:])
 		d.slab = d.slab[:subs]
@@ -609,18 +622,20 @@ func (d *protoDecoder) subresource(r protoReader, gv schema.GroupVersion, first 
 	n := len(d.slab)
 	d.slab = d.slab[:n+1]
 	s := &d.slab[n]
-	given := false
+	var kind kindFields
 	d.subVerbs.reset()
 	for r.next() {
 		switch r.num {
 		case 1:
 			s.Name = d.arena.keep(r.str())
 		case 2:
-			s.Kind, s.explicitKind, given = d.kind(r.sub(), gv)
+			d.readKind(r.sub(), &kind)
 		case 4:
 			d.subVerbs.add(&r)
 		}
 	}
+	var given bool
+	s.Kind, s.explicitKind, given = d.kind(kind, gv)
 	if d.fail(&r) || s.Name == "" || !given {
 		*s = Subresource{}
 		d.slab = d.slab[:n]
