@@ -69,9 +69,14 @@ func newFreshness(interval time.Duration, c clock.PassiveClock) *freshness {
 	return f
 }
 
-// due says whether a lookup without a version, answered from snap, should
-// revalidate discovery first.
-func (f *freshness) due(snap *discovery.Snapshot) bool {
+// due says whether a lookup without a version, answered from c's current
+// snapshot, should revalidate discovery first: never while c is followed
+// (discovery.Client.Following: a follower refreshes it on every change).
+func (f *freshness) due(c *discovery.Client) bool {
+	if c.Following() {
+		return false
+	}
+	snap := c.Current()
 	if snap == nil {
 		return false
 	}

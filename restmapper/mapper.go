@@ -241,7 +241,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	if a.err == nil {
 		// A hit without a version is answered from discovery validated
 		// within the interval, or followed (fresh.go).
-		if versionless(k, versions) && !m.client.Following() && m.fresh.due(m.client.Current()) {
+		if versionless(k, versions) && m.fresh.due(m.client) {
 			if st2 := m.revalidate(ctx); st2 != nil && st2 != st {
 				a = st2.answer(k, versions)
 			}
@@ -278,7 +278,7 @@ func (m *Mapper) revalidate(ctx context.Context) *state {
 		return nil
 	}
 	defer m.fresh.refreshing.Store(false)
-	if m.client.Following() || !m.fresh.due(m.client.Current()) {
+	if !m.fresh.due(m.client) {
 		return nil
 	}
 	if m.misses.mayRefreshStale(m.opts.clock.Now()) {

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -59,12 +60,15 @@ func (f *follower) stream() *stream {
 // sync records that every informer has synced.
 func (f *follower) sync() { f.update(func() { f.synced = true }) }
 
-// isSynced says whether every informer has synced: a refresh begun after
-// it catches up (refreshed).
-func (f *follower) isSynced() bool {
+// refresh refreshes the client for the run's loop and records how it
+// ended, and whether it began after the informers synced (one that did
+// catches up on what changed before their lists).
+func (f *follower) refresh(ctx context.Context) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.synced
+	afterSync := f.synced
+	f.mu.Unlock()
+	_, err := f.c.Refresh(ctx)
+	f.refreshed(afterSync, err)
 }
 
 // refreshed records a refresh of the loop, begun after the informers

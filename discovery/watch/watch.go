@@ -607,7 +607,7 @@ func (w *watcher) runInformers(ctx context.Context, f *follower, unavailable <-c
 
 // loop revalidates discovery when events ask for it, until ctx ends (nil),
 // watching is forbidden (errForbidden) or unavailable tells why the
-// source cannot be watched; f learns whether each refresh succeeded.
+// source cannot be watched; its refreshes go through f (follower.refresh).
 func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct{}, unavailable <-chan error) error {
 	idle := time.NewTimer(w.o.upgradePoll)
 	defer idle.Stop()
@@ -645,9 +645,7 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			}
 		case <-idle.C:
 			if s := w.c.Current(); s == nil || time.Since(s.Validated()) >= w.o.upgradePoll/2 {
-				afterSync := f.isSynced()
-				_, err := w.c.Refresh(ctx)
-				f.refreshed(afterSync, err)
+				f.refresh(ctx)
 			}
 			idle.Reset(w.o.upgradePoll)
 		case <-round:
@@ -664,9 +662,7 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			w.mu.Lock()
 			upTo := w.seq
 			w.mu.Unlock()
-			afterSync := f.isSynced()
-			_, err := w.c.Refresh(ctx)
-			f.refreshed(afterSync, err)
+			f.refresh(ctx)
 			idle.Reset(w.o.upgradePoll)
 			if w.settle(upTo) {
 				schedule(backoff)
@@ -749,9 +745,9 @@ func (w *watcher) expect(e expectation) {
 // pending holds at most one expectation per CRD and one of unknown effect
 // (a newer one asks for no less than an older one: a change after a later
 // generation, the latest state of its CRD, a later deadline, as many
-// rounds as the one it replaces had), and no more
-// than maxPending in all: past it, the oldest CRD expectations give way to
-// one of unknown effect, which any change meets.
+// rounds as the one it replaces had), and no more than maxPending in all:
+// past it, the oldest CRD expectations give way to one of unknown effect,
+// which any change meets.
 func coalesce(pending []expectation, e expectation) []expectation {
 	pending = slices.DeleteFunc(pending, func(p expectation) bool {
 		if p.group != e.group || p.plural != e.plural {
