@@ -463,6 +463,40 @@ func TestNewGroupVersionFound(t *testing.T) {
 	}
 }
 
+// TestKindMissTellsWhyTheRootWasNotRead: a kind missing from a document
+// the client holds makes it read the root again; when that read fails, the
+// caller learns it (beside ErrNotFound), instead of a bare "not found" that
+// says the kind does not exist when the client could not look.
+func TestKindMissTellsWhyTheRootWasNotRead(t *testing.T) {
+	srv, m, base := mangled(t)
+	if err := srv.AddCRD(docserver.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	c := newClient(t, base, openapi3.WithClock(clk))
+	ctx := context.Background()
+	if _, err := c.DocumentOf(ctx, schema.GroupVersionKind{Group: "late.example.com", Version: "v1", Kind: "Late"}); err != nil {
+		t.Fatal(err)
+	}
+	m.set("/openapi/v3", func([]byte) []byte { return []byte("{not json") }, nil)
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	_, err := c.DocumentOf(ctx, schema.GroupVersionKind{Group: "late.example.com", Version: "v1", Kind: "Later"})
+	if !errors.Is(err, openapi3.ErrNotFound) {
+		t.Fatalf("a kind the held document lacks: %v, want ErrNotFound", err)
+	}
+	if !strings.Contains(err.Error(), "reading the OpenAPI root again") {
+		t.Errorf("the root read failed, but the error does not say so: %v", err)
+	}
+
+	// Once the root reads again, the miss is a plain ErrNotFound.
+	m.set("", nil, nil)
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	_, err = c.DocumentOf(ctx, schema.GroupVersionKind{Group: "late.example.com", Version: "v1", Kind: "Later"})
+	if !errors.Is(err, openapi3.ErrNotFound) || strings.Contains(err.Error(), "root again") {
+		t.Errorf("after the root is readable: %v, want a plain ErrNotFound", err)
+	}
+}
+
 // TestMaxDocuments: beyond the bound the least recently used document is
 // dropped, and read again when next asked for.
 func TestMaxDocuments(t *testing.T) {

@@ -45,7 +45,8 @@ func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind) (*Schema
 // max age later. A kind no document lists is an [ErrNotFound]: one
 // without a version or a kind name (an object whose apiVersion is empty or
 // does not parse) at once, with no request; a group-version the root no
-// longer lists, once the root is read again.
+// longer lists, once the root is read again. When that read fails, the
+// error is both the ErrNotFound and the read's error.
 func (c *Client) DocumentOf(ctx context.Context, gvk schema.GroupVersionKind) (*Document, error) {
 	if gvk.Version == "" || gvk.Kind == "" {
 		return nil, fmt.Errorf("%w: %q is no kind: it needs a version and a kind name (is the object's apiVersion or kind empty or malformed?)", ErrNotFound, gvk.String())
@@ -63,7 +64,12 @@ func (c *Client) DocumentOf(ctx context.Context, gvk schema.GroupVersionKind) (*
 		return d, nil
 	}
 	root, rerr := c.RefreshRoot(ctx)
-	if rerr != nil || root[path] == d.URL {
+	if rerr != nil {
+		// Both: the kind is not found, and why the root that may list it
+		// by now could not be read.
+		return nil, fmt.Errorf("%w; reading the OpenAPI root again to look for it: %w", err, rerr)
+	}
+	if root[path] == d.URL {
 		return nil, err
 	}
 	u, ok := root[path]
