@@ -74,6 +74,8 @@ func decodeAsGenerated(t *testing.T, body []byte, what string) []Group {
 // the generated one gives, on the real server's document.
 func TestProtobufDecoderMatchesGenerated(t *testing.T) {
 	body := fixtureProtobuf(t)
+	holdSplitToOnePart(t, body)
+	holdSplitToOnePart(t, body[:len(body)/2])
 	if got := decodeAsGenerated(t, body, "the fixture"); len(got) != 20 {
 		t.Errorf("%d groups in the fixture, want 20", len(got))
 	}
@@ -96,6 +98,7 @@ func FuzzDecodeAggregatedProtobuf(f *testing.F) {
 	f.Add(append([]byte(nil), body[:200]...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		got, err := decodeAggregatedProtobuf(in, "apidiscovery.k8s.io/v2")
+		holdSplitToOnePart(t, in)
 		want, ok := generatedDecode(in)
 		if err == nil && ok && !reflect.DeepEqual(got, want) {
 			t.Errorf("decoders disagree")
@@ -104,6 +107,23 @@ func FuzzDecodeAggregatedProtobuf(f *testing.F) {
 			t.Errorf("a snapshot string points into the body: %s", where)
 		}
 	})
+}
+
+// holdSplitToOnePart: a list decoded in parts, on goroutines of their own
+// (decodeList), gives what it gives in one part, groups and error alike,
+// whatever the number of parts.
+func holdSplitToOnePart(t *testing.T, in []byte) {
+	t.Helper()
+	want, wantErr := decodeAggregatedProtobufSplit(in, "apidiscovery.k8s.io/v2", 0, 1)
+	for _, workers := range []int{2, 3, 7} {
+		got, err := decodeAggregatedProtobufSplit(in, "apidiscovery.k8s.io/v2", 0, workers)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("in %d parts: error %v, in one: %v", workers, err, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("in %d parts: %d groups differ from one part's %d", workers, len(got), len(want))
+		}
+	}
 }
 
 // aliasing names the first string reachable from vs whose bytes lie inside
@@ -164,6 +184,7 @@ func TestProtobufDecoderMatchesGeneratedAtScale(t *testing.T) {
 	defer ts.Close()
 	body := fetchBody(t, ts.URL+"/apis", Source{Format: FormatAggregatedV2, Protobuf: true}.MediaType(""))
 	got := decodeAsGenerated(t, body, "3000 custom resources")
+	holdSplitToOnePart(t, body)
 	// The promise of protobuf.go: identical verb lists are one list.
 	lists := map[*string]bool{}
 	resources := 0

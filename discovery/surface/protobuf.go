@@ -3,7 +3,9 @@ package surface
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -328,6 +330,21 @@ func (c *listCache) intern(kind listKind, l *rawList, body *protoBody, a *arena)
 // decodeAggregatedProtobuf decodes a Kubernetes protobuf body holding an
 // APIGroupDiscoveryList of the given apiVersion.
 func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, error) {
+	return decodeAggregatedProtobufSplit(body, apiVersion, splitAt, runtime.GOMAXPROCS(0))
+}
+
+// splitAt is the size of a list past which its groups are decoded on
+// several goroutines (see protoDecoder.list): a cold start's /apis at
+// 3,000 CRDs is about 1 MB, whose decoding was most of what a first
+// mapping cost beyond the two GETs, while the second core sat idle.
+// Below it a goroutine's start and a second arena cost more than they save.
+const splitAt = 128 << 10
+
+// decodeAggregatedProtobufSplit is decodeAggregatedProtobuf with the
+// list's groups decoded in up to workers parts once the list holds at
+// least split bytes; tests and the fuzzer force the split on small
+// documents, to hold it to the one-part result.
+func decodeAggregatedProtobufSplit(body []byte, apiVersion string, split, workers int) ([]Group, error) {
 	if len(body) < len(protobufMagic) || string(body[:len(protobufMagic)]) != string(protobufMagic) {
 		return nil, fmt.Errorf("body is not Kubernetes protobuf (no magic prefix)")
 	}
@@ -362,10 +379,9 @@ func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, error) {
 	if (gotVersion != "" || gotKind != "") && (gotVersion != apiVersion || gotKind != "APIGroupDiscoveryList") {
 		return nil, fmt.Errorf("body holds %s %s, want %s APIGroupDiscoveryList", gotVersion, gotKind, apiVersion)
 	}
-	d := protoDecoder{}
-	groups := d.list(raw)
-	if d.err != nil {
-		return nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", d.err)
+	groups, err := decodeList(raw, split, workers)
+	if err != nil {
+		return nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
 	}
 	return groups, nil
 }
@@ -417,25 +433,99 @@ func (d *protoDecoder) fail(r *protoReader) bool {
 	return d.err != nil
 }
 
-func (d *protoDecoder) list(r protoReader) []Group {
-	groups := []Group{} // as the JSON path gives an empty list: empty, not nil
-	seen := map[string]bool{}
+// decodeList decodes an APIGroupDiscoveryList's items. Groups are
+// independent of each other, so a large list is cut into up to workers
+// runs of neighbouring items of about equal size, each decoded by a
+// protoDecoder of its own (its own arena and shared lists; a snapshot
+// never tells which decoder a string came from) on a goroutine of its
+// own, the first on this one; all have returned before decodeList does.
+// The result is the one-part decoding's: the groups in the list's order,
+// a repeated group name kept at its first sight, and the error the
+// one-part decoding would meet first (an item's before the list's own,
+// which comes after every item read).
+func decodeList(r protoReader, split, workers int) ([]Group, error) {
+	// The items' places, read first: a list is a run of length-prefixed
+	// items, so this skips over them without decoding. An item of the
+	// wrong wire type decodes as an empty group, as r.sub says.
+	size := r.end - r.off
+	var items []span
 	for r.next() {
 		if r.num != 2 { // items
 			continue
 		}
-		g := d.group(r.sub())
-		if d.err != nil {
-			return nil
-		}
-		if seen[g.Name] {
+		if r.typ != bytesType {
+			items = append(items, span{-1, -1})
 			continue
 		}
-		seen[g.Name] = true
-		groups = append(groups, g)
+		items = append(items, r.span())
 	}
-	d.fail(&r)
-	return groups
+	listErr := r.err
+	parts := 1
+	if workers > 1 && size >= split && len(items) > 1 {
+		parts = min(workers, len(items))
+	}
+	decoded := make([][]Group, parts)
+	errs := make([]error, parts)
+	decodePart := func(i int, items []span) {
+		d := protoDecoder{}
+		out := make([]Group, 0, len(items))
+		for _, s := range items {
+			item := protoReader{}
+			if s.off >= 0 {
+				item = r.at(s)
+			}
+			g := d.group(item)
+			if d.err != nil {
+				errs[i] = d.err
+				return
+			}
+			out = append(out, g)
+		}
+		decoded[i] = out
+	}
+	if parts == 1 {
+		decodePart(0, items)
+	} else {
+		// Cut where the bytes of the items so far pass i/parts of all.
+		total := 0
+		for _, s := range items {
+			total += max(s.end-s.off, 0)
+		}
+		cuts := make([]int, parts+1)
+		cuts[parts] = len(items)
+		to, done := 0, 0
+		for i := 1; i < parts; i++ {
+			for to < len(items)-(parts-i) && (to <= cuts[i-1] || done*parts < total*i) {
+				done += max(items[to].end-items[to].off, 0)
+				to++
+			}
+			cuts[i] = to
+		}
+		var wg sync.WaitGroup
+		for i := 1; i < parts; i++ {
+			wg.Go(func() { decodePart(i, items[cuts[i]:cuts[i+1]]) })
+		}
+		decodePart(0, items[:cuts[1]])
+		wg.Wait()
+	}
+	groups := []Group{} // as the JSON path gives an empty list: empty, not nil
+	seen := map[string]bool{}
+	for i := range parts {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		for _, g := range decoded[i] {
+			if seen[g.Name] {
+				continue
+			}
+			seen[g.Name] = true
+			groups = append(groups, g)
+		}
+	}
+	if listErr != nil {
+		return nil, listErr
+	}
+	return groups, nil
 }
 
 func (d *protoDecoder) group(r protoReader) Group {
