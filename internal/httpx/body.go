@@ -41,7 +41,20 @@ type Options struct {
 	// against a server that sends nothing but huge documents) hold one
 	// limit's worth at a time instead of one each.
 	Large Semaphore
+	// Recyclable lets a body of firstChunk bytes or more come back in a
+	// buffer of chunkPools (its capacity less than twice its length), for
+	// the caller to give back with Recycle once nothing points into it: a
+	// caller that decodes a body into copies and drops it (discovery
+	// without a disk cache) then costs the collector no body per read. A
+	// caller that keeps bodies leaves it off, so that what it keeps has no
+	// spare capacity.
+	Recyclable bool
 }
+
+// Recycle gives a body ReadBody returned under Options.Recyclable back to
+// the pools: the caller holds nothing that points into it, nor will. Any
+// other slice is left alone.
+func Recycle(body []byte) { putChunk(body) }
 
 // Semaphore is what Options.Large needs of a *semaphore.Weighted
 // (golang.org/x/sync), which openapi3 passes. An interface, not that type,
@@ -85,7 +98,12 @@ func ReadBody(ctx context.Context, resp *http.Response, o Options) (body []byte,
 	}
 	wire = int64(len(body))
 	if gzipped {
-		if body, err = gunzip(ctx, body, o); err != nil {
+		compressed := body
+		body, err = gunzip(ctx, compressed, o)
+		if o.Recyclable {
+			Recycle(compressed) // read by gunzip into body, and no longer
+		}
+		if err != nil {
 			return nil, wire, err
 		}
 	}
@@ -120,7 +138,12 @@ func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte
 	var buf []byte
 	if hint > 0 {
 		// One more, to see the end without another buffer.
-		buf = make([]byte, 0, min(hint+1, presizeMax, want))
+		n := min(hint+1, presizeMax, want)
+		if o.Recyclable {
+			buf = getChunk(pooledSize(n))
+		} else {
+			buf = make([]byte, 0, n)
+		}
 	} else {
 		buf = getChunk(min(firstChunk, want))
 	}
@@ -163,10 +186,15 @@ func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte
 		chunks = append(chunks, buf)
 		buf = getChunk(min(max(2*int64(cap(buf)), firstChunk), chunkMax, want-total))
 	}
-	if chunks == nil && chunkClass(cap(buf)) < 0 {
-		return buf, nil // presized, or sized by the limit: the caller's
+	if chunks == nil && (chunkClass(cap(buf)) < 0 || o.Recyclable && 2*len(buf) > cap(buf)) {
+		return buf, nil // presized, sized by the limit, or recyclable: the caller's
 	}
-	out := make([]byte, 0, total)
+	var out []byte
+	if o.Recyclable && total >= firstChunk {
+		out = getChunk(pooledSize(total))
+	} else {
+		out = make([]byte, 0, total)
+	}
 	for _, c := range chunks {
 		out = append(out, c...)
 	}
@@ -195,6 +223,16 @@ func chunkClass(c int) int {
 		return -1
 	}
 	return bits.TrailingZeros(uint(c)) - bits.TrailingZeros(firstChunk)
+}
+
+// pooledSize is the capacity of the pooled buffer that holds n bytes: the
+// smallest class at least n, or n itself when none is (below firstChunk,
+// past chunkMax).
+func pooledSize(n int64) int64 {
+	if n < firstChunk || n > chunkMax {
+		return n
+	}
+	return 1 << bits.Len64(uint64(n-1))
 }
 
 // getChunk is an empty buffer of capacity n, from its pool when n is a

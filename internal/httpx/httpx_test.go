@@ -391,3 +391,71 @@ func TestReadBodyUnsizedReusesChunks(t *testing.T) {
 		t.Errorf("reading a %d MB body without a length 10 times allocated %.1f MB, want about its size each (twice it before the pools)", size>>20, float64(n)/(1<<20))
 	}
 }
+
+// TestReadBodyRecyclable: under Options.Recyclable a body arrives whole,
+// sized, unsized or gzipped, in a buffer less than twice its length (a
+// small one in a buffer of its size), and bodies given back with Recycle
+// are read into again, so that reading over and over allocates almost
+// nothing (TestReadBodyUnsizedReusesChunks pins that without it, bodies
+// have no spare capacity); a caller that does not give them back only drops them.
+func TestReadBodyRecyclable(t *testing.T) {
+	ctx := context.Background()
+	o := Options{Limit: 64 << 20, Recyclable: true}
+	for _, n := range []int{0, 1, firstChunk - 1, firstChunk, firstChunk + 1, 1<<20 + 3, chunkMax + 5} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i * 7)
+		}
+		var zipped bytes.Buffer
+		zw := gzip.NewWriter(&zipped)
+		zw.Write(body)
+		zw.Close()
+		for _, tc := range []struct {
+			name string
+			resp func() *http.Response
+		}{
+			{"sized", func() *http.Response { return response(bytes.NewReader(body), int64(n)) }},
+			{"unsized", func() *http.Response { return response(bytes.NewReader(body), -1) }},
+			{"gzip", func() *http.Response {
+				return response(bytes.NewReader(zipped.Bytes()), int64(zipped.Len()), "Content-Encoding", "gzip")
+			}},
+		} {
+			for round := range 3 {
+				got, _, err := ReadBody(ctx, tc.resp(), o)
+				if err != nil || !bytes.Equal(got, body) {
+					t.Fatalf("%s %d-byte body: %d bytes back, equal %v, %v", tc.name, n, len(got), bytes.Equal(got, body), err)
+				}
+				// (A sized body's buffer has room for one more byte, to see
+				// its end.)
+				if n < firstChunk && cap(got) > len(got)+1 || n >= firstChunk && cap(got) >= 2*len(got) {
+					t.Errorf("%s %d-byte body came back in a buffer of %d", tc.name, n, cap(got))
+				}
+				if round > 0 {
+					Recycle(got)
+				}
+			}
+		}
+	}
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers at random")
+	}
+	const size = 1 << 20
+	body := bytes.Repeat([]byte("r"), size)
+	for _, length := range []int64{size, -1} {
+		read := func() {
+			got, _, err := ReadBody(ctx, response(bytes.NewReader(body), length), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			Recycle(got)
+		}
+		read()
+		if n := allocated(func() {
+			for range 10 {
+				read()
+			}
+		}); n > 2*size {
+			t.Errorf("reading a %d MB body (length %d) 10 times, each given back, allocated %.1f MB, want less than two bodies", size>>20, length, float64(n)/(1<<20))
+		}
+	}
+}
