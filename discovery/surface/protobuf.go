@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -340,6 +341,9 @@ func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, error) {
 // Below it a goroutine's start and a second arena cost more than they save.
 const splitAt = 128 << 10
 
+// partsPerWorker is how many parts a split list is cut into per worker.
+const partsPerWorker = 4
+
 // decodeAggregatedProtobufSplit is decodeAggregatedProtobuf with the
 // list's groups decoded in up to workers parts once the list holds at
 // least split bytes; tests and the fuzzer force the split on small
@@ -434,11 +438,11 @@ func (d *protoDecoder) fail(r *protoReader) bool {
 }
 
 // decodeList decodes an APIGroupDiscoveryList's items. Groups are
-// independent of each other, so a large list is cut into up to workers
-// runs of neighbouring items of about equal size, each decoded by a
-// protoDecoder of its own (its own arena and shared lists; a snapshot
-// never tells which decoder a string came from) on a goroutine of its
-// own, the first on this one; all have returned before decodeList does.
+// independent of each other, so a large list is cut into runs of
+// neighbouring items of about equal size, decoded by up to workers
+// goroutines (this one among them), each with a protoDecoder of its own
+// (its own arena and shared lists; a snapshot never tells which decoder a
+// string came from); all have returned before decodeList does.
 // The result is the one-part decoding's: the groups in the list's order,
 // a repeated group name kept at its first sight, and the error the
 // one-part decoding would meet first (an item's before the list's own,
@@ -460,39 +464,24 @@ func decodeList(r protoReader, split, workers int) ([]Group, error) {
 		items = append(items, r.span())
 	}
 	listErr := r.err
+	// Parts of about equal size, several per worker, which the workers
+	// take in turn: a worker slowed by the collector or by other work on
+	// the machine takes fewer, rather than holding up the others at the end.
 	parts := 1
 	if workers > 1 && size >= split && len(items) > 1 {
-		parts = min(workers, len(items))
+		parts = min(len(items), partsPerWorker*workers)
 	}
 	decoded := make([][]Group, parts)
 	errs := make([]error, parts)
-	decodePart := func(i int, items []span) {
-		d := protoDecoder{}
-		out := make([]Group, 0, len(items))
-		for _, s := range items {
-			item := protoReader{}
-			if s.off >= 0 {
-				item = r.at(s)
-			}
-			g := d.group(item)
-			if d.err != nil {
-				errs[i] = d.err
-				return
-			}
-			out = append(out, g)
-		}
-		decoded[i] = out
-	}
-	if parts == 1 {
-		decodePart(0, items)
-	} else {
-		// Cut where the bytes of the items so far pass i/parts of all.
+	cuts := make([]int, parts+1) // part i is items[cuts[i]:cuts[i+1]]
+	cuts[parts] = len(items)
+	if parts > 1 {
+		// Cut where the bytes of the items so far pass i/parts of all,
+		// each part holding at least one item.
 		total := 0
 		for _, s := range items {
 			total += max(s.end-s.off, 0)
 		}
-		cuts := make([]int, parts+1)
-		cuts[parts] = len(items)
 		to, done := 0, 0
 		for i := 1; i < parts; i++ {
 			for to < len(items)-(parts-i) && (to <= cuts[i-1] || done*parts < total*i) {
@@ -501,13 +490,36 @@ func decodeList(r protoReader, split, workers int) ([]Group, error) {
 			}
 			cuts[i] = to
 		}
-		var wg sync.WaitGroup
-		for i := 1; i < parts; i++ {
-			wg.Go(func() { decodePart(i, items[cuts[i]:cuts[i+1]]) })
-		}
-		decodePart(0, items[:cuts[1]])
-		wg.Wait()
 	}
+	var next atomic.Int32
+	work := func() {
+		d := &protoDecoder{} // one per worker, for all the parts it takes
+		for i := int(next.Add(1)) - 1; i < parts; i = int(next.Add(1)) - 1 {
+			out := make([]Group, 0, cuts[i+1]-cuts[i])
+			for _, s := range items[cuts[i]:cuts[i+1]] {
+				item := protoReader{}
+				if s.off >= 0 {
+					item = r.at(s)
+				}
+				g := d.group(item)
+				if d.err != nil {
+					errs[i] = d.err
+					d = &protoDecoder{}
+					break
+				}
+				out = append(out, g)
+			}
+			if errs[i] == nil {
+				decoded[i] = out
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(workers, parts) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
 	groups := []Group{} // as the JSON path gives an empty list: empty, not nil
 	seen := map[string]bool{}
 	for i := range parts {
