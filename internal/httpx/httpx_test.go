@@ -439,7 +439,9 @@ func TestReadBodyRecyclable(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop buffers at random")
 	}
-	const size = 1 << 20
+	// Just under 1 MiB, so that a sized read's buffer (one more byte) is
+	// of the 1 MiB class, as an unsized read's join is.
+	const size = 1<<20 - 64
 	body := bytes.Repeat([]byte("r"), size)
 	for _, length := range []int64{size, -1} {
 		read := func() {
@@ -454,8 +456,11 @@ func TestReadBodyRecyclable(t *testing.T) {
 			for range 10 {
 				read()
 			}
-		}); n > 2*size {
-			t.Errorf("reading a %d MB body (length %d) 10 times, each given back, allocated %.1f MB, want less than two bodies", size>>20, length, float64(n)/(1<<20))
+		}); n > 3*size {
+			// (Three: a collection during the reads, which another test's
+			// garbage may start, can empty the pools once; without
+			// Recycle, ten reads allocate ten bodies or more.)
+			t.Errorf("reading a 1 MB body (length %d) 10 times, each given back, allocated %.1f MB, want less than three bodies", length, float64(n)/(1<<20))
 		}
 	}
 }
