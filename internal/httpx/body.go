@@ -43,18 +43,14 @@ type Options struct {
 	Large Semaphore
 	// Recyclable lets a body of firstChunk bytes or more come back in a
 	// buffer of chunkPools (its capacity less than twice its length), for
-	// the caller to give back with Recycle once nothing points into it: a
-	// caller that decodes a body into copies and drops it (discovery
-	// without a disk cache) then costs the collector no body per read. A
-	// caller that keeps bodies leaves it off, so that what it keeps has no
-	// spare capacity.
+	// the caller to give back with Response.Recycle once nothing points
+	// into it: a caller that decodes a body into copies and drops it
+	// (discovery without a disk cache) then costs the collector no body
+	// per read. A caller that keeps bodies leaves it off, so that what it
+	// keeps has no spare capacity. A body a caching transport keeps (its
+	// Handover) or holds already (Bytes) is never pooled.
 	Recyclable bool
 }
-
-// Recycle gives a body ReadBody returned under Options.Recyclable back to
-// the pools: the caller holds nothing that points into it, nor will. Any
-// other slice is left alone.
-func Recycle(body []byte) { putChunk(body) }
 
 // Semaphore is what Options.Large needs of a *semaphore.Weighted
 // (golang.org/x/sync), which openapi3 passes. An interface, not that type,
@@ -71,27 +67,35 @@ type Semaphore interface {
 // read. Whatever the server sends, reading costs about twice the limit at
 // most, plus presizeMax. wire is the number of bytes received (compressed).
 func ReadBody(ctx context.Context, resp *http.Response, o Options) (body []byte, wire int64, err error) {
+	body, wire, _, err = readBody(ctx, resp, o)
+	return body, wire, err
+}
+
+// readBody is ReadBody, and says whether body is a buffer of chunkPools
+// (Options.Recyclable) that the caller may give back once done with it.
+func readBody(ctx context.Context, resp *http.Response, o Options) (body []byte, wire int64, pooled bool, err error) {
 	gzipped := strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip")
 	if resp.ContentLength > o.Limit {
-		return nil, 0, fmt.Errorf("%w (%d bytes; Content-Length %d)", ErrTooLarge, o.Limit, resp.ContentLength)
+		return nil, 0, false, fmt.Errorf("%w (%d bytes; Content-Length %d)", ErrTooLarge, o.Limit, resp.ContentLength)
 	}
 	if b, ok := resp.Body.(interface{ Bytes() []byte }); ok && !gzipped {
 		// A body already in memory (diskcache's StoredBody): taken as it is.
 		body = b.Bytes()
 		if int64(len(body)) > o.Limit {
-			return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, o.Limit)
+			return nil, 0, false, fmt.Errorf("%w (%d bytes)", ErrTooLarge, o.Limit)
 		}
-		return body, 0, nil
+		return body, 0, false, nil
 	}
 	// A caching transport's body (diskcache's) that would keep a copy of
 	// its own, outside the limit, is handed the one read here instead.
 	var handover func([]byte)
 	if h, ok := resp.Body.(interface{ Handover() func([]byte) }); ok && !gzipped {
 		handover = h.Handover()
+		o.Recyclable = false // the transport keeps it
 	}
 	body, err = readAtMost(ctx, resp.Body, o, resp.ContentLength)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	if handover != nil {
 		handover(body)
@@ -100,14 +104,21 @@ func ReadBody(ctx context.Context, resp *http.Response, o Options) (body []byte,
 	if gzipped {
 		compressed := body
 		body, err = gunzip(ctx, compressed, o)
-		if o.Recyclable {
-			Recycle(compressed) // read by gunzip into body, and no longer
+		if pooledBuffer(compressed, o) {
+			putChunk(compressed) // read by gunzip into body, and no longer
 		}
 		if err != nil {
-			return nil, wire, err
+			return nil, wire, false, err
 		}
 	}
-	return body, wire, nil
+	return body, wire, pooledBuffer(body, o), nil
+}
+
+// pooledBuffer says whether b, read by readAtMost under o, is a buffer of
+// chunkPools: under Recyclable, every buffer of a pooled size is (read
+// into one from getChunk, or joined into one), and no other is.
+func pooledBuffer(b []byte, o Options) bool {
+	return o.Recyclable && chunkClass(cap(b)) >= 0
 }
 
 // gunzip decompresses a gzip body into a buffer of the size its trailer

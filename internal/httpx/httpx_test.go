@@ -421,7 +421,7 @@ func TestReadBodyRecyclable(t *testing.T) {
 			}},
 		} {
 			for round := range 3 {
-				got, _, err := ReadBody(ctx, tc.resp(), o)
+				got, _, pooled, err := readBody(ctx, tc.resp(), o)
 				if err != nil || !bytes.Equal(got, body) {
 					t.Fatalf("%s %d-byte body: %d bytes back, equal %v, %v", tc.name, n, len(got), bytes.Equal(got, body), err)
 				}
@@ -430,8 +430,13 @@ func TestReadBodyRecyclable(t *testing.T) {
 				if n < firstChunk && cap(got) > len(got)+1 || n >= firstChunk && cap(got) >= 2*len(got) {
 					t.Errorf("%s %d-byte body came back in a buffer of %d", tc.name, n, cap(got))
 				}
-				if round > 0 {
-					Recycle(got)
+				// Pooled: every buffer of a pooled size, and so every body
+				// from firstChunk up to chunkMax.
+				if pooled != (chunkClass(cap(got)) >= 0) || n >= firstChunk && n < chunkMax && !pooled {
+					t.Errorf("%s %d-byte body: pooled %v in a buffer of %d", tc.name, n, pooled, cap(got))
+				}
+				if round > 0 && pooled {
+					putChunk(got)
 				}
 			}
 		}
@@ -445,11 +450,11 @@ func TestReadBodyRecyclable(t *testing.T) {
 	body := bytes.Repeat([]byte("r"), size)
 	for _, length := range []int64{size, -1} {
 		read := func() {
-			got, _, err := ReadBody(ctx, response(bytes.NewReader(body), length), o)
-			if err != nil {
-				t.Fatal(err)
+			got, _, pooled, err := readBody(ctx, response(bytes.NewReader(body), length), o)
+			if err != nil || !pooled {
+				t.Fatal(pooled, err)
 			}
-			Recycle(got)
+			putChunk(got)
 		}
 		read()
 		if n := allocated(func() {
@@ -462,5 +467,47 @@ func TestReadBodyRecyclable(t *testing.T) {
 			// Recycle, ten reads allocate ten bodies or more.)
 			t.Errorf("reading a 1 MB body (length %d) 10 times, each given back, allocated %.1f MB, want less than three bodies", length, float64(n)/(1<<20))
 		}
+	}
+}
+
+// handedOver is a caching transport's body that keeps what is read
+// (diskcache's Handover).
+type handedOver struct {
+	io.Reader
+	kept *[]byte
+}
+
+func (h handedOver) Close() error { return nil }
+func (h handedOver) Handover() func([]byte) {
+	return func(b []byte) { *h.kept = b }
+}
+
+// TestRecycleNeverGivesAwayWhatOthersHold: a body a caching transport
+// keeps (Handover) or already holds (Bytes) is never a pooled buffer, even
+// under Options.Recyclable and of a pooled size, so Response.Recycle
+// leaves it alone; nor is a body read without Recyclable.
+func TestRecycleNeverGivesAwayWhatOthersHold(t *testing.T) {
+	ctx := context.Background()
+	doc := bytes.Repeat([]byte("k"), 2*firstChunk) // a pooled size, joined or presized
+	for _, length := range []int64{int64(len(doc)), -1} {
+		var kept []byte
+		resp := response(bytes.NewReader(doc), length)
+		resp.Body = handedOver{bytes.NewReader(doc), &kept}
+		got, _, pooled, err := readBody(ctx, resp, Options{Limit: 1 << 20, Recyclable: true})
+		if err != nil || pooled || !bytes.Equal(kept, doc) || !bytes.Equal(got, doc) {
+			t.Errorf("handed over (length %d): pooled %v, kept %d bytes, %v", length, pooled, len(kept), err)
+		}
+		(&Response{Body: got, pooled: pooled}).Recycle()
+		if again, _, _, _ := readBody(ctx, response(bytes.NewReader(bytes.Repeat([]byte("x"), len(doc))), length), Options{Limit: 1 << 20, Recyclable: true}); !bytes.Equal(kept, doc) {
+			t.Errorf("a later read (%d bytes) overwrote what the transport kept", len(again))
+		}
+		if _, _, pooled, _ := readBody(ctx, response(bytes.NewReader(doc), length), Options{Limit: 1 << 20}); pooled {
+			t.Errorf("a body read without Recyclable (length %d) is pooled", length)
+		}
+	}
+	stored := make([]byte, 2*firstChunk)
+	_, _, pooled, err := readBody(ctx, &http.Response{Header: http.Header{}, Body: held{bytes.NewReader(stored), stored}, ContentLength: -1}, Options{Limit: 1 << 20, Recyclable: true})
+	if err != nil || pooled {
+		t.Errorf("a stored body: pooled %v, %v", pooled, err)
 	}
 }
