@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -122,6 +123,22 @@ func holdSplitToOnePart(t *testing.T, in []byte) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("in %d parts: %d groups differ from one part's %d", workers, len(got), len(want))
+		}
+	}
+}
+
+// TestDecodeListPanicIsAnError: a bug the decoder meets in an item (here
+// a body whose string view is cut short, as no real body is) is an error
+// of decodeList, alone or on goroutines of its own, whose panic would end
+// the process.
+func TestDecodeListPanicIsAnError(t *testing.T) {
+	item := []byte{0x12, 6, 0x0a, 4, 0x0a, 2, 'a', 'b'} // items { metadata { name: "ab" } }
+	list := bytes.Repeat(item, 8)
+	for _, workers := range []int{1, 2, 7} {
+		r := protoReader{body: &protoBody{b: list}, end: len(list)}
+		groups, err := decodeList(r, 0, workers)
+		if err == nil || !strings.Contains(err.Error(), "item 0: internal error") {
+			t.Errorf("%d workers: %d groups, error %v", workers, len(groups), err)
 		}
 	}
 }

@@ -335,17 +335,14 @@ func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, error) {
 }
 
 // splitAt is the size of a list past which its groups are decoded on
-// several goroutines (see protoDecoder.list): a cold start's /apis at
-// 3,000 CRDs is about 1 MB, whose decoding was most of what a first
-// mapping cost beyond the two GETs, while the second core sat idle.
-// Below it a goroutine's start and a second arena cost more than they save.
+// several goroutines (see decodeList): a cold start's /apis at 3,000 CRDs
+// is about 1 MB, whose decoding was most of what a first mapping cost
+// beyond the two GETs, while the second core sat idle. Below it a
+// goroutine's start and a second arena cost more than they save.
 const splitAt = 128 << 10
 
-// partsPerWorker is how many parts a split list is cut into per worker.
-const partsPerWorker = 4
-
 // decodeAggregatedProtobufSplit is decodeAggregatedProtobuf with the
-// list's groups decoded in up to workers parts once the list holds at
+// list's groups decoded by up to workers goroutines once the list holds at
 // least split bytes; tests and the fuzzer force the split on small
 // documents, to hold it to the one-part result.
 func decodeAggregatedProtobufSplit(body []byte, apiVersion string, split, workers int) ([]Group, error) {
@@ -461,106 +458,77 @@ func (d *protoDecoder) fail(r *protoReader) bool {
 }
 
 // decodeList decodes an APIGroupDiscoveryList's items. Groups are
-// independent of each other, so a large list is cut into runs of
-// neighbouring items of about equal size, decoded by up to workers
-// goroutines (this one among them), each with a protoDecoder of its own
-// (its own arena and shared lists; a snapshot never tells which decoder a
-// string came from); all have returned before decodeList does.
-// The result is the one-part decoding's: the groups in the list's order,
-// a repeated group name kept at its first sight, and the error the
-// one-part decoding would meet first (an item's before the list's own,
-// which comes after every item read).
+// independent of each other, so the items of a list of split bytes or more
+// are decoded by up to workers goroutines (this one among them), each
+// taking the next item no other has taken (one slowed by the collector or
+// other load takes fewer) and decoding it on a protoDecoder of its own (its
+// own arena and shared lists: a snapshot never tells which decoder a string
+// came from). All have returned before decodeList does, whatever they met.
+// The result is the one-part decoding's: the groups in the list's order, a
+// repeated group name kept at its first sight, and the error the one-part
+// decoding would meet first (an item's before the list's own, which comes
+// after every item read).
 func decodeList(r protoReader, split, workers int) ([]Group, error) {
 	// The items' places, read first: a list is a run of length-prefixed
 	// items, so this skips over them without decoding. An item of the
-	// wrong wire type decodes as an empty group, as r.sub says.
+	// wrong wire type is an empty place, which decodes as an empty group,
+	// as r.sub says.
 	size := r.end - r.off
 	var items []span
 	for r.next() {
-		if r.num != 2 { // items
-			continue
-		}
-		if r.typ != bytesType {
-			items = append(items, span{-1, -1})
-			continue
-		}
-		items = append(items, r.span())
-	}
-	listErr := r.err
-	// Parts of about equal size, several per worker, which the workers
-	// take in turn: a worker slowed by the collector or by other work on
-	// the machine takes fewer, rather than holding up the others at the end.
-	parts := 1
-	if workers > 1 && size >= split && len(items) > 1 {
-		parts = min(len(items), partsPerWorker*workers)
-	}
-	decoded := make([][]Group, parts)
-	errs := make([]error, parts)
-	cuts := make([]int, parts+1) // part i is items[cuts[i]:cuts[i+1]]
-	cuts[parts] = len(items)
-	if parts > 1 {
-		// Cut where the bytes of the items so far pass i/parts of all,
-		// each part holding at least one item.
-		total := 0
-		for _, s := range items {
-			total += max(s.end-s.off, 0)
-		}
-		to, done := 0, 0
-		for i := 1; i < parts; i++ {
-			for to < len(items)-(parts-i) && (to <= cuts[i-1] || done*parts < total*i) {
-				done += max(items[to].end-items[to].off, 0)
-				to++
-			}
-			cuts[i] = to
+		if r.num == 2 { // items
+			s := r.sub()
+			items = append(items, span{s.off, s.end})
 		}
 	}
-	var next atomic.Int32
+	groups := make([]Group, len(items))
+	errs := make([]error, len(items))
+	var next atomic.Int64
 	work := func() {
-		d := &protoDecoder{} // one per worker, for all the parts it takes
-		for i := int(next.Add(1)) - 1; i < parts; i = int(next.Add(1)) - 1 {
-			out := make([]Group, 0, cuts[i+1]-cuts[i])
-			for _, s := range items[cuts[i]:cuts[i+1]] {
-				item := protoReader{}
-				if s.off >= 0 {
-					item = r.at(s)
-				}
-				g := d.group(item)
-				if d.err != nil {
-					errs[i] = d.err
-					d = &protoDecoder{}
-					break
-				}
-				out = append(out, g)
+		d := &protoDecoder{}
+		i := -1
+		defer func() {
+			// A bug met on server data is the item's error: on a goroutine
+			// of its own, a panic would end the user's process.
+			if p := recover(); p != nil {
+				errs[i] = fmt.Errorf("item %d: internal error: %v", i, p)
+				next.Store(int64(len(items)))
 			}
-			if errs[i] == nil {
-				decoded[i] = out
+		}()
+		for i = int(next.Add(1) - 1); i < len(items); i = int(next.Add(1) - 1) {
+			if groups[i] = d.group(r.at(items[i])); d.err != nil {
+				// Every item before i is taken, and is decoded by whoever
+				// took it; none after i matters.
+				errs[i] = d.err
+				next.Store(int64(len(items)))
+				return
 			}
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(workers, parts) - 1 {
-		wg.Go(work)
+	if size >= split {
+		for range min(workers, len(items)) - 1 {
+			wg.Go(work)
+		}
 	}
 	work()
 	wg.Wait()
-	groups := []Group{} // as the JSON path gives an empty list: empty, not nil
+	out := groups[:0] // as the JSON path gives an empty list: empty, not nil
 	seen := map[string]bool{}
-	for i := range parts {
+	for i, g := range groups {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
-		for _, g := range decoded[i] {
-			if seen[g.Name] {
-				continue
-			}
+		if !seen[g.Name] {
 			seen[g.Name] = true
-			groups = append(groups, g)
+			out = append(out, g)
 		}
 	}
-	if listErr != nil {
-		return nil, listErr
+	clear(groups[len(out):]) // repeats, not to be kept alive
+	if r.err != nil {
+		return nil, r.err
 	}
-	return groups, nil
+	return out, nil
 }
 
 func (d *protoDecoder) group(r protoReader) Group {
