@@ -45,17 +45,17 @@ type nativeIndex struct {
 
 	// Built on first use: entries lists every resource in discovery order.
 	entriesOnce sync.Once
-	usable      bool
 	entries     []nativeEntry
 	built       atomic.Bool // entries
 
+	// usable says whether the index models the snapshot (usableSnapshot).
+	usableOnce sync.Once
+	usable     bool
+
 	// The first kind lookups before the entries are built read the
 	// snapshot (scanMapping), each answer in its own slot, indexed by
-	// kindScans, so that it allocates nothing. snapUsable is usable,
-	// found without the entries.
-	snapUsableOnce sync.Once
-	snapUsable     bool
-	scanned        [scansBeforeIndex]meta.RESTMapping
+	// kindScans, so that it allocates nothing.
+	scanned [scansBeforeIndex]meta.RESTMapping
 
 	// The first lookups scan the entries (tens of microseconds at 5,000
 	// resources); the maps, which cost a cold start more than a
@@ -112,14 +112,8 @@ func (x *nativeIndex) buildEntries() {
 			n += len(v.Resources)
 		}
 	}
-	x.usable = true
 	x.entries = make([]nativeEntry, 0, n)
-	seen := make(map[string]bool, len(x.snap.Groups()))
 	for gi, g := range x.snap.Groups() {
-		if seen[g.Name] {
-			x.usable = false // a group listed twice: not modelled here
-		}
-		seen[g.Name] = true
 		preferred := preferredVersion(&g)
 		for vi := range g.Versions {
 			v := &g.Versions[vi]
@@ -134,10 +128,7 @@ func (x *nativeIndex) buildEntries() {
 				if r.SubresourcesOnly() {
 					continue // client-go never sees it
 				}
-				singular, ok := modelled(r)
-				if !ok {
-					x.usable = false
-				}
+				singular, _ := modelled(r)
 				x.entries = append(x.entries, nativeEntry{
 					mapping:  meta.RESTMapping{Resource: gv.WithResource(r.Name), GroupVersionKind: gv.WithKind(r.Kind.Kind), Scope: scopeOf(r)},
 					singular: singular, guessedSingular: r.SingularName == "", rank: rank,
@@ -179,15 +170,17 @@ func modelled(r *surface.Resource) (singular string, ok bool) {
 	return singular, r.Kind.Kind != "" && isLower(r.Name) && isLower(singular) && !strings.Contains(r.Name, "/")
 }
 
-// snapshotUsable is whether the index models the whole snapshot, as
-// buildEntries finds usable, without building the entries.
-func (x *nativeIndex) snapshotUsable() bool {
-	x.snapUsableOnce.Do(func() {
-		x.snapUsable = true
+// usableSnapshot says whether the index models the whole snapshot: no
+// group listed twice, and every resource client-go sees modelled. The
+// entries and the snapshot's scans (scanMapping) answer only then, and
+// this one answer for both keeps them from disagreeing on it.
+func (x *nativeIndex) usableSnapshot() bool {
+	x.usableOnce.Do(func() {
+		x.usable = true
 		seen := make(map[string]bool, len(x.snap.Groups()))
 		for _, g := range x.snap.Groups() {
 			if seen[g.Name] {
-				x.snapUsable = false
+				x.usable = false
 				return
 			}
 			seen[g.Name] = true
@@ -195,14 +188,14 @@ func (x *nativeIndex) snapshotUsable() bool {
 				for ri := range v.Resources {
 					r := &v.Resources[ri]
 					if _, ok := modelled(r); !ok && !r.SubresourcesOnly() {
-						x.snapUsable = false
+						x.usable = false
 						return
 					}
 				}
 			}
 		}
 	})
-	return x.snapUsable
+	return x.usable
 }
 
 // scanMapping is mapping for the first kind lookups made before anything
@@ -212,9 +205,6 @@ func (x *nativeIndex) snapshotUsable() bool {
 // (0.7 MB at 3,000 CRDs, most of what the first mapping cost beyond
 // discovery); a process that goes on to look up names builds them then.
 func (x *nativeIndex) scanMapping(gk schema.GroupKind, version string, slot *meta.RESTMapping) (*meta.RESTMapping, bool) {
-	if !x.snapshotUsable() {
-		return nil, false
-	}
 	exact := version != ""
 	var g *surface.Group
 	for i := range x.snap.Groups() {
@@ -381,7 +371,7 @@ func risky(name string) bool {
 // ResourcesFor, which list them all, are then left to client-go.
 func (x *nativeIndex) resource(in schema.GroupVersionResource) (best *nativeEntry, ok, multi bool) {
 	x.entriesOnce.Do(x.buildEntries)
-	if !x.usable || risky(in.Resource) || in.Resource != strings.ToLower(in.Resource) {
+	if !x.usableSnapshot() || risky(in.Resource) || in.Resource != strings.ToLower(in.Resource) {
 		return nil, false, false
 	}
 	groupMatched := false
@@ -425,15 +415,15 @@ func (x *nativeIndex) mapping(gk schema.GroupKind, version string) (*meta.RESTMa
 		// (which client-go also matches case-insensitively): client-go's.
 		return nil, false
 	}
+	if !x.usableSnapshot() {
+		return nil, false
+	}
 	if !x.built.Load() {
 		if i, ok := scanSlot(&x.kindScans); ok {
 			return x.scanMapping(gk, version, &x.scanned[i])
 		}
 	}
 	x.entriesOnce.Do(x.buildEntries)
-	if !x.usable {
-		return nil, false
-	}
 	var buf [8]int32
 	exact := version != ""
 	first, pick := int32(-1), int32(-1)
