@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -401,5 +402,28 @@ func TestKindGivenTwiceIsMerged(t *testing.T) {
 	}
 	if rs := got[0].Versions[0].Resources; rs[0].Kind.Kind != "Widget" || len(rs[0].Subresources) != 1 || rs[1].Kind.Kind != "Widget" {
 		t.Errorf("resources %+v; want both of kind Widget, widgets with its status", rs)
+	}
+}
+
+// TestManyEmptyItemsStayCheap: a list of millions of empty items (two
+// bytes each: hostile, as no server sends one) decodes to one group, as
+// the one-part decoding gives, without a group and a place held for each
+// item on the way: the split decoding gives such a list to the one-part
+// decoding, which drops each repeat as it meets it.
+func TestManyEmptyItemsStayCheap(t *testing.T) {
+	list := bytes.Repeat([]byte{0x12, 0}, 2<<20) // items {} x 2M: 4 MiB
+	r := protoReader{body: &protoBody{b: list, s: string(list)}, end: len(list)}
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	groups, err := decodeList(r, 0, 4)
+	goruntime.ReadMemStats(&after)
+	if err != nil || len(groups) != 1 || groups[0].Name != "" {
+		t.Fatalf("decodeList: %d groups, %v; want the one empty group", len(groups), err)
+	}
+	// Split, it held 2M groups and places (over 100 MB); the bound is
+	// what the places read before the list is given to the one-part
+	// decoding take, with room.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Errorf("decoding 4 MiB of empty items allocated %d MB", got>>20)
 	}
 }

@@ -469,21 +469,42 @@ func (d *protoDecoder) fail(r *protoReader) bool {
 // decoding would meet first (an item's before the list's own, which comes
 // after every item read).
 func decodeList(r protoReader, split, workers int) ([]Group, error) {
+	whole := r
+	size := r.end - r.off
+	if size < split || workers < 2 {
+		return whole.decodeSerially()
+	}
 	// The items' places, read first: a list is a run of length-prefixed
 	// items, so this skips over them without decoding. An item of the
 	// wrong wire type is an empty place, which decodes as an empty group,
-	// as r.sub says.
-	size := r.end - r.off
+	// as r.sub says. A list of more items than real groups could fill
+	// (hostile: millions of empty items, each a group of its own until the
+	// repeats are dropped) is decoded in one part, which drops each repeat
+	// as it meets it.
 	var items []span
 	for r.next() {
 		if r.num == 2 { // items
+			if len(items) > max(size/minItemBytes, 1024) {
+				return whole.decodeSerially()
+			}
 			s := r.sub()
 			items = append(items, span{s.off, s.end})
 		}
 	}
 	groups := make([]Group, len(items))
-	errs := make([]error, len(items))
 	var next atomic.Int64
+	var mu sync.Mutex
+	errAt, firstErr := len(items), error(nil)
+	failed := func(i int, err error) {
+		mu.Lock()
+		if i < errAt {
+			errAt, firstErr = i, err
+		}
+		mu.Unlock()
+		// Every item before i is taken, and is decoded by whoever took
+		// it; none after i matters.
+		next.Store(int64(len(items)))
+	}
 	work := func() {
 		d := &protoDecoder{}
 		i := -1
@@ -491,34 +512,28 @@ func decodeList(r protoReader, split, workers int) ([]Group, error) {
 			// A bug met on server data is the item's error: on a goroutine
 			// of its own, a panic would end the user's process.
 			if p := recover(); p != nil {
-				errs[i] = fmt.Errorf("item %d: internal error: %v", i, p)
-				next.Store(int64(len(items)))
+				failed(i, fmt.Errorf("item %d: internal error: %v", i, p))
 			}
 		}()
 		for i = int(next.Add(1) - 1); i < len(items); i = int(next.Add(1) - 1) {
 			if groups[i] = d.group(r.at(items[i])); d.err != nil {
-				// Every item before i is taken, and is decoded by whoever
-				// took it; none after i matters.
-				errs[i] = d.err
-				next.Store(int64(len(items)))
+				failed(i, d.err)
 				return
 			}
 		}
 	}
 	var wg sync.WaitGroup
-	if size >= split {
-		for range min(workers, len(items)) - 1 {
-			wg.Go(work)
-		}
+	for range min(workers, len(items)) - 1 {
+		wg.Go(work)
 	}
 	work()
 	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
 	out := groups[:0] // as the JSON path gives an empty list: empty, not nil
 	seen := map[string]bool{}
-	for i, g := range groups {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
+	for _, g := range groups {
 		if !seen[g.Name] {
 			seen[g.Name] = true
 			out = append(out, g)
@@ -529,6 +544,44 @@ func decodeList(r protoReader, split, workers int) ([]Group, error) {
 		return nil, r.err
 	}
 	return out, nil
+}
+
+// minItemBytes is the size below which the items of a list of more than
+// 1,024 are too small to be real groups on average (one with a name and a
+// version takes more), and the list is decoded in one part: see
+// decodeList.
+const minItemBytes = 32
+
+// decodeSerially decodes the list's items in one part, on this goroutine;
+// a bug met on server data is an error here too, as on decodeList's
+// goroutines.
+func (r protoReader) decodeSerially() (_ []Group, err error) {
+	d := &protoDecoder{}
+	i := 0
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("item %d: internal error: %v", i, p)
+		}
+	}()
+	groups := []Group{} // as the JSON path gives an empty list: empty, not nil
+	seen := map[string]bool{}
+	for r.next() {
+		if r.num != 2 { // items
+			continue
+		}
+		g := d.group(r.sub())
+		if d.err != nil {
+			return nil, d.err
+		}
+		if i++; !seen[g.Name] {
+			seen[g.Name] = true
+			groups = append(groups, g)
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return groups, nil
 }
 
 func (d *protoDecoder) group(r protoReader) Group {
