@@ -269,7 +269,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	c.http.HC.Transport = httpx.Counting{Next: next, N: &c.stats.requests}
 	c.http.Gzip = true
 	c.http.MaxRetries = o.maxRetries
-	c.http.Body = httpx.Options{Limit: o.maxResponseBytes}
+	// Without a disk cache no body outlives its decoding (fetchPart), so
+	// bodies may come from httpx's pools and go back to them.
+	c.http.Body = httpx.Options{Limit: o.maxResponseBytes, Recyclable: o.disk == nil}
 	c.read = reader{http: c.http, opts: &c.opts, stats: &c.stats}
 	c.views.read = &c.read
 	return c, nil

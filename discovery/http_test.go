@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,5 +100,37 @@ func TestNotAKubernetesServer(t *testing.T) {
 	}
 	if want := "is this a Kubernetes API server?"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), ts.URL) {
 		t.Errorf("error %q does not name the URL and say %q", err, want)
+	}
+}
+
+// TestRecycledBodiesLeaveSnapshotsAlone: without a disk cache, a protobuf
+// body's buffer goes back to internal/httpx's pools once decoded, and later
+// reads fill it again; a snapshot holds nothing of it, so it reads the same
+// after other clients read other surfaces into those buffers.
+func TestRecycledBodiesLeaveSnapshotsAlone(t *testing.T) {
+	ctx := context.Background()
+	// Bodies of a pooled size (32 KiB and more), gunzipped or read as sent.
+	_, base := docserver.Start(t, docserver.WithCRDs(300, 30))
+	_, other := docserver.Start(t, docserver.WithCRDs(300, 7))
+	for _, identity := range []bool{false, true} {
+		snapshot := func(base string) *discovery.Snapshot {
+			c, err := discovery.NewForConfigAndClient(&rest.Config{Host: base, DisableCompression: identity}, http.DefaultClient)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := c.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return snap
+		}
+		snap := snapshot(base)
+		before := fmt.Sprint(snap.Groups())
+		for range 5 {
+			snapshot(other)
+		}
+		if fmt.Sprint(snap.Groups()) != before {
+			t.Errorf("identity %v: a snapshot changed when other bodies were read after it", identity)
+		}
 	}
 }

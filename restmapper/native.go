@@ -45,8 +45,17 @@ type nativeIndex struct {
 
 	// Built on first use: entries lists every resource in discovery order.
 	entriesOnce sync.Once
-	usable      bool
 	entries     []nativeEntry
+	built       atomic.Bool // entries
+
+	// usable says whether the index models the snapshot (usableSnapshot).
+	usableOnce sync.Once
+	usable     bool
+
+	// The first kind lookups before the entries are built read the
+	// snapshot (scanMapping), each answer in its own slot, indexed by
+	// kindScans, so that it allocates nothing.
+	scanned [scansBeforeIndex]meta.RESTMapping
 
 	// The first lookups scan the entries (tens of microseconds at 5,000
 	// resources); the maps, which cost a cold start more than a
@@ -79,6 +88,15 @@ func scanning(n *atomic.Int32) bool {
 	return n.Load() < scansBeforeIndex && n.Add(1) <= scansBeforeIndex
 }
 
+// scanSlot is scanning that also says which of the scans this is, from 0.
+func scanSlot(n *atomic.Int32) (int, bool) {
+	if n.Load() >= scansBeforeIndex {
+		return 0, false
+	}
+	i := int(n.Add(1))
+	return i - 1, i <= scansBeforeIndex
+}
+
 func (e *nativeEntry) gv() schema.GroupVersion { return e.mapping.Resource.GroupVersion() }
 func (e *nativeEntry) plural() string          { return e.mapping.Resource.Resource }
 func (e *nativeEntry) kind() string            { return e.mapping.GroupVersionKind.Kind }
@@ -87,36 +105,16 @@ func newNativeIndex(snap *discovery.Snapshot) *nativeIndex { return &nativeIndex
 
 // buildEntries lists every resource with its REST mapping.
 func (x *nativeIndex) buildEntries() {
+	defer x.built.Store(true)
 	n := 0
 	for _, g := range x.snap.Groups() {
 		for _, v := range g.Versions {
 			n += len(v.Resources)
 		}
 	}
-	x.usable = true
 	x.entries = make([]nativeEntry, 0, n)
-	seen := make(map[string]bool, len(x.snap.Groups()))
 	for gi, g := range x.snap.Groups() {
-		if seen[g.Name] {
-			x.usable = false // a group listed twice: not modelled here
-		}
-		seen[g.Name] = true
-		// The server's preferred version (metaview's rule): the one it
-		// names, or else the first that is not Stale.
-		preferred := 0
-		for vi, v := range g.Versions {
-			if v.Freshness != surface.FreshnessStale {
-				preferred = vi
-				break
-			}
-		}
-		if p := g.PreferredVersion(); p != nil && p.Freshness != surface.FreshnessStale {
-			for vi := range g.Versions {
-				if &g.Versions[vi] == p {
-					preferred = vi
-				}
-			}
-		}
+		preferred := preferredVersion(&g)
 		for vi := range g.Versions {
 			v := &g.Versions[vi]
 			vrank := int64(vi) + 1
@@ -130,16 +128,7 @@ func (x *nativeIndex) buildEntries() {
 				if r.SubresourcesOnly() {
 					continue // client-go never sees it
 				}
-				if r.Kind.Kind == "" {
-					x.usable = false // client-go's guesses for an empty kind are not modelled here
-				}
-				singular := r.SingularName
-				if singular == "" {
-					singular = strings.ToLower(r.Kind.Kind)
-				}
-				if !isLower(r.Name) || !isLower(singular) || strings.Contains(r.Name, "/") {
-					x.usable = false // names client-go would treat in ways not modelled here
-				}
+				singular, _ := modelled(r)
 				x.entries = append(x.entries, nativeEntry{
 					mapping:  meta.RESTMapping{Resource: gv.WithResource(r.Name), GroupVersionKind: gv.WithKind(r.Kind.Kind), Scope: scopeOf(r)},
 					singular: singular, guessedSingular: r.SingularName == "", rank: rank,
@@ -147,6 +136,118 @@ func (x *nativeIndex) buildEntries() {
 			}
 		}
 	}
+}
+
+// preferredVersion is the index of g's preferred version (metaview's
+// rule): the one the server names, or else the first that is not Stale.
+func preferredVersion(g *surface.Group) int {
+	preferred := 0
+	for vi, v := range g.Versions {
+		if v.Freshness != surface.FreshnessStale {
+			preferred = vi
+			break
+		}
+	}
+	if p := g.PreferredVersion(); p != nil && p.Freshness != surface.FreshnessStale {
+		for vi := range g.Versions {
+			if &g.Versions[vi] == p {
+				preferred = vi
+			}
+		}
+	}
+	return preferred
+}
+
+// modelled is r's singular name, listed or client-go's guess, and whether
+// the index models r (a resource that is not SubresourcesOnly): client-go's
+// guesses for an empty kind, and names it would treat in other ways (upper
+// case, a "/"), are not modelled here.
+func modelled(r *surface.Resource) (singular string, ok bool) {
+	singular = r.SingularName
+	if singular == "" {
+		singular = strings.ToLower(r.Kind.Kind)
+	}
+	return singular, r.Kind.Kind != "" && isLower(r.Name) && isLower(singular) && !strings.Contains(r.Name, "/")
+}
+
+// usableSnapshot says whether the index models the whole snapshot: no
+// group listed twice, and every resource client-go sees modelled. The
+// entries and the snapshot's scans (scanMapping) answer only then, and
+// this one answer for both keeps them from disagreeing on it.
+func (x *nativeIndex) usableSnapshot() bool {
+	x.usableOnce.Do(func() {
+		x.usable = true
+		seen := make(map[string]bool, len(x.snap.Groups()))
+		for _, g := range x.snap.Groups() {
+			if seen[g.Name] {
+				x.usable = false
+				return
+			}
+			seen[g.Name] = true
+			for _, v := range g.Versions {
+				for ri := range v.Resources {
+					r := &v.Resources[ri]
+					if _, ok := modelled(r); !ok && !r.SubresourcesOnly() {
+						x.usable = false
+						return
+					}
+				}
+			}
+		}
+	})
+	return x.usable
+}
+
+// scanMapping is mapping for the first kind lookups made before anything
+// built the entries: it reads the snapshot itself, the kind's group alone,
+// and gives the answer mapping would, in the scan's own slot of
+// x.scanned. A cold start's first mapping thus never builds the entries
+// (0.7 MB at 3,000 CRDs, most of what the first mapping cost beyond
+// discovery); a process that goes on to look up names builds them then.
+func (x *nativeIndex) scanMapping(gk schema.GroupKind, version string, slot *meta.RESTMapping) (*meta.RESTMapping, bool) {
+	exact := version != ""
+	var g *surface.Group
+	for i := range x.snap.Groups() {
+		if x.snap.Groups()[i].Name == gk.Group {
+			g = &x.snap.Groups()[i] // the only one: a group listed twice is not usable
+			break
+		}
+	}
+	if g == nil {
+		return nil, false
+	}
+	preferred := preferredVersion(g)
+	// The same walk as mapping's over the kind's entries, in discovery
+	// order: its first resource, and the one picked.
+	var first, pick *surface.Resource
+	var firstV, pickV *surface.Version
+	for vi := range g.Versions {
+		v := &g.Versions[vi]
+		for ri := range v.Resources {
+			r := &v.Resources[ri]
+			if r.SubresourcesOnly() || r.Kind.Kind != gk.Kind {
+				continue
+			}
+			if first != nil && firstV.Version == v.Version || pick != nil && pickV.Version == v.Version {
+				return nil, false // two resources of the kind in one version: client-go keeps the last registered
+			}
+			if first == nil {
+				first, firstV = r, v
+			}
+			if exact && v.Version == version || !exact && vi == preferred {
+				pick, pickV = r, v
+			}
+		}
+	}
+	if pick == nil && !exact {
+		pick, pickV = first, firstV
+	}
+	if pick == nil {
+		return nil, false
+	}
+	gv := schema.GroupVersion{Group: g.Name, Version: pickV.Version}
+	*slot = meta.RESTMapping{Resource: gv.WithResource(pick.Name), GroupVersionKind: gv.WithKind(pick.Kind.Kind), Scope: scopeOf(pick)}
+	return slot, true
 }
 
 // buildKinds links every resource's kind, backwards, as the names are, to
@@ -270,7 +371,7 @@ func risky(name string) bool {
 // ResourcesFor, which list them all, are then left to client-go.
 func (x *nativeIndex) resource(in schema.GroupVersionResource) (best *nativeEntry, ok, multi bool) {
 	x.entriesOnce.Do(x.buildEntries)
-	if !x.usable || risky(in.Resource) || in.Resource != strings.ToLower(in.Resource) {
+	if !x.usableSnapshot() || risky(in.Resource) || in.Resource != strings.ToLower(in.Resource) {
 		return nil, false, false
 	}
 	groupMatched := false
@@ -314,10 +415,15 @@ func (x *nativeIndex) mapping(gk schema.GroupKind, version string) (*meta.RESTMa
 		// (which client-go also matches case-insensitively): client-go's.
 		return nil, false
 	}
-	x.entriesOnce.Do(x.buildEntries)
-	if !x.usable {
+	if !x.usableSnapshot() {
 		return nil, false
 	}
+	if !x.built.Load() {
+		if i, ok := scanSlot(&x.kindScans); ok {
+			return x.scanMapping(gk, version, &x.scanned[i])
+		}
+	}
+	x.entriesOnce.Do(x.buildEntries)
 	var buf [8]int32
 	exact := version != ""
 	first, pick := int32(-1), int32(-1)

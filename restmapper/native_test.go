@@ -3,7 +3,10 @@ package restmapper
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,6 +225,29 @@ func TestNativeScansMatchIndex(t *testing.T) {
 	if len(x.entries) < 40 {
 		t.Fatalf("%d entries", len(x.entries))
 	}
+	// The first kind lookups of an index whose entries are not built read
+	// the snapshot (scanMapping), and answer as the entries do, with or
+	// without a version, and build nothing.
+	versions := []string{"", "nope"}
+	for _, g := range snap.Groups() {
+		for _, v := range g.Versions {
+			versions = append(versions, v.Version)
+		}
+	}
+	x.kindScans.Store(scansBeforeIndex)
+	for _, gk := range kinds {
+		for _, version := range versions {
+			want, wantOK := x.mapping(gk, version)
+			fresh := newNativeIndex(snap)
+			got, ok := fresh.mapping(gk, version)
+			if ok != wantOK || ok && *got != *want {
+				t.Errorf("kind %v version %q: the snapshot's scan answers %v %v, the entries %v %v", gk, version, got, ok, want, wantOK)
+			}
+			if fresh.entries != nil || fresh.built.Load() {
+				t.Fatalf("kind %v: a first lookup built the entries", gk)
+			}
+		}
+	}
 	// The maps are built once the scans are spent, and not before.
 	y := newNativeIndex(snap)
 	for i := range scansBeforeIndex {
@@ -231,5 +257,74 @@ func TestNativeScansMatchIndex(t *testing.T) {
 	}
 	if _, ok := y.mapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, ""); !ok || y.byKind == nil {
 		t.Errorf("after %d scans: answered %v, kind map built: %v", scansBeforeIndex, ok, y.byKind != nil)
+	}
+}
+
+// TestNativeSnapshotScanMatchesEntries: a first kind lookup, read from the
+// snapshot itself (scanMapping), answers as the entries do where the
+// answer depends on more than the kind's first resource: a preferred
+// version that is not the first, a kind twice in one version, a version
+// asked for that does not serve it, a snapshot the index does not model.
+func TestNativeSnapshotScanMatchesEntries(t *testing.T) {
+	resources := func(gv string, rs ...string) []byte {
+		return []byte(`{"groupVersion":"` + gv + `","resources":[` + strings.Join(rs, ",") + `]}`)
+	}
+	res := func(name, kind string) string {
+		return `{"name":"` + name + `","singularName":"","namespaced":true,"kind":"` + kind + `","verbs":["get"]}`
+	}
+	for name, odd := range map[string]string{"modelled": res("things", "Thing"), "not modelled": res("Things", "Thing")} {
+		t.Run(name, func(t *testing.T) {
+			docs := map[string][]byte{
+				"/api":    []byte(`{"versions":["v1"]}`),
+				"/api/v1": resources("v1", res("pods", "Pod")),
+				"/apis": []byte(`{"groups":[` +
+					`{"name":"example.com","versions":[{"groupVersion":"example.com/v1","version":"v1"},{"groupVersion":"example.com/v2","version":"v2"},{"groupVersion":"example.com/v3","version":"v3"}],"preferredVersion":{"groupVersion":"example.com/v2","version":"v2"}},` +
+					`{"name":"other.com","versions":[{"groupVersion":"other.com/v1","version":"v1"}],"preferredVersion":{"groupVersion":"other.com/v1","version":"v1"}}]}`),
+				"/apis/example.com/v1": resources("example.com/v1", res("widgets", "Widget"), res("gadgets", "Gadget"), res("gizmos", "Gadget")),
+				"/apis/example.com/v2": resources("example.com/v2", res("widgets", "Widget"), res("gadgets", "Gadget")),
+				"/apis/example.com/v3": resources("example.com/v3", res("sprockets", "Sprocket"), res("widgets", "Widget")),
+				"/apis/other.com/v1":   resources("other.com/v1", res("widgets", "Widget"), odd),
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, ok := docs[r.URL.Path]
+				if !ok {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(body)
+			}))
+			defer srv.Close()
+			c, err := discovery.NewForHTTPClient(nil, srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := c.Snapshot(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := newNativeIndex(snap)
+			x.kindScans.Store(scansBeforeIndex)
+			answered := 0
+			for _, group := range []string{"", "example.com", "other.com", "nope.com"} {
+				for _, kind := range []string{"Pod", "Widget", "Gadget", "Sprocket", "Thing", "Nope"} {
+					for _, version := range []string{"", "v1", "v2", "v3", "v9"} {
+						gk := schema.GroupKind{Group: group, Kind: kind}
+						want, wantOK := x.mapping(gk, version)
+						fresh := newNativeIndex(snap)
+						got, ok := fresh.mapping(gk, version)
+						if ok != wantOK || ok && *got != *want {
+							t.Errorf("%v version %q: the snapshot's scan answers %v %v, the entries %v %v", gk, version, got, ok, want, wantOK)
+						}
+						if ok {
+							answered++
+						}
+					}
+				}
+			}
+			if modelled := name == "modelled"; (answered > 0) != modelled || x.usableSnapshot() != modelled {
+				t.Errorf("%d answers, usable %v", answered, x.usableSnapshot())
+			}
+		})
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	goruntime "runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -74,6 +76,8 @@ func decodeAsGenerated(t *testing.T, body []byte, what string) []Group {
 // the generated one gives, on the real server's document.
 func TestProtobufDecoderMatchesGenerated(t *testing.T) {
 	body := fixtureProtobuf(t)
+	holdSplitToOnePart(t, body)
+	holdSplitToOnePart(t, body[:len(body)/2])
 	if got := decodeAsGenerated(t, body, "the fixture"); len(got) != 20 {
 		t.Errorf("%d groups in the fixture, want 20", len(got))
 	}
@@ -96,6 +100,7 @@ func FuzzDecodeAggregatedProtobuf(f *testing.F) {
 	f.Add(append([]byte(nil), body[:200]...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		got, err := decodeAggregatedProtobuf(in, "apidiscovery.k8s.io/v2")
+		holdSplitToOnePart(t, in)
 		want, ok := generatedDecode(in)
 		if err == nil && ok && !reflect.DeepEqual(got, want) {
 			t.Errorf("decoders disagree")
@@ -104,6 +109,39 @@ func FuzzDecodeAggregatedProtobuf(f *testing.F) {
 			t.Errorf("a snapshot string points into the body: %s", where)
 		}
 	})
+}
+
+// holdSplitToOnePart: a list decoded in parts, on goroutines of their own
+// (decodeList), gives what it gives in one part, groups and error alike,
+// whatever the number of parts.
+func holdSplitToOnePart(t *testing.T, in []byte) {
+	t.Helper()
+	want, wantErr := decodeAggregatedProtobufSplit(in, "apidiscovery.k8s.io/v2", 0, 1)
+	for _, workers := range []int{2, 3, 7} {
+		got, err := decodeAggregatedProtobufSplit(in, "apidiscovery.k8s.io/v2", 0, workers)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("in %d parts: error %v, in one: %v", workers, err, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("in %d parts: %d groups differ from one part's %d", workers, len(got), len(want))
+		}
+	}
+}
+
+// TestDecodeListPanicIsAnError: a bug the decoder meets in an item (here
+// a body whose string view is cut short, as no real body is) is an error
+// of decodeList, alone or on goroutines of its own, whose panic would end
+// the process.
+func TestDecodeListPanicIsAnError(t *testing.T) {
+	item := []byte{0x12, 6, 0x0a, 4, 0x0a, 2, 'a', 'b'} // items { metadata { name: "ab" } }
+	list := bytes.Repeat(item, 8)
+	for _, workers := range []int{1, 2, 7} {
+		r := protoReader{body: &protoBody{b: list}, end: len(list)}
+		groups, err := decodeList(r, 0, workers)
+		if err == nil || !strings.Contains(err.Error(), "item 0: internal error") {
+			t.Errorf("%d workers: %d groups, error %v", workers, len(groups), err)
+		}
+	}
 }
 
 // aliasing names the first string reachable from vs whose bytes lie inside
@@ -164,6 +202,7 @@ func TestProtobufDecoderMatchesGeneratedAtScale(t *testing.T) {
 	defer ts.Close()
 	body := fetchBody(t, ts.URL+"/apis", Source{Format: FormatAggregatedV2, Protobuf: true}.MediaType(""))
 	got := decodeAsGenerated(t, body, "3000 custom resources")
+	holdSplitToOnePart(t, body)
 	// The promise of protobuf.go: identical verb lists are one list.
 	lists := map[*string]bool{}
 	resources := 0
@@ -363,5 +402,28 @@ func TestKindGivenTwiceIsMerged(t *testing.T) {
 	}
 	if rs := got[0].Versions[0].Resources; rs[0].Kind.Kind != "Widget" || len(rs[0].Subresources) != 1 || rs[1].Kind.Kind != "Widget" {
 		t.Errorf("resources %+v; want both of kind Widget, widgets with its status", rs)
+	}
+}
+
+// TestManyEmptyItemsStayCheap: a list of millions of empty items (two
+// bytes each: hostile, as no server sends one) decodes to one group, as
+// the one-part decoding gives, without a group and a place held for each
+// item on the way: the split decoding gives such a list to the one-part
+// decoding, which drops each repeat as it meets it.
+func TestManyEmptyItemsStayCheap(t *testing.T) {
+	list := bytes.Repeat([]byte{0x12, 0}, 2<<20) // items {} x 2M: 4 MiB
+	r := protoReader{body: &protoBody{b: list, s: string(list)}, end: len(list)}
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	groups, err := decodeList(r, 0, 4)
+	goruntime.ReadMemStats(&after)
+	if err != nil || len(groups) != 1 || groups[0].Name != "" {
+		t.Fatalf("decodeList: %d groups, %v; want the one empty group", len(groups), err)
+	}
+	// Split, it held 2M groups and places (over 100 MB); the bound is
+	// what the places read before the list is given to the one-part
+	// decoding take, with room.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Errorf("decoding 4 MiB of empty items allocated %d MB", got>>20)
 	}
 }

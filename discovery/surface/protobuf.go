@@ -3,7 +3,10 @@ package surface
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -328,6 +331,21 @@ func (c *listCache) intern(kind listKind, l *rawList, body *protoBody, a *arena)
 // decodeAggregatedProtobuf decodes a Kubernetes protobuf body holding an
 // APIGroupDiscoveryList of the given apiVersion.
 func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, error) {
+	return decodeAggregatedProtobufSplit(body, apiVersion, splitAt, runtime.GOMAXPROCS(0))
+}
+
+// splitAt is the size of a list past which its groups are decoded on
+// several goroutines (see decodeList): a cold start's /apis at 3,000 CRDs
+// is about 1 MB, whose decoding was most of what a first mapping cost
+// beyond the two GETs, while the second core sat idle. Below it a
+// goroutine's start and a second arena cost more than they save.
+const splitAt = 128 << 10
+
+// decodeAggregatedProtobufSplit is decodeAggregatedProtobuf with the
+// list's groups decoded by up to workers goroutines once the list holds at
+// least split bytes; tests and the fuzzer force the split on small
+// documents, to hold it to the one-part result.
+func decodeAggregatedProtobufSplit(body []byte, apiVersion string, split, workers int) ([]Group, error) {
 	if len(body) < len(protobufMagic) || string(body[:len(protobufMagic)]) != string(protobufMagic) {
 		return nil, fmt.Errorf("body is not Kubernetes protobuf (no magic prefix)")
 	}
@@ -362,10 +380,9 @@ func decodeAggregatedProtobuf(body []byte, apiVersion string) ([]Group, error) {
 	if (gotVersion != "" || gotKind != "") && (gotVersion != apiVersion || gotKind != "APIGroupDiscoveryList") {
 		return nil, fmt.Errorf("body holds %s %s, want %s APIGroupDiscoveryList", gotVersion, gotKind, apiVersion)
 	}
-	d := protoDecoder{}
-	groups := d.list(raw)
-	if d.err != nil {
-		return nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", d.err)
+	groups, err := decodeList(raw, split, workers)
+	if err != nil {
+		return nil, fmt.Errorf("decoding APIGroupDiscoveryList: %w", err)
 	}
 	return groups, nil
 }
@@ -381,6 +398,29 @@ type protoDecoder struct {
 	// A resource's lists, reused for every resource.
 	verbs, shortNames, categories, subVerbs rawList
 	slab                                    []Subresource // see subresource
+	resSlab                                 []Resource    // see resources
+}
+
+// resourceBlock is the fewest resources resources allocates room for at a
+// time: about 50 KB.
+const resourceBlock = 256
+
+// resources is an empty slice with room for n resources, cut from a shared
+// block: a document's group-versions are mostly small (a dozen resources
+// each at 3,000 CRDs in 400 group-versions), and one allocation each was a
+// tenth of decoding /apis. A block is only ever cut, never reused, so the
+// slices never overlap; a resource dropped after decoding (unnamed, or a
+// repeat) leaves a zero slot behind.
+func (d *protoDecoder) resources(n int) []Resource {
+	if n == 0 {
+		return []Resource{} // empty, not nil, as before
+	}
+	if cap(d.resSlab)-len(d.resSlab) < n {
+		d.resSlab = make([]Resource, 0, max(n, resourceBlock))
+	}
+	start := len(d.resSlab)
+	d.resSlab = d.resSlab[:start+n]
+	return d.resSlab[start : start : start+n]
 }
 
 // arena copies strings into shared blocks, so that a snapshot holds neither
@@ -417,7 +457,112 @@ func (d *protoDecoder) fail(r *protoReader) bool {
 	return d.err != nil
 }
 
-func (d *protoDecoder) list(r protoReader) []Group {
+// decodeList decodes an APIGroupDiscoveryList's items. Groups are
+// independent of each other, so the items of a list of split bytes or more
+// are decoded by up to workers goroutines (this one among them), each
+// taking the next item no other has taken (one slowed by the collector or
+// other load takes fewer) and decoding it on a protoDecoder of its own (its
+// own arena and shared lists: a snapshot never tells which decoder a string
+// came from). All have returned before decodeList does, whatever they met.
+// The result is the one-part decoding's: the groups in the list's order, a
+// repeated group name kept at its first sight, and the error the one-part
+// decoding would meet first (an item's before the list's own, which comes
+// after every item read).
+func decodeList(r protoReader, split, workers int) ([]Group, error) {
+	whole := r
+	size := r.end - r.off
+	if size < split || workers < 2 {
+		return whole.decodeSerially()
+	}
+	// The items' places, read first: a list is a run of length-prefixed
+	// items, so this skips over them without decoding. An item of the
+	// wrong wire type is an empty place, which decodes as an empty group,
+	// as r.sub says. A list of more items than real groups could fill
+	// (hostile: millions of empty items, each a group of its own until the
+	// repeats are dropped) is decoded in one part, which drops each repeat
+	// as it meets it.
+	var items []span
+	for r.next() {
+		if r.num == 2 { // items
+			if len(items) > max(size/minItemBytes, 1024) {
+				return whole.decodeSerially()
+			}
+			s := r.sub()
+			items = append(items, span{s.off, s.end})
+		}
+	}
+	groups := make([]Group, len(items))
+	var next atomic.Int64
+	var mu sync.Mutex
+	errAt, firstErr := len(items), error(nil)
+	failed := func(i int, err error) {
+		mu.Lock()
+		if i < errAt {
+			errAt, firstErr = i, err
+		}
+		mu.Unlock()
+		// Every item before i is taken, and is decoded by whoever took
+		// it; none after i matters.
+		next.Store(int64(len(items)))
+	}
+	work := func() {
+		d := &protoDecoder{}
+		i := -1
+		defer func() {
+			// A bug met on server data is the item's error: on a goroutine
+			// of its own, a panic would end the user's process.
+			if p := recover(); p != nil {
+				failed(i, fmt.Errorf("item %d: internal error: %v", i, p))
+			}
+		}()
+		for i = int(next.Add(1) - 1); i < len(items); i = int(next.Add(1) - 1) {
+			if groups[i] = d.group(r.at(items[i])); d.err != nil {
+				failed(i, d.err)
+				return
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(workers, len(items)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	out := groups[:0] // as the JSON path gives an empty list: empty, not nil
+	seen := map[string]bool{}
+	for _, g := range groups {
+		if !seen[g.Name] {
+			seen[g.Name] = true
+			out = append(out, g)
+		}
+	}
+	clear(groups[len(out):]) // repeats, not to be kept alive
+	if r.err != nil {
+		return nil, r.err
+	}
+	return out, nil
+}
+
+// minItemBytes is the size below which the items of a list of more than
+// 1,024 are too small to be real groups on average (one with a name and a
+// version takes more), and the list is decoded in one part: see
+// decodeList.
+const minItemBytes = 32
+
+// decodeSerially decodes the list's items in one part, on this goroutine;
+// a bug met on server data is an error here too, as on decodeList's
+// goroutines.
+func (r protoReader) decodeSerially() (_ []Group, err error) {
+	d := &protoDecoder{}
+	i := 0
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("item %d: internal error: %v", i, p)
+		}
+	}()
 	groups := []Group{} // as the JSON path gives an empty list: empty, not nil
 	seen := map[string]bool{}
 	for r.next() {
@@ -426,16 +571,17 @@ func (d *protoDecoder) list(r protoReader) []Group {
 		}
 		g := d.group(r.sub())
 		if d.err != nil {
-			return nil
+			return nil, d.err
 		}
-		if seen[g.Name] {
-			continue
+		if i++; !seen[g.Name] {
+			seen[g.Name] = true
+			groups = append(groups, g)
 		}
-		seen[g.Name] = true
-		groups = append(groups, g)
 	}
-	d.fail(&r)
-	return groups
+	if r.err != nil {
+		return nil, r.err
+	}
+	return groups, nil
 }
 
 func (d *protoDecoder) group(r protoReader) Group {
@@ -495,7 +641,7 @@ func (d *protoDecoder) version(r protoReader, group string) (Version, bool) {
 		return v, false
 	}
 	gv := schema.GroupVersion{Group: group, Version: v.Version}
-	v.Resources = make([]Resource, 0, len(resources))
+	v.Resources = d.resources(len(resources))
 	var seen seenSet
 	d.resourceSpans = resources
 	for _, rs := range resources {

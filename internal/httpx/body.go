@@ -41,6 +41,15 @@ type Options struct {
 	// against a server that sends nothing but huge documents) hold one
 	// limit's worth at a time instead of one each.
 	Large Semaphore
+	// Recyclable lets a body of firstChunk bytes or more come back in a
+	// buffer of chunkPools (its capacity less than twice its length), for
+	// the caller to give back with Response.Recycle once nothing points
+	// into it: a caller that decodes a body into copies and drops it
+	// (discovery without a disk cache) then costs the collector no body
+	// per read. A caller that keeps bodies leaves it off, so that what it
+	// keeps has no spare capacity. A body a caching transport keeps (its
+	// Handover) or holds already (Bytes) is never pooled.
+	Recyclable bool
 }
 
 // Semaphore is what Options.Large needs of a *semaphore.Weighted
@@ -58,38 +67,58 @@ type Semaphore interface {
 // read. Whatever the server sends, reading costs about twice the limit at
 // most, plus presizeMax. wire is the number of bytes received (compressed).
 func ReadBody(ctx context.Context, resp *http.Response, o Options) (body []byte, wire int64, err error) {
+	body, wire, _, err = readBody(ctx, resp, o)
+	return body, wire, err
+}
+
+// readBody is ReadBody, and says whether body is a buffer of chunkPools
+// (Options.Recyclable) that the caller may give back once done with it.
+func readBody(ctx context.Context, resp *http.Response, o Options) (body []byte, wire int64, pooled bool, err error) {
 	gzipped := strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip")
 	if resp.ContentLength > o.Limit {
-		return nil, 0, fmt.Errorf("%w (%d bytes; Content-Length %d)", ErrTooLarge, o.Limit, resp.ContentLength)
+		return nil, 0, false, fmt.Errorf("%w (%d bytes; Content-Length %d)", ErrTooLarge, o.Limit, resp.ContentLength)
 	}
 	if b, ok := resp.Body.(interface{ Bytes() []byte }); ok && !gzipped {
 		// A body already in memory (diskcache's StoredBody): taken as it is.
 		body = b.Bytes()
 		if int64(len(body)) > o.Limit {
-			return nil, 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, o.Limit)
+			return nil, 0, false, fmt.Errorf("%w (%d bytes)", ErrTooLarge, o.Limit)
 		}
-		return body, 0, nil
+		return body, 0, false, nil
 	}
 	// A caching transport's body (diskcache's) that would keep a copy of
 	// its own, outside the limit, is handed the one read here instead.
 	var handover func([]byte)
 	if h, ok := resp.Body.(interface{ Handover() func([]byte) }); ok && !gzipped {
 		handover = h.Handover()
+		o.Recyclable = false // the transport keeps it
 	}
 	body, err = readAtMost(ctx, resp.Body, o, resp.ContentLength)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	if handover != nil {
 		handover(body)
 	}
 	wire = int64(len(body))
 	if gzipped {
-		if body, err = gunzip(ctx, body, o); err != nil {
-			return nil, wire, err
+		compressed := body
+		body, err = gunzip(ctx, compressed, o)
+		if pooledBuffer(compressed, o) {
+			putChunk(compressed) // read by gunzip into body, and no longer
+		}
+		if err != nil {
+			return nil, wire, false, err
 		}
 	}
-	return body, wire, nil
+	return body, wire, pooledBuffer(body, o), nil
+}
+
+// pooledBuffer says whether b, read by readAtMost under o, is a buffer of
+// chunkPools: under Recyclable, every buffer of a pooled size is (read
+// into one from getChunk, or joined into one), and no other is.
+func pooledBuffer(b []byte, o Options) bool {
+	return o.Recyclable && chunkClass(cap(b)) >= 0
 }
 
 // gunzip decompresses a gzip body into a buffer of the size its trailer
@@ -120,7 +149,12 @@ func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte
 	var buf []byte
 	if hint > 0 {
 		// One more, to see the end without another buffer.
-		buf = make([]byte, 0, min(hint+1, presizeMax, want))
+		n := min(hint+1, presizeMax, want)
+		if o.Recyclable {
+			buf = getChunk(pooledSize(n))
+		} else {
+			buf = make([]byte, 0, n)
+		}
 	} else {
 		buf = getChunk(min(firstChunk, want))
 	}
@@ -163,10 +197,15 @@ func readAtMost(ctx context.Context, r io.Reader, o Options, hint int64) ([]byte
 		chunks = append(chunks, buf)
 		buf = getChunk(min(max(2*int64(cap(buf)), firstChunk), chunkMax, want-total))
 	}
-	if chunks == nil && chunkClass(cap(buf)) < 0 {
-		return buf, nil // presized, or sized by the limit: the caller's
+	if chunks == nil && (chunkClass(cap(buf)) < 0 || o.Recyclable && 2*len(buf) > cap(buf)) {
+		return buf, nil // presized, sized by the limit, or recyclable: the caller's
 	}
-	out := make([]byte, 0, total)
+	var out []byte
+	if o.Recyclable && total >= firstChunk {
+		out = getChunk(pooledSize(total))
+	} else {
+		out = make([]byte, 0, total)
+	}
 	for _, c := range chunks {
 		out = append(out, c...)
 	}
@@ -195,6 +234,16 @@ func chunkClass(c int) int {
 		return -1
 	}
 	return bits.TrailingZeros(uint(c)) - bits.TrailingZeros(firstChunk)
+}
+
+// pooledSize is the capacity of the pooled buffer that holds n bytes: the
+// smallest class at least n, or n itself when none is (below firstChunk,
+// past chunkMax).
+func pooledSize(n int64) int64 {
+	if n < firstChunk || n > chunkMax {
+		return n
+	}
+	return 1 << bits.Len64(uint64(n-1))
 }
 
 // getChunk is an empty buffer of capacity n, from its pool when n is a

@@ -132,6 +132,18 @@ type Response struct {
 	// Wire is the bytes received, compressed; 0 when the transport
 	// decompressed unseen (Client.Gzip off).
 	Wire int64
+
+	pooled bool // Body is a buffer of chunkPools (Options.Recyclable)
+}
+
+// Recycle gives Body back to httpx's pools when it came from them
+// (Options.Recyclable), and sets it to nil: the caller holds nothing that
+// points into it, nor will. Any other body is left to the collector.
+func (r *Response) Recycle() {
+	if r.pooled {
+		putChunk(r.Body)
+	}
+	r.Body, r.pooled = nil, false
 }
 
 // Get sends r (again after a 429 or 5xx with Retry-After, as Do says) and
@@ -173,8 +185,8 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, wire, err := ReadBody(ctx, resp, c.Body)
-	out := &Response{Response: resp, Body: body, Wire: wire}
+	body, wire, pooled, err := readBody(ctx, resp, c.Body)
+	out := &Response{Response: resp, Body: body, Wire: wire, pooled: pooled}
 	recordRequest(ctx, c.Base, u, start, out)
 	if err != nil {
 		return out, err

@@ -391,3 +391,123 @@ func TestReadBodyUnsizedReusesChunks(t *testing.T) {
 		t.Errorf("reading a %d MB body without a length 10 times allocated %.1f MB, want about its size each (twice it before the pools)", size>>20, float64(n)/(1<<20))
 	}
 }
+
+// TestReadBodyRecyclable: under Options.Recyclable a body arrives whole,
+// sized, unsized or gzipped, in a buffer less than twice its length (a
+// small one in a buffer of its size), and bodies given back with Recycle
+// are read into again, so that reading over and over allocates almost
+// nothing (TestReadBodyUnsizedReusesChunks pins that without it, bodies
+// have no spare capacity); a caller that does not give them back only drops them.
+func TestReadBodyRecyclable(t *testing.T) {
+	ctx := context.Background()
+	o := Options{Limit: 64 << 20, Recyclable: true}
+	for _, n := range []int{0, 1, firstChunk - 1, firstChunk, firstChunk + 1, 1<<20 + 3, chunkMax + 5} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i * 7)
+		}
+		var zipped bytes.Buffer
+		zw := gzip.NewWriter(&zipped)
+		zw.Write(body)
+		zw.Close()
+		for _, tc := range []struct {
+			name string
+			resp func() *http.Response
+		}{
+			{"sized", func() *http.Response { return response(bytes.NewReader(body), int64(n)) }},
+			{"unsized", func() *http.Response { return response(bytes.NewReader(body), -1) }},
+			{"gzip", func() *http.Response {
+				return response(bytes.NewReader(zipped.Bytes()), int64(zipped.Len()), "Content-Encoding", "gzip")
+			}},
+		} {
+			for round := range 3 {
+				got, _, pooled, err := readBody(ctx, tc.resp(), o)
+				if err != nil || !bytes.Equal(got, body) {
+					t.Fatalf("%s %d-byte body: %d bytes back, equal %v, %v", tc.name, n, len(got), bytes.Equal(got, body), err)
+				}
+				// (A sized body's buffer has room for one more byte, to see
+				// its end.)
+				if n < firstChunk && cap(got) > len(got)+1 || n >= firstChunk && cap(got) >= 2*len(got) {
+					t.Errorf("%s %d-byte body came back in a buffer of %d", tc.name, n, cap(got))
+				}
+				// Pooled: every buffer of a pooled size, and so every body
+				// from firstChunk up to chunkMax.
+				if pooled != (chunkClass(cap(got)) >= 0) || n >= firstChunk && n < chunkMax && !pooled {
+					t.Errorf("%s %d-byte body: pooled %v in a buffer of %d", tc.name, n, pooled, cap(got))
+				}
+				if round > 0 && pooled {
+					putChunk(got)
+				}
+			}
+		}
+	}
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers at random")
+	}
+	// Just under 1 MiB, so that a sized read's buffer (one more byte) is
+	// of the 1 MiB class, as an unsized read's join is.
+	const size = 1<<20 - 64
+	body := bytes.Repeat([]byte("r"), size)
+	for _, length := range []int64{size, -1} {
+		read := func() {
+			got, _, pooled, err := readBody(ctx, response(bytes.NewReader(body), length), o)
+			if err != nil || !pooled {
+				t.Fatal(pooled, err)
+			}
+			putChunk(got)
+		}
+		read()
+		if n := allocated(func() {
+			for range 10 {
+				read()
+			}
+		}); n > 3*size {
+			// (Three: a collection during the reads, which another test's
+			// garbage may start, can empty the pools once; without
+			// Recycle, ten reads allocate ten bodies or more.)
+			t.Errorf("reading a 1 MB body (length %d) 10 times, each given back, allocated %.1f MB, want less than three bodies", length, float64(n)/(1<<20))
+		}
+	}
+}
+
+// handedOver is a caching transport's body that keeps what is read
+// (diskcache's Handover).
+type handedOver struct {
+	io.Reader
+	kept *[]byte
+}
+
+func (h handedOver) Close() error { return nil }
+func (h handedOver) Handover() func([]byte) {
+	return func(b []byte) { *h.kept = b }
+}
+
+// TestRecycleNeverGivesAwayWhatOthersHold: a body a caching transport
+// keeps (Handover) or already holds (Bytes) is never a pooled buffer, even
+// under Options.Recyclable and of a pooled size, so Response.Recycle
+// leaves it alone; nor is a body read without Recyclable.
+func TestRecycleNeverGivesAwayWhatOthersHold(t *testing.T) {
+	ctx := context.Background()
+	doc := bytes.Repeat([]byte("k"), 2*firstChunk) // a pooled size, joined or presized
+	for _, length := range []int64{int64(len(doc)), -1} {
+		var kept []byte
+		resp := response(bytes.NewReader(doc), length)
+		resp.Body = handedOver{bytes.NewReader(doc), &kept}
+		got, _, pooled, err := readBody(ctx, resp, Options{Limit: 1 << 20, Recyclable: true})
+		if err != nil || pooled || !bytes.Equal(kept, doc) || !bytes.Equal(got, doc) {
+			t.Errorf("handed over (length %d): pooled %v, kept %d bytes, %v", length, pooled, len(kept), err)
+		}
+		(&Response{Body: got, pooled: pooled}).Recycle()
+		if again, _, _, _ := readBody(ctx, response(bytes.NewReader(bytes.Repeat([]byte("x"), len(doc))), length), Options{Limit: 1 << 20, Recyclable: true}); !bytes.Equal(kept, doc) {
+			t.Errorf("a later read (%d bytes) overwrote what the transport kept", len(again))
+		}
+		if _, _, pooled, _ := readBody(ctx, response(bytes.NewReader(doc), length), Options{Limit: 1 << 20}); pooled {
+			t.Errorf("a body read without Recyclable (length %d) is pooled", length)
+		}
+	}
+	stored := make([]byte, 2*firstChunk)
+	_, _, pooled, err := readBody(ctx, &http.Response{Header: http.Header{}, Body: held{bytes.NewReader(stored), stored}, ContentLength: -1}, Options{Limit: 1 << 20, Recyclable: true})
+	if err != nil || pooled {
+		t.Errorf("a stored body: pooled %v, %v", pooled, err)
+	}
+}
