@@ -133,6 +133,14 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	return s, s.err
 }
 
+// intern shares ct through the client's Surfaces, if any (surfaces.go).
+func (c *Client) intern(ct *content) *content {
+	if c.opts.surfaces == nil {
+		return ct
+	}
+	return c.opts.surfaces.intern(ct)
+}
+
 // fetchPart reads one endpoint through on (the client's own connections,
 // or a resample's new ones). A 304 returns prev itself.
 func (r *reader) fetchPart(ctx context.Context, on *httpx.Client, path string, prev *part) (*part, error) {

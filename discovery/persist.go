@@ -350,17 +350,15 @@ type warmStart struct {
 	done chan struct{} // closed when the read has ended, or was given up
 }
 
-// warmStart reads the persisted snapshot, once, before the first read of
-// the server, and publishes it unless a refresh published first. Callers
+// loadDisk reads the persisted snapshot, once, before the first read of
+// the server, and publishes it unless a refresh published first (see
+// warmStart, in refresh.go, which calls it with a disk cache). Callers
 // wait for that read until ctx ends (ctx's error), and no longer than the
 // refresh timeout: a store that does not answer by then is given up on
 // (the server is read instead; should the store answer later, what it
 // holds is published only if nothing has been). The subscribers hear of
 // it after it is published, like any other snapshot.
-func (c *Client) warmStart(ctx context.Context) error {
-	if c.opts.disk == nil {
-		return nil
-	}
+func (c *Client) loadDisk(ctx context.Context) error {
 	w := &c.warm
 	w.once.Do(func() {
 		w.done = make(chan struct{})

@@ -140,6 +140,15 @@ func (c *Client) Refresh(ctx context.Context) (*Snapshot, error) {
 	return c.machine.wait(ctx, true)
 }
 
+// warmStart publishes what the disk cache holds (WithDiskCache) before the
+// first read of the server: see loadDisk (persist.go).
+func (c *Client) warmStart(ctx context.Context) error {
+	if c.opts.disk == nil {
+		return nil
+	}
+	return c.loadDisk(ctx)
+}
+
 // refresher is the refresh machine: the client's work (read, join views,
 // publish) run one at a time, and who waits for which run.
 type refresher struct {
@@ -307,7 +316,11 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		return pub, false, err
 	}
 	c.log.refreshFailed(nil)
-	s = c.views.observe(ctx, prev, s)
+	if prev != nil {
+		// Servers behind the URL that disagree (mixed.go) show on a
+		// second read at the earliest: a first has nothing to differ from.
+		s = c.views.observe(ctx, prev, s)
+	}
 	pub, ok := c.machine.publish(seq, s)
 	if !ok {
 		return pub, false, pub.err

@@ -192,11 +192,3 @@ func (c *content) key() (k surfaceKey, ok bool) {
 	return surfaceKey{api: c.core.etag, apis: c.named.etag, core: c.core.source, named: c.named.source},
 		c.err == nil && c.core.verified && c.named.verified && c.partsOf == nil
 }
-
-// intern shares ct through the client's Surfaces, if any.
-func (c *Client) intern(ct *content) *content {
-	if c.opts.surfaces == nil {
-		return ct
-	}
-	return c.opts.surfaces.intern(ct)
-}

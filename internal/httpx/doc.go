@@ -15,10 +15,13 @@
 //
 // # Files
 //
-//   - client.go: [Client], [Client.Get], [StatusError], [FromConfig].
-//   - redirect.go: [CheckRedirect].
-//   - retry.go: [Do], [RetryAfter].
-//   - body.go: [ReadBody], [ErrTooLarge].
-//   - metrics.go: what Get and Do report to client-go's metrics adapters,
-//     and the URL template they report (client-go's, ported).
+// One request runs through one file, in the order it reads:
+//
+//   - client.go: [Client] and [Client.Get]; [Do] and [RetryAfter] (the
+//     retries); the counting and closing transports; what Get and Do report
+//     to client-go's metrics adapters, and the URL template they report
+//     (client-go's, ported); [ReadBody] and its buffer pools; [StatusError];
+//     [FromConfig].
+//   - redirect.go: [CheckRedirect], which only a redirect calls.
+//   - transient.go: [IsTransient], which only a failure asks.
 package httpx
