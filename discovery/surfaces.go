@@ -1,11 +1,11 @@
 package discovery
 
 import (
-	"runtime"
 	"sync"
 	"weak"
 
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
+	"github.com/kubeatlas/kubeatlas/internal/weakmap"
 )
 
 // Surfaces is a table of decoded discovery that the clients given it
@@ -31,22 +31,17 @@ import (
 // its own goroutines and hands them over with Offer). It is safe for
 // concurrent use.
 type Surfaces struct {
+	held weakmap.Map[surfaceKey, content]
+
 	mu     sync.Mutex
-	held   map[surfaceKey]*heldSurface
-	offers map[*Client]*content // what Offer gave a client's next refresh
-	seq    uint64               // orders the held surfaces by when they were last read
+	offers map[*Client]*content  // what Offer gave a client's next refresh
+	last   weak.Pointer[content] // the surface a client read or confirmed last
 }
 
 // surfaceKey names a surface: its documents' ETags, and the form of each.
 type surfaceKey struct {
 	api, apis   string
 	core, named surface.Source
-}
-
-type heldSurface struct {
-	content weak.Pointer[content]
-	uses    int    // times a client read or confirmed it
-	last    uint64 // seq when it was last read or confirmed
 }
 
 // NewSurfaces returns an empty table.
@@ -66,21 +61,11 @@ func WithSurfaces(t *Surfaces) Option {
 }
 
 // Len is how many surfaces the table holds now.
-func (t *Surfaces) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, h := range t.held {
-		if h.content.Value() != nil {
-			n++
-		}
-	}
-	return n
-}
+func (t *Surfaces) Len() int { return t.held.Len() }
 
 // Offer makes s the surface that c's next refresh, if it is a cold start
-// (c has no snapshot), asks its server to confirm, in place of the one the
-// most clients read (the default guess). It reports whether s was offered:
+// (c has no snapshot), asks its server to confirm, in place of the one a
+// client read or confirmed last (the default guess). It reports whether s was offered:
 // a snapshot that may not be shared is not, and a nil s withdraws an offer.
 // Any refresh of c takes the offer. A fleet offers what it knows of c's
 // server (a cluster said to be like it, or one whose server answered
@@ -103,8 +88,8 @@ func (t *Surfaces) Offer(c *Client, s *Snapshot) bool {
 }
 
 // guess is the content a cold start of c is conditional on: what was
-// offered to c, or the surface the most clients read (of those that tie,
-// the one read last); nil for none.
+// offered to c, or the surface a client read or confirmed last; nil for
+// none.
 func (t *Surfaces) guess(c *Client) *content {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -112,18 +97,7 @@ func (t *Surfaces) guess(c *Client) *content {
 		delete(t.offers, c)
 		return ct
 	}
-	var best *content
-	var bestUses int
-	var bestLast uint64
-	for _, h := range t.held {
-		if h.uses < bestUses || h.uses == bestUses && h.last < bestLast {
-			continue
-		}
-		if ct := h.content.Value(); ct != nil {
-			best, bestUses, bestLast = ct, h.uses, h.last
-		}
-	}
-	return best
+	return t.last.Value()
 }
 
 // forgetOffer drops an offer c has not taken (c has a snapshot).
@@ -140,48 +114,23 @@ func (t *Surfaces) intern(ct *content) *content {
 	if !ok {
 		return ct
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if held := t.useLocked(k); held != nil {
-		return held
-	}
-	if t.held == nil {
-		t.held = map[surfaceKey]*heldSurface{}
-	}
-	t.seq++
-	t.held[k] = &heldSurface{content: weak.Make(ct), uses: 1, last: t.seq}
-	runtime.AddCleanup(ct, t.forget, k)
-	return ct
+	return t.used(t.held.Put(k, ct))
 }
 
-// lookup returns the held content of a surface, counting a use of it, or
-// nil.
+// lookup returns the held content of a surface, or nil.
 func (t *Surfaces) lookup(k surfaceKey) *content {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.useLocked(k)
+	if ct := t.held.Get(k); ct != nil {
+		return t.used(ct)
+	}
+	return nil
 }
 
-func (t *Surfaces) useLocked(k surfaceKey) *content {
-	h := t.held[k]
-	if h == nil {
-		return nil
-	}
-	ct := h.content.Value()
-	if ct != nil {
-		t.seq++
-		h.uses, h.last = h.uses+1, t.seq
-	}
+// used makes ct, which a client read or confirmed, the default guess.
+func (t *Surfaces) used(ct *content) *content {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = weak.Make(ct)
 	return ct
-}
-
-// forget drops the entry of a surface whose content is gone.
-func (t *Surfaces) forget(k surfaceKey) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if h := t.held[k]; h != nil && h.content.Value() == nil {
-		delete(t.held, k)
-	}
 }
 
 // key names c's surface; ok is false when it must not be shared: a failed

@@ -206,3 +206,25 @@ func TestLoadSendsNoRequest(t *testing.T) {
 		t.Errorf("Load sent %d requests, want none", n)
 	}
 }
+
+// TestSurfacesGuessTheSurfaceReadLast: a cold start that nothing was
+// offered to asks its server to confirm the surface a client read or
+// confirmed last, however often others were read: clients of one server
+// (package shared's) come one after another, and a fleet offers its own
+// guesses (Offer).
+func TestSurfacesGuessTheSurfaceReadLast(t *testing.T) {
+	_, baseA := docserver.Start(t, docserver.WithCRDs(20, 4))
+	b, baseB := docserver.Start(t, docserver.WithCRDs(30, 5))
+	table := discovery.NewSurfaces()
+	snapshotOfNew(t, baseA, discovery.WithSurfaces(table))
+	snapshotOfNew(t, baseA, discovery.WithSurfaces(table)) // A read twice
+	_, sb := snapshotOfNew(t, baseB, discovery.WithSurfaces(table))
+	b.ResetRequests()
+	c, s := snapshotOfNew(t, baseB, discovery.WithSurfaces(table))
+	if got := b.Statuses(); got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified {
+		t.Errorf("a cold start after a read of B: %v, want two 304s (B guessed)", got)
+	}
+	if c.Stats().SurfaceHits != 1 || s.Generation() != sb.Generation() {
+		t.Errorf("surface hits %d, generation %d (B's %d)", c.Stats().SurfaceHits, s.Generation(), sb.Generation())
+	}
+}

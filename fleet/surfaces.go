@@ -24,8 +24,8 @@ import (
 // be of the same kind); else, of the surfaces that servers of the same
 // fingerprint turned out to serve, the most read: the fingerprint is the
 // size of the server's OpenAPI v3 root (one request answered 206 with one
-// byte; see probe.go for what it cannot tell apart); else the table's
-// default, the surface the most clusters read. A wrong guess costs what no
+// byte; see probe.go for what it cannot tell apart); else (no fingerprint)
+// the surface the most cold starts of the fleet read. A wrong guess costs what no
 // guess costs: the server sends the documents. Cold starts of one
 // fingerprint wait for the first of them, so a round of cold starts over
 // many clusters reads each surface's documents about once, however many
@@ -65,7 +65,8 @@ type printed struct {
 }
 
 // maxPrinted bounds the surfaces remembered per fingerprint: servers of one
-// fingerprint serve a few surfaces at most (a patch release apart).
+// fingerprint serve a few surfaces at most (a patch release apart). Under
+// anyPrint, the least read go first, so the most read stays.
 const maxPrinted = 4
 
 func newSurfaces() *surfaces {
@@ -83,8 +84,19 @@ func (s *surfaces) prepare(ctx context.Context, c, like *discovery.Client) (tell
 		return nil, nil
 	}
 	f, err := s.fingerprint(ctx, c)
-	if err != nil || f == "" {
+	if err != nil {
 		return nil, err
+	}
+	if f == "" {
+		// No fingerprint: the surface the most cold starts of the fleet
+		// read (the table's own default is the one read last).
+		s.mu.Lock()
+		best := s.mostReadLocked(anyPrint)
+		s.mu.Unlock()
+		if best != nil {
+			s.table.Offer(c, best)
+		}
+		return func(read *discovery.Snapshot) { s.tell(anyPrint, nil, read) }, nil
 	}
 	for {
 		s.mu.Lock()
@@ -109,6 +121,38 @@ func (s *surfaces) prepare(ctx context.Context, c, like *discovery.Client) (tell
 	}
 }
 
+// anyPrint is no fingerprint: under it are the surfaces every cold start
+// turned out to serve, whatever its server's fingerprint, which a cold start
+// without one is offered.
+const anyPrint = ""
+
+// readLocked counts a read of a surface under fingerprint f.
+func (s *surfaces) readLocked(f string, read *discovery.Snapshot) {
+	seen := s.prints[f]
+	if seen == nil {
+		seen = map[uint64]*printed{}
+		s.prints[f] = seen
+	}
+	s.seq++
+	if p := seen[read.Generation()]; p != nil {
+		p.uses, p.last = p.uses+1, s.seq
+		return
+	}
+	if len(seen) >= maxPrinted {
+		// Forget the least read (of those that tie, the one read longest
+		// ago).
+		var least uint64
+		var lp *printed
+		for g, p := range seen {
+			if lp == nil || p.uses < lp.uses || p.uses == lp.uses && p.last < lp.last {
+				least, lp = g, p
+			}
+		}
+		delete(seen, least)
+	}
+	seen[read.Generation()] = &printed{snap: read, uses: 1, last: s.seq}
+}
+
 // mostReadLocked is the surface that the most cold starts of fingerprint
 // f turned out to serve; of those that tie, the one read last.
 func (s *surfaces) mostReadLocked(f string) *discovery.Snapshot {
@@ -131,28 +175,9 @@ func (s *surfaces) tell(f string, lead chan struct{}, read *discovery.Snapshot) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if read != nil && read.Err() == nil {
-		seen := s.prints[f]
-		if seen == nil {
-			seen = map[uint64]*printed{}
-			s.prints[f] = seen
-		}
-		s.seq++
-		if p := seen[read.Generation()]; p != nil {
-			p.uses, p.last = p.uses+1, s.seq
-		} else {
-			if len(seen) >= maxPrinted {
-				// Forget the least read (of those that tie, the one read
-				// longest ago).
-				var least uint64
-				var lp *printed
-				for g, p := range seen {
-					if lp == nil || p.uses < lp.uses || p.uses == lp.uses && p.last < lp.last {
-						least, lp = g, p
-					}
-				}
-				delete(seen, least)
-			}
-			seen[read.Generation()] = &printed{snap: read, uses: 1, last: s.seq}
+		s.readLocked(f, read)
+		if f != anyPrint {
+			s.readLocked(anyPrint, read)
 		}
 	}
 	if lead != nil {

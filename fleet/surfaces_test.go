@@ -153,9 +153,14 @@ func TestSurfacesShareContent(t *testing.T) {
 		t.Errorf("without Like, the fingerprint names the surface: %v, want two 304s", got)
 	}
 	// Behind a proxy that does not answer ranges there is no fingerprint:
-	// the most read surface (the first, after two more reads) is offered.
+	// the surface the most cold starts read (the first, after two more
+	// reads) is offered, not the one read last (the table's default: the
+	// second, read last here).
 	for range 2 {
 		coldStart(t, surfaces, newClient(t, baseA2, shared(surfaces), discovery.WithJSONOnly()), nil)
+	}
+	if s := coldStart(t, surfaces, newClient(t, baseB1, shared(surfaces), discovery.WithJSONOnly()), nil); s.Generation() != s3.Generation() {
+		t.Fatalf("a cold start of the second surface read another")
 	}
 	noRanges := withoutRanges(t, baseB2)
 	b2.ResetRequests()
