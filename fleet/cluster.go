@@ -32,7 +32,7 @@ type Cluster struct {
 	openapi     *openapi3.Client
 	openapiErr  error
 
-	mu       sync.Mutex // guards the failure state; never held across I/O
+	mu       sync.Mutex // guards the failure state; never held across I/O, a logger or the clock
 	failures int
 	retryAt  time.Time
 	lastErr  *ClusterError
@@ -158,6 +158,10 @@ func (c *Cluster) refresh(ctx context.Context) *ClusterError {
 		return nil // the round was cancelled: not the cluster's failure
 	}
 	o := &c.fleet.opts
+	var now time.Time
+	if err != nil {
+		now = o.clock.Now() // the user's clock: read holding no lock
+	}
 	c.mu.Lock()
 	if err == nil {
 		recovered := c.failures
@@ -169,7 +173,7 @@ func (c *Cluster) refresh(ctx context.Context) *ClusterError {
 		return nil
 	}
 	c.failures++
-	c.retryAt = o.clock.Now().Add(o.backoff(c.failures))
+	c.retryAt = now.Add(o.backoff(c.failures))
 	c.lastErr = &ClusterError{Cluster: c.id, Err: err, Last: c.disc.Current(), Failures: c.failures, RetryAt: c.retryAt}
 	cerr := c.lastErr
 	c.mu.Unlock()

@@ -183,7 +183,7 @@ type Client struct {
 	http *httpx.Client // every request goes through it
 	opts options
 
-	rootMu    sync.Mutex // guards root, rootTried and rootStale; held only to read or swap them
+	rootMu    sync.Mutex // guards root, rootTried and rootStale; held only to read or swap them (never across the clock)
 	root      map[string]string
 	rootTried time.Time // when the root was last read, or tried
 	rootStale error     // why root is the one kept on disk (WithStaleRootOnError), else nil
@@ -317,8 +317,9 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 // unavailable: see staleRoot). A failed read counts as a try, so that a
 // server that fails is asked again after the max age, not on every call.
 func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
+	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.rootMu.Lock()
-	c.rootTried = c.opts.clock.Now()
+	c.rootTried = now
 	c.rootMu.Unlock()
 	rctx, cancel := context.WithTimeoutCause(ctx, c.opts.rootTimeout, &RootTimeoutError{Timeout: c.opts.rootTimeout})
 	defer cancel()
@@ -348,8 +349,9 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 // rootOlderThan: the root was last read (or tried) at least d ago.
 func (c *Client) rootOlderThan(d time.Duration) bool {
 	c.rootMu.Lock()
-	defer c.rootMu.Unlock()
-	return c.opts.clock.Since(c.rootTried) >= d
+	tried := c.rootTried
+	c.rootMu.Unlock()
+	return c.opts.clock.Since(tried) >= d
 }
 
 // missRefresh is how often at most a path the root does not list makes the

@@ -359,6 +359,15 @@ func (s *Store) Watch(ctx context.Context, opts *metainternalversion.ListOptions
 		}
 	}
 
+	// Told after s.mu is unlocked (defers run last first): the signal is
+	// k8s.io/apiserver's, not ours, and every change and watch waits for
+	// s.mu.
+	initialized := false
+	defer func() {
+		if initialized {
+			utilflowcontrol.WatchInitialized(ctx)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := &watcher{store: s, match: match, bookmarks: opts.AllowWatchBookmarks}
@@ -400,7 +409,7 @@ func (s *Store) Watch(ctx context.Context, opts *metainternalversion.ListOptions
 	// so that with APF on, as behind the aggregator, new watches queued and
 	// got 429s: 368 of 1,000 watchers connected in 12 minutes). The
 	// watch cache signals the same as it starts sending.
-	utilflowcontrol.WatchInitialized(ctx)
+	initialized = true
 	if w.bookmarks {
 		w.ticker = s.cfg.Clock.NewTicker(s.cfg.BookmarkInterval)
 		w.done = make(chan struct{})

@@ -402,3 +402,56 @@ func TestWatchReleasesItsSeat(t *testing.T) {
 		t.Fatal("the watch is set up and API priority and fairness was not told: it holds its seat")
 	}
 }
+
+// TestStuckSignalHoldsUpNoChange pins that the store tells API priority
+// and fairness (k8s.io/apiserver's signal, not our code) holding no lock:
+// while one watch's signal is stuck, a change is stored and another watch
+// opens. Before, the signal ran under the store's lock, which both wait
+// for.
+func TestStuckSignalHoldsUpNoChange(t *testing.T) {
+	s := newStore(clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), nil)
+	s.Upsert(group("a", "v1", nil))
+	sig := stuckSignal{entered: make(chan struct{}), release: make(chan struct{})}
+	opened := make(chan error, 1)
+	go func() {
+		w, err := s.Watch(utilflowcontrol.WithInitializationSignal(context.Background(), sig), &metainternalversion.ListOptions{})
+		if err == nil {
+			w.Stop()
+		}
+		opened <- err
+	}()
+	select {
+	case <-sig.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not signal")
+	}
+	defer func() {
+		close(sig.release)
+		if err := <-opened; err != nil {
+			t.Error(err)
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Upsert(group("b", "v1", nil))
+		w, err := s.Watch(context.Background(), &metainternalversion.ListOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		w.Stop()
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a change and a new watch wait for another watch's stuck signal")
+	}
+}
+
+// stuckSignal is an initialization signal whose Signal blocks until
+// release is closed (telling entered).
+type stuckSignal struct{ entered, release chan struct{} }
+
+func (s stuckSignal) Signal() { close(s.entered); <-s.release }
+func (s stuckSignal) Wait()   { <-s.release }

@@ -76,8 +76,9 @@ func newBackend(id string, gen Generation, gitVersion string, c *content, peers 
 		b.peer = aggregated.NewPeerAggregatedDiscoveryHandler(identityLeaseName(id), b.apis, peers, "apis")
 	}
 	b.mu.Lock()
-	b.syncLocked()
+	lines := b.syncLocked()
 	b.mu.Unlock()
+	lines.to(b.logger)
 	b.handler = b.routes()
 	return b, nil
 }
@@ -142,10 +143,12 @@ func (b *Backend) hasOpenAPIPath(path string) bool {
 
 // syncLocked hands the content to the real handlers. Priorities go in
 // before the groups so that the ResourceManager lists groups and versions in
-// content order, which for the fixture is the real server's order.
-func (b *Backend) syncLocked() {
+// content order, which for the fixture is the real server's order. It
+// returns what the handlers logged, for the caller to send to b.logger
+// once it has unlocked b.mu.
+func (b *Backend) syncLocked() *logged {
 	c := b.content
-	handlerLog.logTo(b.logger, func() {
+	lines := handlerLog.collect(func() {
 		publishGroups(b.api, []apidiscoveryv2.APIGroupDiscovery{c.core})
 		publishGroups(b.apis, c.groups)
 	})
@@ -177,6 +180,7 @@ func (b *Backend) syncLocked() {
 	if b.peer != nil {
 		b.peer.InvalidateCache()
 	}
+	return lines
 }
 
 func publishGroups(rm aggregated.ResourceManager, groups []apidiscoveryv2.APIGroupDiscovery) {
@@ -200,8 +204,9 @@ func (b *Backend) mutate(fn func(c *content) error) error {
 		return err
 	}
 	b.content = next
-	b.syncLocked()
+	lines := b.syncLocked()
 	b.mu.Unlock()
+	lines.to(b.logger)
 	b.changed()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/klog/v2"
 )
@@ -36,31 +37,62 @@ var handlerLog klogRouter
 // klogRouter is klog's output for INFO (every line reaches it once: klog
 // writes a line to its severity's output and each one below it; the
 // outputs above INFO are discarded). Lines that the real handlers log
-// inside logTo go to its logger; the rest to standard error, as klog's
+// inside collect go to the logger of the Server that called it, once it
+// holds no lock (logged.to); the rest to standard error, as klog's
 // default; ERROR and FATAL lines, klog also writes to standard error
 // itself (its stderrthreshold), so they are not written twice.
 type klogRouter struct {
 	install sync.Once
-	calls   sync.Mutex                  // held by logTo, one server's call at a time
-	to      atomic.Pointer[slog.Logger] // set while logTo runs
+	calls   sync.Mutex             // held by collect, one server's call at a time
+	to      atomic.Pointer[logged] // set while collect runs
 }
 
-// logTo runs fn, a call into the real handlers, with what they log through
-// klog sent to l (nil: discarded).
-func (r *klogRouter) logTo(l *slog.Logger, fn func()) {
+// collect runs fn, a call into the real handlers, and returns what they
+// logged through klog meanwhile, for the caller to send to its logger
+// (logged.to) once it holds no lock: a logger is the user's code, and a
+// slow one must not hold up this process's other Servers (calls is
+// process-wide) nor the requests that wait for the Backend's lock.
+func (r *klogRouter) collect(fn func()) *logged {
 	r.install.Do(func() {
 		klog.LogToStderr(false)
 		klog.SetOutput(io.Discard)
 		klog.SetOutputBySeverity("INFO", r)
 	})
-	if l == nil {
-		l = slog.New(slog.DiscardHandler)
-	}
+	lines := &logged{}
 	r.calls.Lock()
 	defer r.calls.Unlock()
-	r.to.Store(l)
+	r.to.Store(lines)
 	defer r.to.Store(nil)
 	fn()
+	return lines
+}
+
+// logged is the handlers' lines of one collect call.
+type logged struct {
+	mu      sync.Mutex // klog may write from more than one goroutine
+	records []slog.Record
+}
+
+func (l *logged) add(r slog.Record) {
+	l.mu.Lock()
+	l.records = append(l.records, r)
+	l.mu.Unlock()
+}
+
+// to sends the lines to logger (nil: discarded). Call it holding no lock.
+func (l *logged) to(logger *slog.Logger) {
+	if l == nil || logger == nil {
+		return
+	}
+	l.mu.Lock()
+	records := l.records
+	l.records = nil
+	l.mu.Unlock()
+	for _, r := range records {
+		if logger.Enabled(context.Background(), r.Level) {
+			_ = logger.Handler().Handle(context.Background(), r)
+		}
+	}
 }
 
 // Write takes one line as klog formats it: "I1129 02:59:01.123456   4711
@@ -84,7 +116,9 @@ func (r *klogRouter) Write(p []byte) (int, error) {
 		case 'E', 'F':
 			level = slog.LevelError
 		}
-		l.Log(context.Background(), level, string(bytes.TrimSpace(msg)), "source", string(source))
+		rec := slog.NewRecord(time.Now(), level, string(bytes.TrimSpace(msg)), 0)
+		rec.AddAttrs(slog.String("source", string(source)))
+		l.add(rec)
 		return len(p), nil
 	}
 	if severity == 'E' || severity == 'F' {

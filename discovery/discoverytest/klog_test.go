@@ -2,11 +2,17 @@ package discoverytest_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -72,3 +78,83 @@ func TestWithLogger(t *testing.T) {
 		t.Errorf("a change's lines are not logged:\n%s", logged.String())
 	}
 }
+
+// TestSlowLoggerHoldsUpNothing pins that a Server's logger, the user's
+// code, runs under no lock: while one Server's handler is stuck on a
+// change's lines, another Server can be built and changed (klog's router
+// is process-wide) and the stuck Server answers its OpenAPI paths (which
+// read the Backend's state). Before, the handler ran under the router's
+// lock and the Backend's.
+func TestSlowLoggerHoldsUpNothing(t *testing.T) {
+	h := &stuckHandler{entered: make(chan struct{}), release: make(chan struct{})}
+	stuck, err := discoverytest.NewServer(discoverytest.WithLogger(slog.New(h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := discoverytest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.armed.Store(true)
+	changed := make(chan error, 1)
+	go func() { changed <- stuck.AddCRD(discoverytest.SyntheticCRDs(1, 1)[0]) }()
+	select {
+	case <-h.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the change logged nothing")
+	}
+	defer func() {
+		close(h.release)
+		if err := <-changed; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	within := func(what string, fn func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { defer close(done); fn() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s waits for another Server's logger", what)
+		}
+	}
+	within("NewServer", func() {
+		if _, err := discoverytest.NewServer(); err != nil {
+			t.Error(err)
+		}
+	})
+	within("a change of another Server", func() {
+		if err := other.AddCRD(discoverytest.SyntheticCRDs(1, 1)[0]); err != nil {
+			t.Error(err)
+		}
+	})
+	within("a request for an OpenAPI document", func() {
+		rec := httptest.NewRecorder()
+		stuck.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi/v3/apis/apps/v1", nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET /openapi/v3/apis/apps/v1: %d", rec.Code)
+		}
+	})
+}
+
+// stuckHandler is a slog handler that, once armed, blocks every record
+// until release is closed, telling entered of the first.
+type stuckHandler struct {
+	armed   atomic.Bool
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *stuckHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *stuckHandler) Handle(context.Context, slog.Record) error {
+	if h.armed.Load() {
+		h.once.Do(func() { close(h.entered) })
+		<-h.release
+	}
+	return nil
+}
+func (h *stuckHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *stuckHandler) WithGroup(string) slog.Handler      { return h }

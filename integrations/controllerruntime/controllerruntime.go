@@ -232,25 +232,36 @@ func (p *Provider) expose(cfg *rest.Config, w watched, m *restmapper.Mapper) {
 }
 
 // sharedCollector is p's collector, registered on first use; nil (and an
-// error the first time) when the registry refused it.
+// error the first time) when the registry refused it. The registry is
+// called holding no lock: it is not ours (a program may replace
+// crmetrics.Registry), and Start and MapperProvider wait for p.mu. Calls
+// that race each register; the registry keeps one collector, which the
+// others get back as the one already registered.
 func (p *Provider) sharedCollector() (*kprom.Collector, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.collector != nil || p.refused {
-		return p.collector, nil
+	col, refused := p.collector, p.refused
+	p.mu.Unlock()
+	if col != nil || refused {
+		return col, nil
 	}
-	col := kprom.NewCollector()
-	if err := crmetrics.Registry.Register(col); err != nil {
+	col = kprom.NewCollector()
+	err := crmetrics.Registry.Register(col)
+	if err != nil {
 		var already prom.AlreadyRegisteredError
-		shared, ok := col, false
 		if errors.As(err, &already) {
-			shared, ok = already.ExistingCollector.(*kprom.Collector)
+			col, _ = already.ExistingCollector.(*kprom.Collector)
+		} else {
+			col = nil
 		}
-		if !ok {
-			p.refused = true
-			return nil, err
-		}
-		col = shared
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.collector != nil || p.refused:
+		return p.collector, nil // another call got there first (and said so)
+	case col == nil:
+		p.refused = true
+		return nil, err
 	}
 	p.collector = col
 	return col, nil
