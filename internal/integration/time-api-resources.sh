@@ -17,4 +17,4 @@ fi
 export KUBEATLAS_KUBE_APISERVER
 cd "$here/tests"
 KUBEATLAS_BENCH_CRDS="${CRDS:-3000}" go test -count=1 -run '^$' \
-  -bench 'RealServer/cli-warm-api-resources-name' -benchtime "${ROUNDS:-20}x" -timeout 60m .
+  -bench '^BenchmarkRealServer$/cli-warm-api-resources-name' -benchtime "${ROUNDS:-20}x" -timeout 60m .
