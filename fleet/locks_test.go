@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/fleet"
+	"github.com/kubeatlas/kubeatlas/internal/stuckclock"
 )
 
 // TestStuckClockHoldsUpNoCaller pins that a cluster's failure is
@@ -20,12 +19,12 @@ import (
 // fleet's Stats answer. Before, the clock was read holding the cluster's
 // lock, which they wait for.
 func TestStuckClockHoldsUpNoCaller(t *testing.T) {
-	clk := &stuckClock{entered: make(chan struct{}), release: make(chan struct{})}
+	clk := stuckclock.New()
 	f := newFleet(t, fleet.WithClock(clk))
 	// The cluster's transport fails every request and arms the clock: the
 	// next clock read is the one that records the failure.
 	refuse := roundTripFunc(func(*http.Request) (*http.Response, error) {
-		clk.armed.Store(true)
+		clk.Arm()
 		return nil, errors.New("connection refused")
 	})
 	c, err := f.Add("down", &rest.Config{Host: "https://down.invalid", Transport: refuse})
@@ -35,12 +34,12 @@ func TestStuckClockHoldsUpNoCaller(t *testing.T) {
 	round := make(chan error, 1)
 	go func() { round <- f.Refresh(context.Background()) }()
 	select {
-	case <-clk.entered:
+	case <-clk.Entered():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the failed refresh did not read the clock")
 	}
 	defer func() {
-		close(clk.release)
+		clk.Release()
 		if err := <-round; err == nil {
 			t.Error("the round of a cluster that is down did not fail")
 		}
@@ -57,28 +56,6 @@ func TestStuckClockHoldsUpNoCaller(t *testing.T) {
 		t.Fatal("Cluster.Err and Fleet.Stats wait for a clock read the round is stuck in")
 	}
 }
-
-// stuckClock is the real clock whose first Now once armed blocks until
-// release is closed (telling entered).
-type stuckClock struct {
-	armed   atomic.Bool
-	once    sync.Once
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (c *stuckClock) Now() time.Time {
-	if c.armed.Load() {
-		first := false
-		c.once.Do(func() { first = true; close(c.entered) })
-		if first {
-			<-c.release
-		}
-	}
-	return time.Now()
-}
-
-func (c *stuckClock) Since(t time.Time) time.Duration { return time.Since(t) }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 

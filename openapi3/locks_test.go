@@ -2,12 +2,11 @@ package openapi3_test
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
+	"github.com/kubeatlas/kubeatlas/internal/stuckclock"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -19,24 +18,24 @@ import (
 // contexts.
 func TestStuckClockHoldsUpNoCaller(t *testing.T) {
 	_, base := docserver.Start(t, docserver.WithCRDs(2, 1))
-	clk := &stuckClock{entered: make(chan struct{}), release: make(chan struct{})}
+	clk := stuckclock.New()
 	c := newClient(t, base, openapi3.WithClock(clk))
 	if _, err := c.Paths(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	clk.armed.Store(true)
+	clk.Arm()
 	refreshed := make(chan error, 1)
 	go func() {
 		_, err := c.RefreshRoot(context.Background())
 		refreshed <- err
 	}()
 	select {
-	case <-clk.entered:
+	case <-clk.Entered():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the root's read did not read the clock")
 	}
 	defer func() {
-		close(clk.release)
+		clk.Release()
 		if err := <-refreshed; err != nil {
 			t.Error(err)
 		}
@@ -58,25 +57,3 @@ func TestStuckClockHoldsUpNoCaller(t *testing.T) {
 		t.Fatal("Paths and StaleRoot wait, past Paths's deadline, for a clock read another goroutine is stuck in")
 	}
 }
-
-// stuckClock is the real clock whose first Now once armed blocks until
-// release is closed (telling entered); Since never blocks.
-type stuckClock struct {
-	armed   atomic.Bool
-	once    sync.Once
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (c *stuckClock) Now() time.Time {
-	if c.armed.Load() {
-		first := false
-		c.once.Do(func() { first = true; close(c.entered) })
-		if first {
-			<-c.release
-		}
-	}
-	return time.Now()
-}
-
-func (c *stuckClock) Since(t time.Time) time.Duration { return time.Since(t) }

@@ -99,8 +99,13 @@ func TestDependencies(t *testing.T) {
 // path element) a program that imports only discovery links, discovery
 // itself included: 110, down from 131 when Watch was a method of Client
 // and linked client-go's informers, dynamic and metadata clients, which now
-// only discovery/watch's users link.
-const maxDiscoveryDeps = 110
+// only discovery/watch's users link; 111 since discovery.Surfaces holds its
+// surfaces in internal/weakmap (ours, 50 lines, importing only the
+// standard library), as openapi3.Documents and restmapper.Indexes do,
+// instead of a copy of it. Of the 111, 6 are kubeatlas's own and 105 come
+// from other modules, all but one (k8s.io/api/apidiscovery/v2) through
+// k8s.io/client-go/rest, which New(*rest.Config) needs.
+const maxDiscoveryDeps = 111
 
 func TestDiscoveryLinksLittle(t *testing.T) {
 	var nonStandard []string
