@@ -579,7 +579,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// ETag, so If-None-Match never matches the root.
 		r = r.Clone(r.Context())
 		r.Header.Del("If-None-Match")
-		s.openapi.HandleDiscovery(rootWriter{rec}, r)
+		s.openapi.HandleDiscovery(RootWriter{rec}, r)
 	case strings.HasPrefix(r.URL.Path, "/openapi/v3/"):
 		s.openapi.HandleGroupVersion(rec, r)
 	case r.URL.Path == "/version":
@@ -710,11 +710,12 @@ func serveDiscovery(w http.ResponseWriter, r *http.Request, d document) {
 	_, _ = w.Write(body)
 }
 
-// rootWriter drops handler3's ETag on the root and labels it as the
-// aggregator does.
-type rootWriter struct{ http.ResponseWriter }
+// RootWriter drops handler3's ETag on the OpenAPI v3 root and labels it
+// text/plain, as kube-apiserver's aggregator serves it: a fake that serves
+// the root through kube-openapi's handler3 writes through it.
+type RootWriter struct{ http.ResponseWriter }
 
-func (w rootWriter) WriteHeader(code int) {
+func (w RootWriter) WriteHeader(code int) {
 	w.Header().Del("Etag")
 	if w.Header().Get("Content-Type") == "application/json" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -722,7 +723,7 @@ func (w rootWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w rootWriter) Write(b []byte) (int, error) {
+func (w RootWriter) Write(b []byte) (int, error) {
 	if w.Header().Get("Etag") != "" {
 		w.WriteHeader(http.StatusOK)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
 
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
 
@@ -95,7 +96,7 @@ func newServer(t testing.TB) *server {
 			// As a kube-apiserver (its aggregator) serves the root: no
 			// ETag, so no cache keeps it.
 			r.Header.Del("If-None-Match")
-			s.svc.HandleDiscovery(rootWriter{w}, r)
+			s.svc.HandleDiscovery(docserver.RootWriter{ResponseWriter: w}, r)
 		case strings.HasPrefix(r.URL.Path, "/openapi/v3/"):
 			s.svc.HandleGroupVersion(w, r)
 		default:
@@ -252,23 +253,4 @@ func crdDocument(t testing.TB, apps map[string]any, revision string) map[string]
 		"paths":      map[string]any{},
 		"components": map[string]any{"schemas": schemas},
 	}
-}
-
-// rootWriter drops handler3's ETag on the root and labels it as the
-// aggregator does (internal/docserver's).
-type rootWriter struct{ http.ResponseWriter }
-
-func (w rootWriter) WriteHeader(code int) {
-	w.Header().Del("Etag")
-	if w.Header().Get("Content-Type") == "application/json" {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w rootWriter) Write(b []byte) (int, error) {
-	if w.Header().Get("Etag") != "" {
-		w.WriteHeader(http.StatusOK)
-	}
-	return w.ResponseWriter.Write(b)
 }
