@@ -85,7 +85,8 @@ const scansBeforeIndex = 8
 // scansBeforeIndex counted by n. Once they are spent, n is only read, so
 // that parallel lookups do not contend on it.
 func scanning(n *atomic.Int32) bool {
-	return n.Load() < scansBeforeIndex && n.Add(1) <= scansBeforeIndex
+	_, ok := scanSlot(n)
+	return ok
 }
 
 // scanSlot is scanning that also says which of the scans this is, from 0.
