@@ -86,7 +86,8 @@ func (h *viewHistory) see(c *content) *content {
 }
 
 // observe takes a refresh's snapshot s (prev is the client's snapshot
-// before it) and returns what the client serves: s, or the union of the
+// before it: a first read, which has nothing to differ from, is not
+// observed) and returns what the client serves: s, or the union of the
 // views of disagreeing servers. Refreshes run one at a time, and so does
 // observe.
 func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
@@ -100,7 +101,7 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		return s
 	}
 	if h == nil {
-		if prev == nil || viewKey(prev.etagView()) == k {
+		if viewKey(prev.etagView()) == k {
 			return s
 		}
 		// A change, or another server: ask again on new connections.
