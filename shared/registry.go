@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/watch"
+	"github.com/kubeatlas/kubeatlas/internal/httpx"
 	"github.com/kubeatlas/kubeatlas/internal/optset"
 	"github.com/kubeatlas/kubeatlas/openapi3"
 	"github.com/kubeatlas/kubeatlas/restmapper"
@@ -293,17 +294,13 @@ func (r *Registry) dropServerLocked(k serverKey, s *server, shareable bool) {
 // client-go builds them for cfg), discovery over it, sharing the server's
 // tables.
 func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, error) {
-	cfg = rest.CopyConfig(cfg)
 	if cfg.UserAgent == "" {
 		// What client-go's clientsets and controller-runtime's client
 		// send: the HTTP client is handed to them.
+		cfg = rest.CopyConfig(cfg)
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("shared: %w", err)
-	}
-	base, _, err := rest.DefaultServerUrlFor(cfg)
+	cfg, hc, base, err := httpx.FromConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
