@@ -324,3 +324,20 @@ func testValue(t *testing.T, typ reflect.Type, n int) reflect.Value {
 	t.Fatalf("no test value for %v: add one", typ)
 	return reflect.Value{}
 }
+
+// BenchmarkKey is the key of a config as a kubeconfig with an exec
+// plugin makes it, which every Acquire computes:
+//
+//	go test -run '^$' -bench Key -benchmem ./shared/
+func BenchmarkKey(b *testing.B) {
+	cfg := &rest.Config{Host: "https://api.example:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte(strings.Repeat("c", 1200))},
+		ExecProvider: &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token", "--cluster-name", "prod"},
+			Env: []clientcmdapi.ExecEnvVar{{Name: "AWS_PROFILE", Value: "prod"}}, APIVersion: "client.authentication.k8s.io/v1beta1",
+			InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode},
+		QPS: 20, Burst: 30, UserAgent: "controller/v1"}
+	for b.Loop() {
+		if _, ok, err := keyFor(cfg); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
