@@ -15,24 +15,43 @@
 //
 // # The key
 //
-// Two configs share one client when they reach the same server as the
-// same identity. The same server is the same URL (scheme, host and path
-// prefix, as rest.DefaultServerUrlFor makes it), the same TLS trust (the
-// CA's bytes, CAData or CAFile's contents; Insecure; ServerName;
-// NextProtos) and the same proxy (the URL cfg.Proxy picks for the
-// server's URL). The same identity is the same bearer token and token
-// file (by path: client-go rereads it), username and password, client
-// certificate and key (data, or files by path: a rotated file is the same
-// identity), exec plugin (command, arguments, environment, API version,
-// cluster info and its extension), auth provider (name and config) and
+// Two configs share one client when every field of rest.Config that
+// changes what the HTTP client sends, or where, is the same in both. The
+// same server is the same URL (scheme, host and path prefix, as
+// rest.DefaultServerUrlFor makes it) and the same TLS trust (the CA's
+// bytes, CAData or CAFile's contents; Insecure; ServerName; NextProtos).
+// The same identity is the same bearer token and token file (by path:
+// client-go rereads it), username and password, client certificate and
+// key (data, or files by path: a rotated file is the same identity), CA
+// file (by path as well: client-go rereads it, so a CA file is not the
+// same client as its bytes given as CAData), exec plugin (every field of
+// its ExecConfig, as client-go's own cache of exec authenticators keys:
+// command, arguments, environment, API version, cluster info and
+// extension, interactive mode, standard input, and its PluginPolicy, which
+// decides whether it runs at all), auth provider (name and config) and
 // impersonation (user, UID, groups, extras); the HTTP client's settings
 // (user agent, timeout, compression) are part of it, since the HTTP
-// client is handed to its users. A config with what can only be
-// compared by identity is keyed by that identity (a Transport or an
-// AuthConfigPersister that is a pointer); one with a Dial or
-// WrapTransport function, which cannot be compared at all, gets a client
-// of its own that nothing shares. Keys are SHA-256 sums: the registry's
-// maps hold no credential.
+// client is handed to its users. A Transport or an AuthConfigPersister
+// that is a pointer is keyed by that pointer.
+//
+// A config with what cannot be compared gets a client of its own that
+// nothing shares: a Dial or WrapTransport function, a Proxy function
+// other than http.ProxyFromEnvironment (rest's default: a function may
+// pick a proxy by anything in a request, its path included, so the one it
+// picks for the server's URL says nothing of another request's, and
+// client-go's transport cache does not share it either), a Transport or
+// persister that is not a pointer, an exec extension that does not
+// encode, and any field of rest.Config (or of its TLS, exec, auth
+// provider and impersonation structs) that the key does not list, such
+// as one a later client-go adds: the key fails closed. QPS, Burst,
+// RateLimiter, the warning handlers, APIPath and the content settings
+// are not part of the key: they are a RESTClient's, and change nothing
+// the HTTP client sends (the shared discovery client's Config and
+// Connection are a copy of the first config's, with its values of
+// these). key.go lists every field and what the key does
+// with it, and a test walks rest.Config by reflection so that a field
+// client-go adds fails it until it is listed. Keys are SHA-256 sums: the
+// registry's maps hold no credential.
 //
 // # What is shared, and what never is
 //

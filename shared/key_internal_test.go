@@ -2,15 +2,22 @@ package shared
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // The key: what makes the same server, what makes the same identity, and
@@ -38,13 +45,16 @@ func TestKey(t *testing.T) {
 		shareable              bool
 	}{
 		{"a copy", func(*rest.Config) {}, true, true, true},
-		{"the CA as a file of the same bytes", func(c *rest.Config) { c.CAData, c.CAFile = nil, caA }, true, true, true},
+		// client-go rereads a CA file (ClientsAllowCARotation), never
+		// CAData: the same server, not the same client.
+		{"the CA as a file of the same bytes", func(c *rest.Config) { c.CAData, c.CAFile = nil, caA }, true, false, true},
 		{"another CA file", func(c *rest.Config) { c.CAData, c.CAFile = nil, caB }, false, false, true},
 		{"another path prefix", func(c *rest.Config) { c.Host += "/k8s/clusters/c1" }, false, false, true},
 		{"another host", func(c *rest.Config) { c.Host = "https://api2.example:6443" }, false, false, true},
 		{"insecure", func(c *rest.Config) { c.Insecure, c.CAData = true, nil }, false, false, true},
 		{"a server name", func(c *rest.Config) { c.ServerName = "kubernetes" }, false, false, true},
-		{"a proxy", func(c *rest.Config) { c.Proxy = proxyTo("http://proxy:3128") }, false, false, true},
+		{"a proxy", func(c *rest.Config) { c.Proxy = proxyTo("http://proxy:3128") }, true, false, false},
+		{"the environment's proxy, rest's default", func(c *rest.Config) { c.Proxy = http.ProxyFromEnvironment }, true, true, true},
 		{"another token", func(c *rest.Config) { c.BearerToken = "t2" }, true, false, true},
 		{"a token file", func(c *rest.Config) { c.BearerToken, c.BearerTokenFile = "", "/var/run/token" }, true, false, true},
 		{"a client certificate", func(c *rest.Config) { c.CertData, c.KeyData = []byte("cert"), []byte("key") }, true, false, true},
@@ -64,6 +74,10 @@ func TestKey(t *testing.T) {
 		{"a transport (a pointer)", func(c *rest.Config) { c.Transport = transport }, false, false, true},
 		{"a dial function", func(c *rest.Config) {
 			c.Dial = func(ctx context.Context, n, a string) (net.Conn, error) { return nil, nil }
+		}, true, false, false},
+		{"a transport that is not a pointer", func(c *rest.Config) { c.Transport = roundTripFunc(nil) }, true, false, false},
+		{"an exec extension that does not encode", func(c *rest.Config) {
+			c.ExecProvider = &clientcmdapi.ExecConfig{Command: "get-token", Config: &runtime.Unknown{Raw: []byte("{")}}
 		}, true, false, false},
 		{"a transport wrapper", func(c *rest.Config) { c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return rt } }, true, false, false},
 	} {
@@ -99,5 +113,231 @@ func TestKey(t *testing.T) {
 	k2, _, _ := keyFor(c2)
 	if k1 != k2 {
 		t.Error("two configs with one transport have two keys")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Every field of rest.Config, down to the fields of its structs, is
+// listed by configField, and is what it is listed as: a field client-go
+// adds fails this test until it is keyed, keyed by identity, or ignored
+// with a reason. Each field is set to two values in two otherwise equal
+// configs: keyed fields give two keys, ignored ones one, identity fields
+// one for the same pointer and two for two, functions no key at all.
+func TestConfigFields(t *testing.T) {
+	var leaves []string
+	var walk func(typ reflect.Type, prefix string)
+	walk = func(typ reflect.Type, prefix string) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			path := prefix + f.Name
+			switch configField(path) {
+			case nestedField:
+				ft := f.Type
+				for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+					ft = ft.Elem()
+				}
+				if ft.Kind() != reflect.Struct {
+					t.Errorf("%s (%v) is listed as nested, but holds no struct", path, f.Type)
+					continue
+				}
+				walk(ft, path+".")
+			case unknownField:
+				t.Errorf("rest.Config's %s (%v) is not listed in configField: key it, key it by identity, or say why it is ignored", path, f.Type)
+			default:
+				leaves = append(leaves, path)
+			}
+		}
+	}
+	walk(reflect.TypeFor[rest.Config](), "")
+	if len(leaves) < 40 {
+		t.Fatalf("only %d fields found: %v", len(leaves), leaves)
+	}
+
+	base := func() *rest.Config {
+		return &rest.Config{Host: "https://api.example:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}
+	}
+	for _, path := range leaves {
+		t.Run(path, func(t *testing.T) {
+			c1, c2 := base(), base()
+			v1 := setField(t, c1, path, 1)
+			setField(t, c2, path, 2)
+			k1, ok1, err1 := keyFor(c1)
+			k2, ok2, err2 := keyFor(c2)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			switch use := configField(path); use {
+			case uncomparableField:
+				if ok1 || ok2 {
+					t.Errorf("a config that sets %s is shared", path)
+				}
+			case keyedField:
+				if !ok1 || !ok2 || k1 == k2 {
+					t.Errorf("two values of %s: shareable %v, %v; one key %v", path, ok1, ok2, k1 == k2)
+				}
+			case ignoredField:
+				if !ok1 || !ok2 || k1 != k2 {
+					t.Errorf("two values of ignored %s: shareable %v, %v; one key %v", path, ok1, ok2, k1 == k2)
+				}
+			case identityField:
+				c3 := base()
+				setFieldTo(t, c3, path, v1)
+				k3, ok3, _ := keyFor(c3)
+				if !ok1 || !ok2 || !ok3 || k1 == k2 || k1 != k3 {
+					t.Errorf("%s: two pointers give one key %v, one pointer two keys %v (shareable %v, %v, %v)", path, k1 == k2, k1 != k3, ok1, ok2, ok3)
+				}
+			default:
+				t.Fatalf("%s: use %d", path, use)
+			}
+		})
+	}
+}
+
+// A field that configField does not know (one client-go adds) makes a
+// config that sets it unshareable: the key fails closed.
+func TestUnknownFieldIsNotShared(t *testing.T) {
+	type future struct {
+		Host            string
+		TLSClientConfig rest.TLSClientConfig
+		NewSecret       string
+	}
+	if !keyableStruct(reflect.ValueOf(future{Host: "h", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}), "") {
+		t.Error("a config that sets only listed fields is not keyable")
+	}
+	if keyableStruct(reflect.ValueOf(future{Host: "h", NewSecret: "s"}), "") {
+		t.Error("a config that sets an unlisted field is keyable")
+	}
+	type futureTLS struct {
+		TLSClientConfig struct{ Insecure, NewTrust bool }
+	}
+	var f futureTLS
+	f.TLSClientConfig.NewTrust = true
+	if keyableStruct(reflect.ValueOf(f), "") {
+		t.Error("a config that sets an unlisted nested field is keyable")
+	}
+}
+
+// setField sets the field of cfg at path (configField's form) to its
+// n-th test value, allocating the structs and the one slice element on
+// the way, and returns the value.
+func setField(t *testing.T, cfg *rest.Config, path string, n int) reflect.Value {
+	t.Helper()
+	f := fieldAt(cfg, path)
+	v := testValue(t, f.Type(), n)
+	f.Set(v)
+	return v
+}
+
+func setFieldTo(t *testing.T, cfg *rest.Config, path string, v reflect.Value) {
+	t.Helper()
+	fieldAt(cfg, path).Set(v)
+}
+
+func fieldAt(cfg *rest.Config, path string) reflect.Value {
+	v := reflect.ValueOf(cfg).Elem()
+	segs := strings.Split(path, ".")
+	for _, seg := range segs[:len(segs)-1] {
+		f := v.FieldByName(seg)
+		switch f.Kind() {
+		case reflect.Pointer:
+			if f.IsNil() {
+				f.Set(reflect.New(f.Type().Elem()))
+			}
+			v = f.Elem()
+		case reflect.Slice:
+			if f.Len() == 0 {
+				f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+			}
+			v = f.Index(0)
+		default:
+			v = f
+		}
+	}
+	return v.FieldByName(segs[len(segs)-1])
+}
+
+// persister is an AuthConfigPersister; its field keeps two of them at
+// two addresses.
+type persister struct{ n int }
+
+func (*persister) Persist(map[string]string) error { return nil }
+
+// warnings is a WarningHandler of either kind.
+type warnings struct{ n int }
+
+func (*warnings) HandleWarningHeader(int, string, string)                             {}
+func (*warnings) HandleWarningHeaderWithContext(context.Context, int, string, string) {}
+
+// testValue is a value of typ, different for each n (pointers are new at
+// each call).
+func testValue(t *testing.T, typ reflect.Type, n int) reflect.Value {
+	t.Helper()
+	switch typ {
+	case reflect.TypeFor[http.RoundTripper]():
+		return reflect.ValueOf(&http.Transport{MaxIdleConns: n}).Convert(typ)
+	case reflect.TypeFor[rest.AuthProviderConfigPersister]():
+		return reflect.ValueOf(&persister{n: n}).Convert(typ)
+	case reflect.TypeFor[flowcontrol.RateLimiter]():
+		return reflect.ValueOf(flowcontrol.NewTokenBucketRateLimiter(float32(n), n))
+	case reflect.TypeFor[rest.WarningHandler](), reflect.TypeFor[rest.WarningHandlerWithContext]():
+		return reflect.ValueOf(&warnings{n: n}).Convert(typ)
+	case reflect.TypeFor[runtime.NegotiatedSerializer]():
+		if n == 1 {
+			return reflect.ValueOf(serializer.NewCodecFactory(runtime.NewScheme())).Convert(typ)
+		}
+		return reflect.ValueOf(serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()).Convert(typ)
+	case reflect.TypeFor[runtime.Object]():
+		return reflect.ValueOf(&runtime.Unknown{Raw: fmt.Appendf(nil, `{"audience":"a%d"}`, n)}).Convert(typ)
+	case reflect.TypeFor[*schema.GroupVersion]():
+		return reflect.ValueOf(&schema.GroupVersion{Group: fmt.Sprint("g", n), Version: "v1"})
+	}
+	switch typ.Kind() {
+	case reflect.String:
+		return reflect.ValueOf(fmt.Sprint("value", n)).Convert(typ)
+	case reflect.Bool:
+		return reflect.ValueOf(n%2 == 1)
+	case reflect.Int, reflect.Int64, reflect.Float32:
+		return reflect.ValueOf(n).Convert(typ)
+	case reflect.Slice:
+		switch typ.Elem().Kind() {
+		case reflect.Uint8:
+			return reflect.ValueOf(fmt.Appendf(nil, "value%d", n)).Convert(typ)
+		case reflect.String:
+			return reflect.ValueOf([]string{fmt.Sprint("value", n)}).Convert(typ)
+		}
+	case reflect.Map:
+		m := reflect.MakeMap(typ)
+		m.SetMapIndex(reflect.ValueOf("key"), testValue(t, typ.Elem(), n))
+		return m
+	case reflect.Func:
+		return reflect.MakeFunc(typ, func([]reflect.Value) []reflect.Value {
+			out := make([]reflect.Value, typ.NumOut())
+			for i := range out {
+				out[i] = reflect.Zero(typ.Out(i))
+			}
+			return out
+		})
+	}
+	t.Fatalf("no test value for %v: add one", typ)
+	return reflect.Value{}
+}
+
+// BenchmarkKey is the key of a config as a kubeconfig with an exec
+// plugin makes it, which every Acquire computes:
+//
+//	go test -run '^$' -bench Key -benchmem ./shared/
+func BenchmarkKey(b *testing.B) {
+	cfg := &rest.Config{Host: "https://api.example:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte(strings.Repeat("c", 1200))},
+		ExecProvider: &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token", "--cluster-name", "prod"},
+			Env: []clientcmdapi.ExecEnvVar{{Name: "AWS_PROFILE", Value: "prod"}}, APIVersion: "client.authentication.k8s.io/v1beta1",
+			InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode},
+		QPS: 20, Burst: 30, UserAgent: "controller/v1"}
+	for b.Loop() {
+		if _, ok, err := keyFor(cfg); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
 	}
 }

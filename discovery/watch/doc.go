@@ -25,6 +25,8 @@
 //
 // # Files
 //
+//   - bound.go: what each informer may hold (10,000 objects, 32 MiB), each
+//     object slimmed as its list or watch event arrives.
 //   - follow.go: when Run follows the client (discovery.Client.Follow):
 //     its watches open and synced, its last refresh successful.
 //   - watch.go: [Run], [Watcher] and their options, its [Stats], the informers on CRDs and

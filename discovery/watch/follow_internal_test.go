@@ -107,7 +107,7 @@ func TestBoundedWatchIsLive(t *testing.T) {
 	}
 	count := func() (int, int) { mu.Lock(); defer mu.Unlock(); return lives, ends }
 	in := apiwatch.NewFake()
-	w := newObjectBound().watch(in, true, live)
+	w := newObjectBound(slimCRD).watch(in, true, live)
 	go func() {
 		in.Add(crdMeta(0))
 		in.Action(apiwatch.Bookmark, &metav1.PartialObjectMetadata{})
@@ -131,7 +131,7 @@ func TestBoundedWatchIsLive(t *testing.T) {
 	}
 
 	in = apiwatch.NewFake()
-	w = newObjectBound().watch(in, false, live)
+	w = newObjectBound(slimCRD).watch(in, false, live)
 	go in.Add(crdMeta(0))
 	<-w.ResultChan()
 	if l, e := count(); l != 2 || e != 1 {

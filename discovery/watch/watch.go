@@ -43,8 +43,10 @@ import (
 // each, and discovery depends only on what its metadata shows: creation,
 // deletion, and spec changes (metadata.generation). Status-only updates and
 // label edits keep the generation and cost no discovery request. APIServices
-// are few and small; they are watched whole (JSON), because their
-// availability, which turns a group-version Stale, is in their status.
+// are watched whole (JSON), because their availability, which turns a
+// group-version Stale, is in their status; each is slimmed as it arrives to
+// what decides discovery (slimAPIService): a server may make one large (its
+// caBundle, or fields it adds), and what is kept holds none of that.
 
 // Defaults of the options.
 const (
@@ -217,9 +219,13 @@ func WithServedAPI(use bool) Option {
 // watch that stays open 10s; refreshes asked for by events are at most 5
 // at once, then one a second, however many events come; it keeps at
 // most one expectation per CRD, 256 in all; and each informer holds at
-// most 10,000 objects (a list of more is refused, a watch that would hold
-// more ends, both backed off), so a server that streams distinct objects
-// cannot grow its memory.
+// most 10,000 objects, and 32 MiB of them (each slimmed, as it arrives, to
+// what decides discovery, and its size estimated: a CRD's name,
+// generation and deletion; an APIService's group, version, service,
+// priorities and availability, not its caBundle; the served API's names):
+// a list over either is refused, a watch that would hold more ends, both
+// backed off, so a server that streams distinct objects, or makes them
+// large, cannot grow its memory.
 //
 // Where the credentials may not list or watch CRDs or APIServices (403), it
 // logs so (WithLogger), reports it in Stats.Forbidden, and polls every
@@ -470,8 +476,8 @@ func (w *watcher) run(ctx context.Context) error {
 		return err
 	}
 	f := newFollower(w.c)
-	crds := informerFor(mc.Resource(crdResource), mc, &metav1.PartialObjectMetadata{}, crdResource, newPacer(), f.stream())
-	apiServices := informerFor(dc.Resource(apiServiceResource), dc, &unstructured.Unstructured{}, apiServiceResource, newPacer(), f.stream())
+	crds := informerFor(mc.Resource(crdResource), mc, &metav1.PartialObjectMetadata{}, crdResource, slimCRD, newPacer(), f.stream())
+	apiServices := informerFor(dc.Resource(apiServiceResource), dc, &unstructured.Unstructured{}, apiServiceResource, slimAPIService, newPacer(), f.stream())
 	_, _ = crds.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, initial bool) { w.crdEvent(nil, obj, initial) },
 		UpdateFunc: func(old, obj any) { w.crdEvent(old, obj, false) },
@@ -537,7 +543,7 @@ func (w *watcher) watchServed(ctx context.Context, dc dynamic.Interface) error {
 		}
 	}
 	f := newFollower(w.c)
-	groups := informerFor(dc.Resource(servedAPIGroups), dc, &unstructured.Unstructured{}, servedAPIGroups, p, f.stream())
+	groups := informerFor(dc.Resource(servedAPIGroups), dc, &unstructured.Unstructured{}, servedAPIGroups, slimServed, p, f.stream())
 	event := func(initial bool) {
 		w.stats.events.Add(1)
 		if !initial {
@@ -561,7 +567,6 @@ func (w *watcher) runInformers(ctx context.Context, f *follower, unavailable <-c
 	forbidden := make(chan struct{})
 	var forbiddenOnce sync.Once
 	for _, inf := range infs {
-		_ = inf.SetTransform(slim)
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 			if apierrors.IsForbidden(err) {
 				forbiddenOnce.Do(func() { close(forbidden) })
@@ -823,7 +828,7 @@ func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
 	}
 	if o, ok := old.(*unstructured.Unstructured); ok {
 		if n, ok := obj.(*unstructured.Unstructured); ok &&
-			reflect.DeepEqual(o.Object["spec"], n.Object["spec"]) && o.Object["available"] == n.Object["available"] {
+			reflect.DeepEqual(o.Object["spec"], n.Object["spec"]) && available(o) == available(n) {
 			return // neither the spec nor availability changed (labels, messages, ...)
 		}
 	}
@@ -839,8 +844,8 @@ func (w *watcher) apiServiceEvent(old, obj any, initial bool) {
 func informerFor[T runtime.Object](r interface {
 	List(context.Context, metav1.ListOptions) (T, error)
 	Watch(context.Context, metav1.ListOptions) (apiwatch.Interface, error)
-}, client any, example runtime.Object, gvr schema.GroupVersionResource, p *pacer, s *stream) cache.SharedIndexInformer {
-	bound := newObjectBound() // the informer's memory (see maxObjects)
+}, client any, example runtime.Object, gvr schema.GroupVersionResource, slim func(runtime.Object) runtime.Object, p *pacer, s *stream) cache.SharedIndexInformer {
+	bound := newObjectBound(slim) // the informer's memory (see maxObjects, maxBytes)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			if err := p.wait(ctx); err != nil {
@@ -871,8 +876,17 @@ func informerFor[T runtime.Object](r interface {
 			return p.watching(bound.watch(wi, o.SendInitialEvents != nil && *o.SendInitialEvents, s.opened)), nil
 		},
 	}
-	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
+	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), example,
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
+	// What reaches the store is slim already (lists and watches are
+	// slimmed as they arrive); slim again, at no cost, as a fixed point.
+	_ = inf.SetTransform(func(o any) (any, error) {
+		if r, ok := o.(runtime.Object); ok {
+			return slim(r), nil
+		}
+		return o, nil
+	})
+	return inf
 }
 
 // notRetried is an error of a watch-list request (the watch that streams
@@ -889,32 +903,102 @@ type notRetried struct{ err error }
 
 func (e notRetried) Error() string { return e.err.Error() }
 
-// slim keeps of an object what decides discovery, so that the informers'
-// stores stay small: a CRD's name, generation and deletion; an
-// APIService's spec and Available condition.
-func slim(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *metav1.PartialObjectMetadata:
-		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-			Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion, Generation: o.Generation, DeletionTimestamp: o.DeletionTimestamp,
-		}}, nil
-	case *unstructured.Unstructured:
-		spec, _, _ := unstructured.NestedMap(o.Object, "spec")
-		delete(spec, "caBundle")
-		available := ""
-		conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
-		for _, c := range conditions {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Available" {
-				available, _ = m["status"].(string)
+// slimCRD keeps of a CRD's metadata what decides discovery (its name,
+// generation and deletion) and what the reflector needs (its apiVersion,
+// kind, UID and resourceVersion), so that the informers' stores stay
+// small. Each slim function passes other objects (a Status) as they are,
+// and its result is its own fixed point.
+func slimCRD(obj runtime.Object) runtime.Object {
+	o, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion, Generation: o.Generation, DeletionTimestamp: o.DeletionTimestamp,
+	}}
+}
+
+// apiServiceSpec is what slimAPIService keeps of an APIService's spec:
+// the group-version it serves, the service it points to (which moves it,
+// as none makes it local), and the priorities that order discovery. Its
+// caBundle (as long as a server makes it), insecureSkipTLSVerify and
+// anything else are dropped: whether the service can be reached shows in
+// the Available condition.
+var apiServiceSpec = []string{"group", "version", "groupPriorityMinimum", "versionPriority"}
+
+// slimAPIService keeps of an APIService what decides discovery: its
+// apiVersion, kind, name, UID and resourceVersion, the scalars of its
+// spec that apiServiceSpec names and of its service reference (namespace,
+// name, port), and the status of its Available condition.
+func slimAPIService(obj runtime.Object) runtime.Object {
+	o, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj
+	}
+	out := slimServed(o).(*unstructured.Unstructured)
+	spec := map[string]any{}
+	in, _ := o.Object["spec"].(map[string]any)
+	for _, k := range apiServiceSpec {
+		if v, ok := scalar(in[k]); ok {
+			spec[k] = v
+		}
+	}
+	if s, ok := in["service"].(map[string]any); ok {
+		svc := map[string]any{}
+		for _, k := range []string{"namespace", "name", "port"} {
+			if v, ok := scalar(s[k]); ok {
+				svc[k] = v
 			}
 		}
-		out := &unstructured.Unstructured{Object: map[string]any{"spec": spec, "available": available}}
-		out.SetName(o.GetName())
-		out.SetUID(o.GetUID())
-		out.SetResourceVersion(o.GetResourceVersion())
-		return out, nil
+		spec["service"] = svc
 	}
-	return obj, nil
+	out.Object["spec"] = spec
+	if a := available(o); a != "" {
+		out.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": a}}}
+	}
+	return out
+}
+
+// slimServed keeps of an object of the served discovery API its apiVersion,
+// kind, name, UID and resourceVersion: any event of it asks for a refresh,
+// whatever it holds.
+func slimServed(obj runtime.Object) runtime.Object {
+	o, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj
+	}
+	out := &unstructured.Unstructured{Object: map[string]any{}}
+	out.SetAPIVersion(o.GetAPIVersion())
+	out.SetKind(o.GetKind())
+	out.SetName(o.GetName())
+	out.SetUID(o.GetUID())
+	out.SetResourceVersion(o.GetResourceVersion())
+	return out
+}
+
+// scalar is v if it is a string, number or bool.
+func scalar(v any) (any, bool) {
+	switch v.(type) {
+	case string, int64, float64, bool:
+		return v, true
+	}
+	return nil, false
+}
+
+// available is the status of an APIService's Available condition ("True",
+// "False", "Unknown"), or "" without one.
+func available(o *unstructured.Unstructured) string {
+	// Read in place: unstructured.NestedSlice copies the conditions,
+	// which an unslimmed APIService's server may make long.
+	st, _ := o.Object["status"].(map[string]any)
+	conditions, _ := st["conditions"].([]any)
+	status := ""
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Available" {
+			status, _ = m["status"].(string)
+		}
+	}
+	return status
 }
 
 // pacer spaces one informer's lists and watches after failures (see

@@ -38,11 +38,7 @@ func TestAPIServiceChurnCostsNothing(t *testing.T) {
 		u.SetName("v1beta1.metrics.k8s.io")
 		u.SetResourceVersion(rv)
 		u.SetLabels(labels)
-		out, err := slim(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return slimAPIService(u)
 	}
 	w.apiServiceEvent(apiService("1", "True", "", nil), apiService("2", "True", "all checks passed", map[string]string{"team": "a"}), false)
 	if n := w.stats.triggers.Load(); n != 0 {
@@ -68,11 +64,7 @@ func TestCRDChurnCostsNothing(t *testing.T) {
 			now := metav1.Now()
 			m.DeletionTimestamp = &now
 		}
-		out, err := slim(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return slimCRD(m)
 	}
 	step := func(what string, want int64, event func()) {
 		t.Helper()
