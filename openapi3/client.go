@@ -120,9 +120,11 @@ type Option func(*options) error
 // at an unchanged ?hash= URL costs no request at all. A store other than a
 // *diskcache.Cache (Redis, a fleet's) may be written by others: the root,
 // which names the documents' hashes, is never answered from it without
-// the server (the root is read, or its entry confirmed by a 304), and a
-// JSON document read back from it is checked against its ?hash= (Document,
-// Raw). A nil c, or a nil *diskcache.Cache, is no cache. Default: no disk
+// the server (the root is read, or its entry confirmed by a 304), a JSON
+// document read back from it is checked against its ?hash= (Document,
+// Raw), and what nothing can check (a protobuf document, a hash of another
+// form than kube-openapi's) is neither read from it nor written to it.
+// A nil c, or a nil *diskcache.Cache, is no cache. Default: no disk
 // cache.
 func WithDiskCache(c diskcache.Store) Option {
 	return named("WithDiskCache", func(o *options) error {
@@ -330,9 +332,7 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Unlock()
 	rctx, cancel := context.WithTimeoutCause(ctx, c.opts.rootTimeout, &RootTimeoutError{Timeout: c.opts.rootTimeout})
 	defer cancel()
-	// The root says which ?hash= each document has: from a store others
-	// may write, it is what the server confirms, or not at all.
-	body, _, err := c.get(rctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json", Revalidate: c.sharedDisk})
+	body, _, err := c.get(rctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json"})
 	if err != nil {
 		if cause := context.Cause(rctx); ctx.Err() == nil && cause != nil && !errors.As(err, new(*RootTimeoutError)) {
 			// The bound, not the caller, ended the read: say so where the
@@ -373,19 +373,15 @@ const fetchTimeout = 2 * time.Minute
 // Raw is the body of a GET of the server-relative URL u with Accept
 // contentType, through the client's connection, disk cache, limits and
 // retries, as the server sent it: not parsed, not verified, not kept. It is
-// for adapters that hand documents on in other encodings (protobuf). From
-// a store other than a *diskcache.Cache, as Document: the root is the
-// server's (read, or confirmed by a 304), and a JSON document at a ?hash=
-// URL is checked against the hash: one that is not the hash's is dropped
-// and asked of the server, once, whose answer is handed on as it came
-// (ErrHashMismatch if the store answers again).
+// for adapters that hand documents on in other encodings (protobuf). With
+// a store other than a *diskcache.Cache, as WithDiskCache says: the root
+// is the server's (read, or confirmed by a 304), what cannot be checked is
+// the server's answer, and a JSON document at a ?hash= URL read back from
+// the store is checked against the hash: one that is not the hash's is
+// dropped and asked of the server, once, whose answer is handed on as it
+// came (ErrHashMismatch if the store answers again).
 func (c *Client) Raw(ctx context.Context, u, contentType string) ([]byte, error) {
 	req := httpx.Request{Ref: u, Accept: contentType}
-	if c.sharedDisk {
-		if p, err := url.Parse(u); err == nil && strings.HasSuffix(strings.TrimSuffix(p.Path, "/"), "/openapi/v3") {
-			req.Revalidate = true
-		}
-	}
 	for first := true; ; first = false {
 		body, resp, err := c.get(ctx, req)
 		if err != nil || !c.sharedDisk || resp.Request == nil || resp.Header.Get(diskcache.FromCache) != "1" || wantType(resp, "application/json") != nil {
@@ -402,8 +398,13 @@ func (c *Client) Raw(ctx context.Context, u, contentType string) ([]byte, error)
 }
 
 // get fetches one server-relative URL, r.Ref (httpx.Client.Get: within
-// the size limit, again after a 429 or 5xx with Retry-After).
+// the size limit, again after a 429 or 5xx with Retry-After), using a
+// store others may write only as far as the server confirms what it
+// holds (fromShared).
 func (c *Client) get(ctx context.Context, r httpx.Request) ([]byte, *http.Response, error) {
+	if c.sharedDisk {
+		r.Revalidate, r.NoStore = fromShared(r.Ref, r.Accept)
+	}
 	ref := r.Ref
 	// Under a path prefix (a proxy's /k8s/clusters/<id>), a URL rooted at
 	// /openapi/v3 gets the prefix; one a proxy already rewrote to carry it
@@ -421,6 +422,29 @@ func (c *Client) get(ctx context.Context, r httpx.Request) ([]byte, *http.Respon
 		return nil, hr, fmt.Errorf("openapi3: GET %s: %w", ref, err)
 	}
 	return resp.Body, resp.Response, nil
+}
+
+// fromShared says how a request to ref with Accept accept may use a store
+// that others write (any but a *diskcache.Cache: Redis, a fleet's): a
+// JSON document at a ?hash= URL of kube-openapi's form is read from it
+// and checked against the hash (verify, Raw), which the server's root
+// named; the root, which names those hashes, is answered from it only
+// once the server confirms the entry (a 304 to its ETag: revalidate);
+// anything else, which nothing the server says can vouch for (a protobuf
+// document, whose bytes no hash names; a hash of another form), neither
+// comes from it nor goes to it (noStore).
+func fromShared(ref, accept string) (revalidate, noStore bool) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return false, true
+	}
+	if strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/openapi/v3") {
+		return true, false
+	}
+	if _, checkable := namedHash(u); checkable && accept == "application/json" {
+		return false, false
+	}
+	return false, true
 }
 
 // urlFor is the current URL of path's document, from the root. A path the

@@ -363,3 +363,50 @@ func clientOf(t *testing.T, base string, opts ...Option) *Client {
 	}
 	return c
 }
+
+// TestSharedStoreUncheckedDocumentsAreTheServers: a protobuf document,
+// whose bytes no hash names, is neither read from nor written to a store
+// others write: whatever it holds (here a good document, which the
+// user's own cache stored) is not answered, the server is asked. The
+// user's own *diskcache.Cache answers it with no request, as before.
+func TestSharedStoreUncheckedDocumentsAreTheServers(t *testing.T) {
+	const path = "apis/apps/v1"
+	srv, base := docserver.Start(t, docserver.WithCRDs(5, 1))
+	dc, err := diskcache.Open(t.TempDir(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := clientOf(t, base, WithDiskCache(dc)).Gnostic(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	writes := dc.Stats().Writes
+	fetched := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Path == "/openapi/v3/"+path && strings.Contains(r.Accept, "protobuf") {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		store diskcache.Store
+		want  int // requests for the protobuf document
+	}{
+		{"own", dc, 0},
+		{"shared", sharedStore{dc}, 1},
+	} {
+		srv.ResetRequests()
+		if _, err := clientOf(t, base, WithDiskCache(tc.store)).Gnostic(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		if got := fetched(); got != tc.want {
+			t.Errorf("%s store: the protobuf document asked of the server %d times, want %d", tc.name, got, tc.want)
+		}
+	}
+	if w := dc.Stats().Writes; w != writes {
+		t.Errorf("%d writes after the reads, want none (a shared store is not written protobuf)", w-writes)
+	}
+}

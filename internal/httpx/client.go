@@ -138,6 +138,9 @@ type Request struct {
 	// once the server has confirmed it (a 304 to its ETag), however
 	// fresh the entry says it is.
 	Revalidate bool
+	// NoStore sends Cache-Control: no-store, so that an HTTP cache below
+	// neither answers nor stores it: the server's answer only.
+	NoStore bool
 }
 
 // Response is an answered request, its body read and closed.
@@ -192,7 +195,10 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	} else if c.Identity {
 		req.Header.Set("Accept-Encoding", "identity")
 	}
-	if r.Revalidate {
+	switch {
+	case r.NoStore:
+		req.Header.Set("Cache-Control", "no-store")
+	case r.Revalidate:
 		req.Header.Set("Cache-Control", "no-cache")
 	}
 	req.Close = r.NewConnection
