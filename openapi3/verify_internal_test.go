@@ -399,14 +399,50 @@ func TestSharedStoreUncheckedDocumentsAreTheServers(t *testing.T) {
 		{"shared", sharedStore{dc}, 1},
 	} {
 		srv.ResetRequests()
-		if _, err := clientOf(t, base, WithDiskCache(tc.store)).Gnostic(ctx, path); err != nil {
+		c := clientOf(t, base, WithDiskCache(tc.store))
+		if _, err := c.Gnostic(ctx, path); err != nil {
 			t.Fatal(err)
 		}
 		if got := fetched(); got != tc.want {
-			t.Errorf("%s store: the protobuf document asked of the server %d times, want %d", tc.name, got, tc.want)
+			t.Errorf("%s store: the protobuf document asked of the server %d times by Gnostic, want %d", tc.name, got, tc.want)
+		}
+		u, err := c.urlFor(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetRequests()
+		if _, err := clientOf(t, base, WithDiskCache(tc.store)).Raw(ctx, u, ProtobufType+", "+ProtobufTypeDeprecated); err != nil {
+			t.Fatal(err)
+		}
+		if got := fetched(); got != tc.want {
+			t.Errorf("%s store: the protobuf document asked of the server %d times by Raw, want %d", tc.name, got, tc.want)
 		}
 	}
 	if w := dc.Stats().Writes; w != writes {
 		t.Errorf("%d writes after the reads, want none (a shared store is not written protobuf)", w-writes)
+	}
+}
+
+// TestFromShared pins what a request may take from a store others write:
+// a JSON document at a ?hash= of kube-openapi's form (checked on read),
+// the root only as the server confirms it, nothing else.
+func TestFromShared(t *testing.T) {
+	hash := strings.Repeat("AB", 64) // a SHA-512 in kube-openapi's form
+	for _, tc := range []struct {
+		ref, accept         string
+		revalidate, noStore bool
+	}{
+		{"/openapi/v3", "application/json", true, false},
+		{"/k8s/clusters/c1/openapi/v3/", "application/json", true, false},
+		{"/openapi/v3/apis/apps/v1?hash=" + hash, "application/json", false, false},
+		{"/openapi/v3/apis/apps/v1?hash=" + hash, ProtobufType, false, true},
+		{"/openapi/v3/apis/apps/v1?hash=" + hash, ProtobufType + ", " + ProtobufTypeDeprecated, false, true},
+		{"/openapi/v3/apis/apps/v1?hash=abc", "application/json", false, true},
+		{"/openapi/v3/apis/apps/v1", "application/json", false, true},
+		{"%zz", "application/json", false, true},
+	} {
+		if r, n := fromShared(tc.ref, tc.accept); r != tc.revalidate || n != tc.noStore {
+			t.Errorf("fromShared(%q, %q) = revalidate %v, no-store %v; want %v, %v", tc.ref, tc.accept, r, n, tc.revalidate, tc.noStore)
+		}
 	}
 }
