@@ -264,7 +264,9 @@ func sameSources(a, b *discovery.Snapshot) bool {
 // client's own requests conditional on its ETags; until then the client
 // is cold. Another cluster's entry under this server's key (self-consistent:
 // its documents are the ones its ETags name) is never answered, however
-// fresh, and is replaced by what the server sends; the server's own entry
+// fresh, also when it names a surface the client's Surfaces table holds
+// (nothing read, nothing decoded), and is replaced by what the server
+// sends; the server's own entry
 // costs two conditional requests (two 304s) before the first answer; a part
 // that changed is read, the other confirmed; a server that cannot be read
 // leaves the client with nothing, as a cold start. (TestWarmStart pins that
@@ -333,6 +335,35 @@ func TestSharedStoreEntryNeedsTheServer(t *testing.T) {
 		next, err := newClient(t, base, discovery.WithDiskCache(store)).Snapshot(t.Context())
 		if got := statuses(srv); err != nil || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified || len(got) != 2 || !slices.Equal(flatten(next), flatten(truth)) {
 			t.Errorf("after the entry was replaced: %v, %v; want two 304s and the server's discovery", got, err)
+		}
+	})
+	t.Run("another cluster's surface, held in memory", func(t *testing.T) {
+		// The entry names the ETags of a surface the Surfaces table
+		// holds (read from another cluster in this process): nothing to
+		// read or decode, but still not this server's until it says so.
+		table := discovery.NewSurfaces()
+		_, other := docserver.Start(t, docserver.WithCRDs(3, 1))
+		srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
+		store := &diskcachetest.Memory{}
+		hijack, err := newClient(t, other, discovery.WithSurfaces(table), discovery.WithDiskCache(store)).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		truth, err := newClient(t, base, discovery.WithSurfaces(table)).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetRequests()
+		c := newClient(t, base, discovery.WithSurfaces(table), discovery.WithDiskCache(store), discovery.WithMaxAge(time.Hour))
+		got, err := c.Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Generation() == hijack.Generation() || !slices.Equal(flatten(got), flatten(truth)) {
+			t.Errorf("answered the other cluster's held surface (%d resources, want the server's %d) after %d requests", len(flatten(got)), len(flatten(truth)), len(srv.Requests()))
+		}
+		if st := statuses(srv); st["/apis"] != http.StatusOK || len(st) != 2 {
+			t.Errorf("requests %v, want /api and /apis once, /apis read", st)
 		}
 	})
 	t.Run("the server's own entry", func(t *testing.T) {
