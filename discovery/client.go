@@ -189,6 +189,12 @@ type Client struct {
 	written  persistState // what was last written to the disk cache (persist.go)
 	failedAt atomic.Int64 // unix nanos of the last failed refresh
 
+	// unconfirmed is what a store others may write (any but a
+	// *diskcache.Cache) held at the warm start, until the server confirms
+	// it: never published, only what the first read's requests are
+	// conditional on (fetch). Nil once a read has published.
+	unconfirmed atomic.Pointer[Snapshot]
+
 	followers atomic.Int32 // callers following the server's discovery for c (Follow)
 
 	views union // servers behind the URL that disagree (mixed.go)

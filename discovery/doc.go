@@ -26,6 +26,10 @@
 // than the max age ([WithMaxAge]). A snapshot read from the disk cache ([WithDiskCache]) past
 // the max age is revalidated once before it is answered from; when that
 // fails, it is answered from with the failure in [Snapshot.RefreshError].
+// One read from a store others may write (Redis, any but a
+// *diskcache.Cache) is answered only once the server has confirmed it
+// (304s to the client's own requests conditional on its ETags): until
+// then the client is cold.
 //
 // Requests answered 429 or 5xx with Retry-After are sent again after the
 // wait asked for ([WithMaxRetries]), within the caller's deadline; redirects

@@ -21,9 +21,14 @@ import (
 // max age. Legacy discovery (one document per group-version) is not
 // persisted. A nil c, or a nil *diskcache.Cache, is no persistence.
 // A store other than a *diskcache.Cache (Redis, a fleet's) may be written
-// by others: what is read back from it is used only once each document's
-// ETag is recomputed from it (surface.VerifyAggregated), and its last
-// known resources, which no ETag names, are not used.
+// by others, who can file there another cluster's documents with their
+// true ETags: what is read back from it is used only once each document's
+// ETag is recomputed from it (surface.VerifyAggregated) and the server has
+// confirmed those ETags (a 304 to the client's own request conditional on
+// them), its last known resources, which no ETag names, are not used, and
+// until then the client is cold: the warm start from such a store costs
+// two conditional requests (two 304s when nothing changed), and a 200
+// instead is read and replaces the entry.
 // Default: no persistence.
 func WithDiskCache(c diskcache.Store) Option {
 	return named("WithDiskCache", func(o *options) error {
@@ -237,10 +242,14 @@ func (c *Client) load() (*Snapshot, error) {
 	// but a *diskcache.Cache, whose directory Open checked only the user
 	// and root can write): whoever else writes it can file a well-formed
 	// entry that names this server's real ETags over documents of their
-	// own, which the server would then confirm with 304s. Its documents
-	// are used only once their ETags are recomputed from them, its last
-	// known resources (which no ETag names) are not used, and a
-	// validation time in the future (which would never be revalidated)
+	// own, which the server would then confirm with 304s, or another
+	// cluster's true documents and ETags, which the server would not.
+	// Its documents are used only once their ETags are recomputed from
+	// them (the documents are the ETags') and the server has answered
+	// 304 to them (the ETags are the server's: loadDisk keeps the
+	// snapshot unpublished for fetch to confirm), its last known
+	// resources (which no ETag names) are not used, and a validation
+	// time in the future (which would hold off the entry's next write)
 	// is none, also for content the Surfaces table holds.
 	_, own := c.opts.disk.(*diskcache.Cache)
 	if !own && h.Validated.After(c.opts.clock.Now()) {
@@ -352,7 +361,9 @@ type warmStart struct {
 
 // loadDisk reads the persisted snapshot, once, before the first read of
 // the server, and publishes it unless a refresh published first (see
-// warmStart, in refresh.go, which calls it with a disk cache). Callers
+// warmStart, in refresh.go, which calls it with a disk cache); from a
+// store others may write, it keeps it unpublished instead, for the first
+// read to confirm (Client.unconfirmed). Callers
 // wait for that read until ctx ends (ctx's error), and no longer than the
 // refresh timeout: a store that does not answer by then is given up on
 // (the server is read instead; should the store answer later, what it
@@ -376,6 +387,14 @@ func (c *Client) loadDisk(ctx context.Context) error {
 			s, err := c.load()
 			if err != nil {
 				c.opts.logger.Debug("discovery: no warm start", "err", err)
+				return
+			}
+			if _, own := c.opts.disk.(*diskcache.Cache); !own {
+				// Not believed until the server confirms it (fetch);
+				// kept only while nothing is published (refresh drops it).
+				if c.current.Load() == nil {
+					c.unconfirmed.Store(s)
+				}
 				return
 			}
 			c.machine.publish(0, s)

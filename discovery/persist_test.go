@@ -19,6 +19,7 @@ import (
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/diskcache"
+	"github.com/kubeatlas/kubeatlas/diskcache/diskcachetest"
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
 )
 
@@ -255,4 +256,161 @@ func sameSources(a, b *discovery.Snapshot) bool {
 	ac, an := a.Sources()
 	bc, bn := b.Sources()
 	return ac == bc && an == bn
+}
+
+// TestSharedStoreEntryNeedsTheServer: what a store other than a
+// *diskcache.Cache (here diskcachetest.Memory: Redis, any Store) holds for
+// the server is used only once the server has answered 304 to the
+// client's own requests conditional on its ETags; until then the client
+// is cold. Another cluster's entry under this server's key (self-consistent:
+// its documents are the ones its ETags name) is never answered, however
+// fresh, also when it names a surface the client's Surfaces table holds
+// (nothing read, nothing decoded), and is replaced by what the server
+// sends; the server's own entry
+// costs two conditional requests (two 304s) before the first answer; a part
+// that changed is read, the other confirmed; a server that cannot be read
+// leaves the client with nothing, as a cold start. (TestWarmStart pins that
+// the user's own *diskcache.Cache still answers with no request.) Before,
+// the other cluster's entry was answered with no request until the max age.
+func TestSharedStoreEntryNeedsTheServer(t *testing.T) {
+	// written is a store holding the entry a client of base wrote, and
+	// that client's snapshot.
+	written := func(t *testing.T, base string) (*diskcachetest.Memory, *discovery.Snapshot) {
+		t.Helper()
+		store := &diskcachetest.Memory{}
+		s, err := newClient(t, base, discovery.WithDiskCache(store)).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store, s
+	}
+	statuses := func(srv *docserver.Server) map[string]int {
+		got := srv.Statuses()
+		if n := len(srv.Requests()); n != len(got) {
+			got["(requests)"] = n
+		}
+		return got
+	}
+	t.Run("another cluster's entry", func(t *testing.T) {
+		_, other := docserver.Start(t, docserver.WithCRDs(3, 1))
+		srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
+		truth, err := newClient(t, base).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, hijack := written(t, other)
+		if slices.Equal(flatten(hijack), flatten(truth)) {
+			t.Fatal("the two servers serve the same discovery")
+		}
+		srv.ResetRequests()
+		c := newClient(t, base, discovery.WithDiskCache(store), discovery.WithMaxAge(time.Hour))
+		if s, err := c.Load(t.Context()); s != nil || err != nil || c.Current() != nil {
+			t.Errorf("Load: %v, %v; want the entry kept unpublished", s, err)
+		}
+		got, err := c.Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(flatten(got), flatten(truth)) {
+			t.Fatalf("answered %d resources, want the server's %d: the other cluster's entry was used", len(flatten(got)), len(flatten(truth)))
+		}
+		// Both servers serve the same /api (confirmed, so used); /apis
+		// is read.
+		api, apis := hijack.ETags()
+		for _, r := range srv.Requests() {
+			want := map[string]struct {
+				etag   string
+				status int
+			}{"/api": {api, http.StatusNotModified}, "/apis": {apis, http.StatusOK}}[r.Path]
+			if r.IfNoneMatch != want.etag || r.Status != want.status {
+				t.Errorf("%s: If-None-Match %q, status %d; want the entry's ETag %q answered %d", r.Path, r.IfNoneMatch, r.Status, want.etag, want.status)
+			}
+		}
+		if got := statuses(srv); len(got) != 2 {
+			t.Errorf("requests %v, want /api and /apis once", got)
+		}
+		// The entry now holds the server's: the next client's two
+		// requests are answered 304.
+		srv.ResetRequests()
+		next, err := newClient(t, base, discovery.WithDiskCache(store)).Snapshot(t.Context())
+		if got := statuses(srv); err != nil || got["/api"] != http.StatusNotModified || got["/apis"] != http.StatusNotModified || len(got) != 2 || !slices.Equal(flatten(next), flatten(truth)) {
+			t.Errorf("after the entry was replaced: %v, %v; want two 304s and the server's discovery", got, err)
+		}
+	})
+	t.Run("another cluster's surface, held in memory", func(t *testing.T) {
+		// The entry names the ETags of a surface the Surfaces table
+		// holds (read from another cluster in this process): nothing to
+		// read or decode, but still not this server's until it says so.
+		table := discovery.NewSurfaces()
+		_, other := docserver.Start(t, docserver.WithCRDs(3, 1))
+		srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
+		store := &diskcachetest.Memory{}
+		hijack, err := newClient(t, other, discovery.WithSurfaces(table), discovery.WithDiskCache(store)).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		truth, err := newClient(t, base, discovery.WithSurfaces(table)).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetRequests()
+		c := newClient(t, base, discovery.WithSurfaces(table), discovery.WithDiskCache(store), discovery.WithMaxAge(time.Hour))
+		got, err := c.Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Generation() == hijack.Generation() || !slices.Equal(flatten(got), flatten(truth)) {
+			t.Errorf("answered the other cluster's held surface (%d resources, want the server's %d) after %d requests", len(flatten(got)), len(flatten(truth)), len(srv.Requests()))
+		}
+		if st := statuses(srv); st["/apis"] != http.StatusOK || len(st) != 2 {
+			t.Errorf("requests %v, want /api and /apis once, /apis read", st)
+		}
+	})
+	t.Run("the server's own entry", func(t *testing.T) {
+		srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
+		store, want := written(t, base)
+		srv.ResetRequests()
+		c := newClient(t, base, discovery.WithDiskCache(store), discovery.WithMaxAge(time.Hour))
+		got, err := c.Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := statuses(srv); st["/api"] != http.StatusNotModified || st["/apis"] != http.StatusNotModified || len(st) != 2 {
+			t.Errorf("warm start from a shared store: %v, want exactly /api and /apis answered 304", st)
+		}
+		if st := c.Stats(); st.DiskLoads != 1 || got.FromDisk() || !slices.Equal(flatten(got), flatten(want)) {
+			t.Errorf("%+v, from disk %v; want the stored entry, confirmed", st, got.FromDisk())
+		}
+		srv.ResetRequests()
+		if _, err := c.Snapshot(t.Context()); err != nil || len(srv.Requests()) != 0 {
+			t.Errorf("the next Snapshot inside the max age: %v, %d requests; want none", err, len(srv.Requests()))
+		}
+	})
+	t.Run("one part changed", func(t *testing.T) {
+		srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
+		store, _ := written(t, base)
+		if err := srv.AddCRD(docserver.CRD{Group: "later.example.com", Versions: []string{"v1"}, Kind: "Later"}); err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetRequests()
+		got, err := newClient(t, base, discovery.WithDiskCache(store)).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := statuses(srv); st["/api"] != http.StatusNotModified || st["/apis"] != http.StatusOK || len(st) != 2 {
+			t.Errorf("requests %v, want /api confirmed and /apis read", st)
+		}
+		if _, ok := got.Group("later.example.com"); !ok {
+			t.Errorf("the group added after the entry was written is missing")
+		}
+	})
+	t.Run("server unavailable", func(t *testing.T) {
+		srv, base := docserver.Start(t, docserver.WithCRDs(20, 4))
+		store, _ := written(t, base)
+		srv.InjectFault("/apis", docserver.Fault{Status: http.StatusServiceUnavailable})
+		c := newClient(t, base, discovery.WithDiskCache(store), discovery.WithMaxRetries(0))
+		if s, err := c.Snapshot(t.Context()); s != nil || err == nil || c.Current() != nil {
+			t.Errorf("Snapshot while the server fails: %v, %v; want no snapshot and the failure, as a cold start", s, err)
+		}
+	})
 }

@@ -73,7 +73,10 @@ func (c *Client) Following() bool { return c.followers.Load() > 0 }
 // cache), and ctx's error if ctx ended first. The disk is read once per
 // client, whoever asks first. A program that wants to know what it
 // starts from before it reads the server (an offline CLI, a fleet that
-// prepares a cold start) calls it.
+// prepares a cold start) calls it. What a store other than a
+// *diskcache.Cache holds is not published before the server has confirmed
+// it (see WithDiskCache): Load reads it, for the first Snapshot or
+// Refresh to confirm, and publishes nothing.
 func (c *Client) Load(ctx context.Context) (*Snapshot, error) {
 	err := c.warmStart(ctx)
 	return c.current.Load(), err
@@ -85,9 +88,11 @@ func (c *Client) Load(ctx context.Context) (*Snapshot, error) {
 // (Snapshot.Err) or, without a snapshot, why none could be read.
 //
 // Snapshot waits for the network in two cases only: when there is no
-// snapshot, and once after a warm start (WithDiskCache) from a snapshot
-// older than the max age, which is revalidated before it is answered from
-// (two 304s when nothing changed). Each waits at most one refresh, bounded
+// snapshot (also after a warm start from a store other than a
+// *diskcache.Cache, whose snapshot the server confirms first: two 304s
+// when nothing changed), and once after a warm start (WithDiskCache) from
+// a snapshot older than the max age, which is revalidated before it is
+// answered from (two 304s when nothing changed). Each waits at most one refresh, bounded
 // by ctx and WithRefreshTimeout. When that refresh fails, the persisted
 // snapshot is returned with the failure in its RefreshError, and no later
 // call waits for it again. After a failed refresh, the next background one
@@ -322,6 +327,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		s = c.views.observe(ctx, prev, s)
 	}
 	pub, ok := c.machine.publish(seq, s)
+	c.unconfirmed.Store(nil) // confirmed, or replaced by what the server sent
 	if !ok {
 		return pub, false, pub.err
 	}

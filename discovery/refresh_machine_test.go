@@ -323,14 +323,16 @@ func TestAbandonedRefreshDoesNotPublishOverNewer(t *testing.T) {
 			t.Errorf("the current snapshot lacks the newer refresh's CRD: an older one was published over it")
 		}
 		log.check(t)
-		// What is on disk is the newer snapshot, whoever wrote last.
+		// What is on disk is the newer snapshot, whoever wrote last: the
+		// server confirms it (a store that is not a *diskcache.Cache is
+		// believed once the server answers 304 to its ETags).
 		warm, err := discovery.NewForHTTPClient(hc, base, discovery.WithDiskCache(store), discovery.WithMaxAge(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, err := warm.Snapshot(t.Context())
-		if err != nil || !s.FromDisk() {
-			t.Fatalf("warm start: %v, from disk %v", err, s != nil && s.FromDisk())
+		if st := warm.Stats(); err != nil || st.DiskLoads != 1 || st.NotModified != 2 {
+			t.Fatalf("warm start: %v, %+v; want the disk's entry confirmed by two 304s", err, st)
 		}
 		if _, ok := s.Group("newer.example.com"); !ok {
 			t.Errorf("the disk cache holds the older snapshot: the abandoned write landed over the newer one")
@@ -419,8 +421,9 @@ func TestSubscribePromises(t *testing.T) {
 
 // TestWarmStartWaitsWithinContext pins warmStart's promise: callers wait
 // for the disk cache's one read until their context ends, and the read,
-// once done, is published and served. In a bubble, with a store whose
-// reads take 10 s.
+// once done (and confirmed by the server: the store is not a
+// *diskcache.Cache), is published and served. In a bubble, with a store
+// whose reads take 10 s.
 func TestWarmStartWaitsWithinContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, hc, base := docserver.StartInProcess(t)
@@ -446,8 +449,8 @@ func TestWarmStartWaitsWithinContext(t *testing.T) {
 			t.Errorf("Snapshot during a slow warm start: %v after %v; want ctx's deadline after 1s", err, time.Since(start))
 		}
 		s, err := c.Snapshot(t.Context())
-		if err != nil || !s.FromDisk() || time.Since(start) != 10*time.Second {
-			t.Errorf("Snapshot after the warm start: %v, from disk %v, after %v; want the disk's snapshot when its read ends (10s)", err, s != nil && s.FromDisk(), time.Since(start))
+		if st := c.Stats(); err != nil || s == nil || st.DiskLoads != 1 || st.NotModified != 2 || time.Since(start) != 10*time.Second {
+			t.Errorf("Snapshot after the warm start: %v, %+v, after %v; want the disk's snapshot, confirmed by two 304s, when its read ends (10s)", err, st, time.Since(start))
 		}
 	})
 }

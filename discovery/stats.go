@@ -16,7 +16,10 @@ type Stats struct {
 	Refreshes     int64 // refreshes run (shared by their concurrent callers)
 	RefreshErrors int64 // refreshes that produced no snapshot
 	RefreshTime   time.Duration
-	DiskLoads     int64 // snapshots read from the disk cache (warm starts)
+	// DiskLoads counts snapshots read from the disk cache (warm starts),
+	// also one from a store other than a *diskcache.Cache that is read
+	// but not yet confirmed by the server (see WithDiskCache).
+	DiskLoads int64
 	// SurfaceHits counts cold starts that the server confirmed (two 304s)
 	// for a surface its Surfaces table offered (WithSurfaces).
 	SurfaceHits int64

@@ -129,7 +129,8 @@ func (l *keyLog) content() (n int) {
 // protobuf, which cannot be checked) files its documents inside its own
 // entry only: no cluster can put a document of its own
 // making under another's ETag. A new client whose table holds the content
-// starts from it without decoding.
+// starts from it without decoding, once the server confirms it (the store
+// is not a *diskcache.Cache).
 func TestSurfacesPersistOnlyCheckedDocumentsByETag(t *testing.T) {
 	_, base := docserver.Start(t, docserver.WithCRDs(20, 4))
 	table := discovery.NewSurfaces()
@@ -146,9 +147,9 @@ func TestSurfacesPersistOnlyCheckedDocumentsByETag(t *testing.T) {
 	}
 
 	// A warm start whose table holds the content takes it as is.
-	_, ws := snapshotOfNew(t, base, discovery.WithSurfaces(table), discovery.WithJSONOnly(), discovery.WithDiskCache(checked))
-	if !ws.FromDisk() || ws.Generation() != s.Generation() || &ws.Groups()[0] != &s.Groups()[0] {
-		t.Errorf("warm start: from disk %v, generation %d, want the held content's %d", ws.FromDisk(), ws.Generation(), s.Generation())
+	wc, ws := snapshotOfNew(t, base, discovery.WithSurfaces(table), discovery.WithJSONOnly(), discovery.WithDiskCache(checked))
+	if st := wc.Stats(); st.DiskLoads != 1 || st.NotModified != 2 || ws.Generation() != s.Generation() || &ws.Groups()[0] != &s.Groups()[0] {
+		t.Errorf("warm start: %+v, generation %d, want the held content's %d, confirmed by two 304s", st, ws.Generation(), s.Generation())
 	}
 }
 
@@ -179,28 +180,44 @@ func TestColdStartDoesNoOtherWork(t *testing.T) {
 }
 
 // TestLoadSendsNoRequest: Load reads the disk cache's snapshot without a
-// request, and says so when there is none.
+// request, and says so when there is none. What a store other than a
+// *diskcache.Cache holds it does not publish: the server has not
+// confirmed it.
 func TestLoadSendsNoRequest(t *testing.T) {
 	srv, base := docserver.Start(t, docserver.WithCRDs(5, 1))
-	store := &diskcachetest.Memory{}
-	c, err := discovery.NewForHTTPClient(nil, base, discovery.WithDiskCache(store))
+	disk, err := diskcache.Open(t.TempDir(), base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := c.Load(context.Background()); s != nil || err != nil {
-		t.Fatalf("Load of an empty disk cache: %v, %v; want nothing", s, err)
-	}
-	if _, err := c.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
+	shared := &diskcachetest.Memory{}
+	for name, store := range map[string]diskcache.Store{"own": disk, "shared": shared} {
+		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithDiskCache(store))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := c.Load(context.Background()); s != nil || err != nil {
+			t.Fatalf("%s: Load of an empty disk cache: %v, %v; want nothing", name, s, err)
+		}
+		if _, err := c.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv.ResetRequests()
-	warm, err := discovery.NewForHTTPClient(nil, base, discovery.WithDiskCache(store))
+	warm, err := discovery.NewForHTTPClient(nil, base, discovery.WithDiskCache(disk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := warm.Load(context.Background())
 	if err != nil || s == nil || !s.FromDisk() {
 		t.Fatalf("Load of a warm disk cache: %v; want its snapshot", err)
+	}
+	unconfirmed, err := discovery.NewForHTTPClient(nil, base, discovery.WithDiskCache(shared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = unconfirmed.Load(context.Background())
+	if err != nil || s != nil || unconfirmed.Current() != nil || unconfirmed.Stats().DiskLoads != 1 {
+		t.Fatalf("Load of a warm shared store: %v, %v, %d disk loads; want it read and nothing published", s, err, unconfirmed.Stats().DiskLoads)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("Load sent %d requests, want none", n)

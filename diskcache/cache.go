@@ -83,7 +83,11 @@ func WithClock(c clock.PassiveClock) Option {
 // whatever its Name held in any Version, or returns why it could not;
 // Delete removes what a Name holds, in any Version, present or not. A Store
 // is safe for concurrent use. *Cache is one; diskcachetest.Run checks any
-// other.
+// other. What a Store other than a *Cache answers may have been written by
+// anyone who can write what is behind it (Redis, a fleet's shared
+// directory): discovery and openapi3 use it only as far as the API server
+// confirms it, where a *Cache (a directory only the user or root can
+// write) is trusted as the user is.
 type Store interface {
 	Get(k Key) ([]byte, bool)
 	Put(k Key, value []byte) error

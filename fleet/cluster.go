@@ -127,12 +127,16 @@ func (c *Cluster) due(now time.Time) bool {
 func (c *Cluster) refresh(ctx context.Context) *ClusterError {
 	var tell func(*discovery.Snapshot)
 	if c.disc.Current() == nil {
-		// A cold start, unless the disk cache has a snapshot.
+		// A cold start, unless the disk cache has a snapshot: one Load
+		// published, or one it read but keeps for the server to confirm
+		// (the fleet's store is not a *diskcache.Cache), which the
+		// refresh's requests are conditional on, as they would be on a
+		// surface offered: nothing to prepare, no probe to send.
 		s, err := c.disc.Load(ctx)
 		if err != nil {
 			return nil // the round was cancelled: not the cluster's failure
 		}
-		if s == nil {
+		if s == nil && c.disc.Stats().DiskLoads == 0 {
 			var like *discovery.Client
 			if c.like != nil {
 				like = c.like.disc

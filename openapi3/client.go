@@ -117,8 +117,15 @@ type Option func(*options) error
 
 // WithDiskCache serves documents through an HTTP cache (diskcache.
 // NewTransport) on c, a *diskcache.Cache or any diskcache.Store: a document
-// at an unchanged ?hash= URL costs no request at all. A nil c, or a nil
-// *diskcache.Cache, is no cache. Default: no disk cache.
+// at an unchanged ?hash= URL costs no request at all. A store other than a
+// *diskcache.Cache (Redis, a fleet's) may be written by others: the root,
+// which names the documents' hashes, is never answered from it without
+// the server (the root is read, or its entry confirmed by a 304), a JSON
+// document read back from it is checked against its ?hash= (Document,
+// Raw), and what nothing can check (a protobuf document, a hash of another
+// form than kube-openapi's) is neither read from it nor written to it.
+// A nil c, or a nil *diskcache.Cache, is no cache. Default: no disk
+// cache.
 func WithDiskCache(c diskcache.Store) Option {
 	return named("WithDiskCache", func(o *options) error {
 		if o.disk = c; diskcache.IsNil(c) {
@@ -205,8 +212,9 @@ type Client struct {
 	recent *list.List               // of *Document, most recently used first
 
 	// ownDisk: the disk cache is a *diskcache.Cache, whose entries only
-	// the user (or root) wrote (verify).
-	ownDisk bool
+	// the user (or root) wrote (verify). sharedDisk: there is a disk
+	// cache, and it is not one (Redis, a fleet's): others may write it.
+	ownDisk, sharedDisk bool
 
 	// work counts the SHA-512s computed and protobuf documents decoded,
 	// for the tests that pin "once per document".
@@ -261,6 +269,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	h.Body = httpx.Options{Limit: o.maxResponseBytes, Large: cl.large}
 	if o.disk != nil {
 		_, cl.ownDisk = o.disk.(*diskcache.Cache)
+		cl.sharedDisk = !cl.ownDisk
 		h.HC.Transport = diskcache.NewTransport(h.HC.Transport, o.disk, diskcache.WithKey(storeKey),
 			diskcache.WithCheck(cl.checkBeforeStoring), diskcache.WithMaxBodyBytes(o.maxResponseBytes))
 	}
@@ -323,7 +332,7 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Unlock()
 	rctx, cancel := context.WithTimeoutCause(ctx, c.opts.rootTimeout, &RootTimeoutError{Timeout: c.opts.rootTimeout})
 	defer cancel()
-	body, _, err := c.get(rctx, "/openapi/v3", "application/json")
+	body, _, err := c.get(rctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json"})
 	if err != nil {
 		if cause := context.Cause(rctx); ctx.Err() == nil && cause != nil && !errors.As(err, new(*RootTimeoutError)) {
 			// The bound, not the caller, ended the read: say so where the
@@ -340,7 +349,7 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Lock()
 	c.root, c.rootStale = root, nil
 	c.rootMu.Unlock()
-	if c.opts.staleRoot {
+	if c.opts.staleRoot && c.ownDisk {
 		c.keepRoot(body)
 	}
 	return root, nil
@@ -364,30 +373,78 @@ const fetchTimeout = 2 * time.Minute
 // Raw is the body of a GET of the server-relative URL u with Accept
 // contentType, through the client's connection, disk cache, limits and
 // retries, as the server sent it: not parsed, not verified, not kept. It is
-// for adapters that hand documents on in other encodings (protobuf).
+// for adapters that hand documents on in other encodings (protobuf). With
+// a store other than a *diskcache.Cache, as WithDiskCache says: the root
+// is the server's (read, or confirmed by a 304), what cannot be checked is
+// the server's answer, and a JSON document at a ?hash= URL read back from
+// the store is checked against the hash: one that is not the hash's is
+// dropped and asked of the server, once, whose answer is handed on as it
+// came (ErrHashMismatch if the store answers again).
 func (c *Client) Raw(ctx context.Context, u, contentType string) ([]byte, error) {
-	body, _, err := c.get(ctx, u, contentType)
-	return body, err
+	req := httpx.Request{Ref: u, Accept: contentType}
+	for first := true; ; first = false {
+		body, resp, err := c.get(ctx, req)
+		if err != nil || !c.sharedDisk || resp.Request == nil || resp.Header.Get(diskcache.FromCache) != "1" || wantType(resp, "application/json") != nil {
+			return body, err
+		}
+		if _, err := c.verifyHash(resp.Request.URL, body); err != nil {
+			if first && c.dropCached(resp) {
+				continue // an entry another writer left: the server's, once
+			}
+			return nil, fmt.Errorf("openapi3: GET %s: %w", u, err)
+		}
+		return body, nil
+	}
 }
 
-// get fetches one server-relative URL (httpx.Client.Get: within the size
-// limit, again after a 429 or 5xx with Retry-After).
-func (c *Client) get(ctx context.Context, ref, accept string) ([]byte, *http.Response, error) {
+// get fetches one server-relative URL, r.Ref (httpx.Client.Get: within
+// the size limit, again after a 429 or 5xx with Retry-After), using a
+// store others may write only as far as the server confirms what it
+// holds (fromShared).
+func (c *Client) get(ctx context.Context, r httpx.Request) ([]byte, *http.Response, error) {
+	if c.sharedDisk {
+		r.Revalidate, r.NoStore = fromShared(r.Ref, r.Accept)
+	}
+	ref := r.Ref
 	// Under a path prefix (a proxy's /k8s/clusters/<id>), a URL rooted at
 	// /openapi/v3 gets the prefix; one a proxy already rewrote to carry it
 	// is taken as it is, as client-go does.
 	if prefix := c.http.Base.Path; prefix != "" && !strings.HasPrefix(ref, "/openapi/v3") && strings.HasPrefix(ref, prefix+"/") {
 		ref = strings.TrimPrefix(ref, prefix)
 	}
-	resp, err := c.http.Get(ctx, httpx.Request{Ref: ref, Accept: accept})
+	r.Ref = ref
+	resp, err := c.http.Get(ctx, r)
 	if err != nil {
-		var r *http.Response
+		var hr *http.Response
 		if resp != nil {
-			r = resp.Response
+			hr = resp.Response
 		}
-		return nil, r, fmt.Errorf("openapi3: GET %s: %w", ref, err)
+		return nil, hr, fmt.Errorf("openapi3: GET %s: %w", ref, err)
 	}
 	return resp.Body, resp.Response, nil
+}
+
+// fromShared says how a request to ref with Accept accept may use a store
+// that others write (any but a *diskcache.Cache: Redis, a fleet's): a
+// JSON document at a ?hash= URL of kube-openapi's form is read from it
+// and checked against the hash (verify, Raw), which the server's root
+// named; the root, which names those hashes, is answered from it only
+// once the server confirms the entry (a 304 to its ETag: revalidate);
+// anything else, which nothing the server says can vouch for (a protobuf
+// document, whose bytes no hash names; a hash of another form), neither
+// comes from it nor goes to it (noStore).
+func fromShared(ref, accept string) (revalidate, noStore bool) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return false, true
+	}
+	if strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/openapi/v3") {
+		return true, false
+	}
+	if _, checkable := namedHash(u); checkable && accept == "application/json" {
+		return false, false
+	}
+	return false, true
 }
 
 // urlFor is the current URL of path's document, from the root. A path the
@@ -458,7 +515,7 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 // shared table; resp is the response it came in, if any.
 func (c *Client) fetchDocument(ctx context.Context, path, u string) (*Document, *http.Response, error) {
 	ctx, v := withVerdict(ctx)
-	body, resp, err := c.get(ctx, u, "application/json")
+	body, resp, err := c.get(ctx, httpx.Request{Ref: u, Accept: "application/json"})
 	if err != nil {
 		return nil, resp, err
 	}
@@ -587,7 +644,7 @@ func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document
 // the response it came in, if any.
 func (c *Client) fetchGnostic(ctx context.Context, path, u string) (*openapi_v3.Document, *http.Response, error) {
 	ctx, v := withVerdict(ctx)
-	body, resp, err := c.get(ctx, u, ProtobufType+", "+ProtobufTypeDeprecated)
+	body, resp, err := c.get(ctx, httpx.Request{Ref: u, Accept: ProtobufType + ", " + ProtobufTypeDeprecated})
 	if err != nil {
 		return nil, resp, err
 	}

@@ -29,7 +29,11 @@ import (
 // 5xx or 429, no answer within the root timeout (WithRootTimeout, 20s by
 // default), not a 4xx), answers from it: documents cached at the URLs it
 // names are served, and StaleRoot returns why the root is stale. Meant for
-// CLIs, which say so, as kubectl's cached discovery does. Default: off (an
+// CLIs, which say so, as kubectl's cached discovery does. Only a
+// *diskcache.Cache keeps the root: a store others may write (Redis, a
+// fleet's) could hold a root naming documents of their choosing, which no
+// server confirms while it is unavailable, so with one an unavailable
+// server is an error, as without the option. Default: off (an
 // unavailable server is an error).
 func WithStaleRootOnError() Option {
 	return named("WithStaleRootOnError", func(o *options) error { o.staleRoot = true; return nil })
@@ -75,7 +79,7 @@ func (c *Client) keepRoot(body []byte) {
 // staleRoot is the kept root, when the root could not be read with err
 // because the server is unavailable, else nil.
 func (c *Client) staleRoot(err error) map[string]string {
-	if !c.opts.staleRoot || !unavailable(err) {
+	if !c.opts.staleRoot || !c.ownDisk || !unavailable(err) {
 		return nil
 	}
 	body, ok := c.opts.disk.Get(c.rootKey())

@@ -26,9 +26,16 @@
 // who can write to the Redis can write a value that passes those checks, a
 // value whose key names its content is checked against it too (WithVerify;
 // by default VerifyContent: the SHA-512 of a JSON OpenAPI document at a
-// ?hash= URL), and discovery checks every document it reads back from a
-// store other than a *diskcache.Cache against its ETag. Like diskcache, the store does not deduplicate identical
-// values under different keys.
+// ?hash= URL). What a value holds is used only once the API server has
+// confirmed it, since a value can be another cluster's true documents
+// filed under this server's key: discovery checks every document it reads
+// back from a store other than a *diskcache.Cache against its ETag, and
+// answers it only after the server answered 304 to its own requests
+// conditional on those ETags (a warm start costs /api and /apis, both 304
+// when nothing changed); openapi3 reads the root from the server (it names
+// the ?hash= each document is checked against) and keeps no protobuf
+// document here, whose bytes no hash names. Like diskcache, the store does
+// not deduplicate identical values under different keys.
 //
 // Reads and removals are bounded whatever another program wrote: Get reads
 // no more of a value than Put may have stored for its key (the limit, the

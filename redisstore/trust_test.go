@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -464,5 +465,122 @@ func TestForgedDiscoveryIsVerifiedOnRead(t *testing.T) {
 				t.Errorf("validated %v: the future validation was believed", snap.Validated())
 			}
 		})
+	}
+}
+
+// TestAnotherClustersEntryIsConfirmedByTheServer: whoever can write the
+// Redis files another cluster's discovery entry, as that cluster's client
+// wrote it (its documents are the ones its ETags name: every check of the
+// entry's own passes), under this server's key, framed as this server's
+// store writes it. A new client of this server does not answer it: it is
+// cold until the server confirms the entry's ETags, which it does not
+// (/apis answered 200), answers what the server sent, and the entry is
+// replaced; the next client's warm start costs two conditional requests,
+// both 304, before its first answer. Before, the other cluster's entry was
+// answered with no request until the max age (30 s).
+func TestAnotherClustersEntryIsConfirmedByTheServer(t *testing.T) {
+	r := startRedis(t)
+	rdb := r.client(t)
+	_, urlA := docserver.Start(t, docserver.WithCRDs(30, 5))
+	srvB, urlB := docserver.Start(t, docserver.WithCRDs(2, 1))
+	ctx := t.Context()
+	newDiscovery := func(url string) (*discovery.Client, *Store) {
+		s, err := New(rdb, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := discovery.NewForHTTPClient(nil, url, discovery.WithDiskCache(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, s
+	}
+	flat := func(s *discovery.Snapshot) string {
+		var b strings.Builder
+		for _, g := range s.Groups() {
+			for _, v := range g.Versions {
+				for _, res := range v.Resources {
+					b.WriteString(g.Name + "/" + v.Version + "/" + res.Name + " ")
+				}
+			}
+		}
+		return b.String()
+	}
+	a, storeA := newDiscovery(urlA)
+	snapA, err := a.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rdb.Keys(ctx, storeA.space+"*").Val()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("cluster A's snapshot was not persisted within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	plain, err := discovery.NewForHTTPClient(nil, urlB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truthB, err := plain.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat(truthB) == flat(snapA) {
+		t.Fatal("the two clusters serve the same discovery: the test proves nothing")
+	}
+	// A's entry, as B's store frames it, under B's key.
+	_, storeB := newDiscovery(urlB)
+	for _, rk := range rdb.Keys(ctx, storeA.space+"*").Val() {
+		raw, err := rdb.Get(ctx, rk).Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, k, value, err := decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, storeB.RedisKey(k), encode(storeB.server, k, value), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	srvB.ResetRequests()
+	b, _ := newDiscovery(urlB)
+	if s, err := b.Load(ctx); s != nil || err != nil {
+		t.Errorf("Load: %v, %v; want the entry not published before the server confirms it", s, err)
+	}
+	if st := b.Stats(); st.DiskLoads != 1 {
+		t.Fatalf("%+v: the planted entry was not read (the test proves nothing)", st)
+	}
+	got, err := b.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat(got) != flat(truthB) {
+		t.Fatalf("cluster B's client answered %d resources, B serves %d (A %d): the other cluster's entry was used (%d requests to B)",
+			len(strings.Fields(flat(got))), len(strings.Fields(flat(truthB))), len(strings.Fields(flat(snapA))), srvB.Stats().Requests)
+	}
+	if st := srvB.Statuses(); st["/apis"] != http.StatusOK || len(srvB.Requests()) != 2 {
+		t.Errorf("B was asked %v, want /api and /apis once, /apis answered 200", st)
+	}
+
+	// The entry is now B's: a warm start costs two 304s, then answers it.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		srvB.ResetRequests()
+		next, _ := newDiscovery(urlB)
+		s, err := next.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := srvB.Statuses()
+		if st["/api"] == http.StatusNotModified && st["/apis"] == http.StatusNotModified && len(srvB.Requests()) == 2 && flat(s) == flat(truthB) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a warm start from the replaced entry: %v, %d requests; want two 304s and B's discovery", st, len(srvB.Requests()))
+		}
+		time.Sleep(10 * time.Millisecond) // the entry is written after publication
 	}
 }

@@ -133,6 +133,14 @@ type Request struct {
 	// gzip, which would make the ranges the compressed bytes'), and a 206
 	// is then an answer.
 	Range string
+	// Revalidate sends Cache-Control: no-cache, so that an HTTP cache
+	// below (diskcache's transport) answers from a stored entry only
+	// once the server has confirmed it (a 304 to its ETag), however
+	// fresh the entry says it is.
+	Revalidate bool
+	// NoStore sends Cache-Control: no-store, so that an HTTP cache below
+	// neither answers nor stores it: the server's answer only.
+	NoStore bool
 }
 
 // Response is an answered request, its body read and closed.
@@ -186,6 +194,12 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 		req.Header.Set("Accept-Encoding", "gzip")
 	} else if c.Identity {
 		req.Header.Set("Accept-Encoding", "identity")
+	}
+	switch {
+	case r.NoStore:
+		req.Header.Set("Cache-Control", "no-store")
+	case r.Revalidate:
+		req.Header.Set("Cache-Control", "no-cache")
 	}
 	req.Close = r.NewConnection
 	start := time.Now()

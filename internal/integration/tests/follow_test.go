@@ -144,21 +144,26 @@ func TestFollowsCRDs(t *testing.T) {
 }
 
 // TestWarmStartRevalidates: a new client on a warm disk cache reads one
-// file and revalidates with two 304s against the real server.
+// file and revalidates with two 304s against the real server; inside the
+// max age it sends nothing, unless the store is not a *diskcache.Cache
+// (as Redis is not), whose entry the real server confirms with two 304s
+// before it is answered.
 func TestWarmStartRevalidates(t *testing.T) {
 	c := startCluster(t)
 	root := t.TempDir()
-	open := func(maxAge time.Duration) *discovery.Client {
+	openStore := func(maxAge time.Duration, store func(*diskcache.Cache) diskcache.Store) *discovery.Client {
 		disk, err := diskcache.Open(root, c.url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dc, err := discovery.New(c.config, discovery.WithDiskCache(disk), discovery.WithMaxAge(maxAge))
+		dc, err := discovery.New(c.config, discovery.WithDiskCache(store(disk)), discovery.WithMaxAge(maxAge))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return dc
 	}
+	own := func(disk *diskcache.Cache) diskcache.Store { return disk }
+	open := func(maxAge time.Duration) *discovery.Client { return openStore(maxAge, own) }
 	first := open(time.Hour)
 	want, err := first.Snapshot(context.Background())
 	if err != nil {
@@ -175,6 +180,24 @@ func TestWarmStartRevalidates(t *testing.T) {
 	st := second.Stats()
 	if st.DiskLoads != 1 || st.Requests != 2 || st.NotModified != 2 || len(got.Groups()) != len(want.Groups()) {
 		t.Errorf("warm start: %+v", st)
+	}
+	for _, tc := range []struct {
+		name     string
+		store    func(*diskcache.Cache) diskcache.Store
+		requests int64
+	}{
+		{"own cache", own, 0},
+		{"shared store", func(disk *diskcache.Cache) diskcache.Store { return struct{ diskcache.Store }{disk} }, 2},
+	} {
+		dc := openStore(time.Hour, tc.store)
+		got, err := dc.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := dc.Stats()
+		if st.DiskLoads != 1 || st.Requests != tc.requests || st.NotModified != tc.requests || len(got.Groups()) != len(want.Groups()) {
+			t.Errorf("%s, inside the max age: %+v, want %d requests answered 304", tc.name, st, tc.requests)
+		}
 	}
 }
 

@@ -29,23 +29,29 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestOpenAPIFromTheDiskCache: against the real server (HTTP/2, gzip above
 // 128 KiB, Expires in its own format), every document is stored on the
 // first read and costs no request afterwards, in JSON and in protobuf; the
-// index of each agrees with kube-openapi's parse of it.
+// index of each agrees with kube-openapi's parse of it. Through a store
+// that is not a *diskcache.Cache (as Redis is not), the JSON documents
+// still cost nothing (checked against the hashes the server's root names),
+// and the protobuf one, which no hash can check, is the server's.
 func TestOpenAPIFromTheDiskCache(t *testing.T) {
 	c := startCluster(t)
 	dir := t.TempDir()
 	var requests atomic.Int32
-	client := func() *openapi3.Client {
+	clientOf := func(store func(*diskcache.Cache) diskcache.Store) *openapi3.Client {
 		cfg := rest.CopyConfig(c.config)
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &requests} }
 		disk, err := diskcache.Open(dir, c.url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		oc, err := openapi3.New(cfg, openapi3.WithDiskCache(disk))
+		oc, err := openapi3.New(cfg, openapi3.WithDiskCache(store(disk)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return oc
+	}
+	client := func() *openapi3.Client {
+		return clientOf(func(disk *diskcache.Cache) diskcache.Store { return disk })
 	}
 	ctx := context.Background()
 	docs, err := client().FetchAll(ctx)
@@ -98,5 +104,17 @@ func TestOpenAPIFromTheDiskCache(t *testing.T) {
 	}
 	if _, description, err := s.Field("spec", "replicas"); err != nil || !strings.Contains(description, "desired pods") {
 		t.Errorf("spec.replicas: %q %v", description, err)
+	}
+
+	requests.Store(0)
+	shared := clientOf(func(disk *diskcache.Cache) diskcache.Store { return struct{ diskcache.Store }{disk} })
+	if again, err := shared.FetchAll(ctx); err != nil || len(again) != len(docs) {
+		t.Fatalf("through a shared store: %d documents, %v", len(again), err)
+	}
+	if _, err := shared.Gnostic(ctx, apps); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("through a shared store: %d requests for %d documents, want the root and %s's protobuf", n, len(docs), apps)
 	}
 }
