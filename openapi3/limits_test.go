@@ -312,3 +312,28 @@ func TestCallersContextEndIsNotRemembered(t *testing.T) {
 		t.Fatalf("after the caller left: %v", err)
 	}
 }
+
+// TestSharedDocumentWithinOwnLimits: a document another client read into
+// a shared table (WithDocuments) within its bounds is still refused by a
+// client whose own bounds it passes, without a request.
+func TestSharedDocumentWithinOwnLimits(t *testing.T) {
+	h, base := newHostile(t, schemaDoc(10, 0))
+	table := openapi3.NewDocuments()
+	ctx := context.Background()
+	if _, err := newClient(t, base, openapi3.WithDocuments(table)).Document(ctx, "apis/x/v1"); err != nil {
+		t.Fatal(err)
+	}
+	if table.Len() != 1 {
+		t.Fatalf("the table holds %d documents", table.Len())
+	}
+	small := newClient(t, base, openapi3.WithDocuments(table), openapi3.WithDocumentLimits(openapi3.DocumentLimits{Properties: 9}))
+	_, err := small.Document(ctx, "apis/x/v1")
+	var le *openapi3.LimitError
+	var de *openapi3.DocumentError
+	if !errors.As(err, &le) || le.Limit != "properties" || !errors.As(err, &de) || de.Path != "apis/x/v1" {
+		t.Fatalf("err = %v, want a DocumentError of the properties bound", err)
+	}
+	if n := h.requests.Load(); n != 1 {
+		t.Fatalf("%d requests, want 1", n)
+	}
+}
