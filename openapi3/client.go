@@ -442,10 +442,10 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 // A document that cannot be had is a *DocumentError, and the failure is
 // remembered for path: until it may be tried again, callers get it back at
 // once, wrapped with ErrRemembered, and nothing is sent. A document whose
-// bytes are at fault (over its DocumentLimits, not JSON, not its ?hash=,
-// not JSON's content type) is tried again only at another URL, once the
-// root gives path a new hash; any other failure (a status, a connection or
-// a body cut short) after 1s, doubling with each failure up to 5 minutes.
+// bytes are at fault (over its DocumentLimits, not JSON, not its ?hash=)
+// is tried again only at another URL, once the root gives path a new hash;
+// any other failure (a status, another content type, a connection or a
+// body cut short) after 1s, doubling with each failure up to 5 minutes.
 // Whatever the URL, path's document is tried at most once a second after a
 // failure. The caller's context ending is not remembered.
 func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, error) {

@@ -191,11 +191,11 @@ func (f *failure) retryAt(u string) (time.Time, bool) {
 }
 
 // finalFailure says whether err condemns the bytes at a URL, which a
-// ?hash= names for good: over a bound, not JSON, not the hash, not the
-// content type asked for. Anything else (a status, a connection or body
-// cut short) may pass.
+// ?hash= names for good: over a bound, not JSON, not the hash. Anything
+// else (a status, another content type, as a proxy's error page, a
+// connection or body cut short) may pass.
 func finalFailure(err error) bool {
-	return errors.Is(err, ErrTooLarge) || errors.Is(err, ErrHashMismatch) || errors.Is(err, ErrContentType) ||
+	return errors.Is(err, ErrTooLarge) || errors.Is(err, ErrHashMismatch) ||
 		errors.As(err, new(*SyntaxError)) || errors.As(err, new(*LimitError))
 }
 
