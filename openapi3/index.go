@@ -199,7 +199,7 @@ func (s *scanner) value() (span, error) {
 		// propsClose for the object of a "properties" member, whose
 		// members are counted (DocumentStats.Properties).
 		const propsClose = 'P'
-		var stack []byte
+		stack := make([]byte, 0, 64) // on the goroutine's stack while it fits
 		for s.i < len(s.b) {
 			switch c := s.b[s.i]; c {
 			case '"':
