@@ -211,8 +211,8 @@ type Client struct {
 	// the user (or root) wrote (verify).
 	ownDisk bool
 
-	failMu sync.Mutex          // guards failed; never held across I/O or the clock
-	failed map[string]*failure // path -> why its document could not be had (limits.go)
+	failMu sync.Mutex           // guards failed; never held across I/O or the clock
+	failed map[failKey]*failure // why a document could not be had (limits.go)
 
 	// work counts the SHA-512s computed and protobuf documents decoded,
 	// for the tests that pin "once per document".
@@ -462,7 +462,7 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 			return d, nil
 		}
 	}
-	if err := c.remembered(path, u); err != nil {
+	if err := c.remembered(failKey{path: path}, u); err != nil {
 		return nil, err
 	}
 	d, err := c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
@@ -476,7 +476,7 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 			}
 			// Remembered by the fetch, which callers share, not by each
 			// caller: the one whose context ended remembers nothing.
-			c.remember(path, u, err)
+			c.remember(failKey{path: path}, u, err)
 			return d, err
 		}
 	})
@@ -599,10 +599,18 @@ const (
 // with gnostic-models (the form kube-openapi's proto.NewOpenAPIV3Data
 // builds its models from). It goes through the same ?hash= URL as
 // Document, so with WithDiskCache an unchanged document costs no request;
-// nothing is kept in memory.
+// nothing is kept in memory. Its bytes are bounded as a JSON document's
+// (DocumentLimits.Bytes); what it decodes into is not (protobuf carries
+// no names to count by before decoding). A failure is a *DocumentError,
+// remembered as DocumentAt's (one that does not decode, for its hash),
+// apart from the JSON form's.
 func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document, error) {
 	u, err := c.urlFor(ctx, path)
 	if err != nil {
+		return nil, err
+	}
+	key := failKey{path: path, protobuf: true}
+	if err := c.remembered(key, u); err != nil {
 		return nil, err
 	}
 	return c.pbFetch.Do(ctx, u, func(ctx context.Context) (*openapi_v3.Document, error) {
@@ -611,6 +619,10 @@ func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document
 			if err != nil && first && c.dropCached(resp) {
 				continue // an entry another writer left: the server's, once
 			}
+			if err != nil {
+				err = &DocumentError{Path: path, URL: u, Err: err}
+			}
+			c.remember(key, u, err)
 			return doc, err
 		}
 	})
@@ -634,7 +646,7 @@ func (c *Client) fetchGnostic(ctx context.Context, path, u string) (*openapi_v3.
 	}
 	doc, err := c.decodeGnostic(body)
 	if err != nil {
-		return nil, resp, fmt.Errorf("openapi3: %s is not an OpenAPI v3 protobuf document: %w", path, err)
+		return nil, resp, fmt.Errorf("openapi3: %s %w: %w", path, errNotProtobuf, err)
 	}
 	return doc, resp, nil
 }

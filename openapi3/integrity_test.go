@@ -154,7 +154,9 @@ func TestBrokenRootIsNotStored(t *testing.T) {
 }
 
 // TestBadProtobufIsNotStored: the protobuf form has no hash to check, so
-// it is stored only once it decodes.
+// it is stored only once it decodes. The client that read the garbage
+// remembers it for that hash (as a JSON document that does not parse); a
+// new one reads the good document and stores it.
 func TestBadProtobufIsNotStored(t *testing.T) {
 	_, m, base := mangled(t)
 	dc, err := diskcache.Open(t.TempDir(), base)
@@ -170,7 +172,10 @@ func TestBadProtobufIsNotStored(t *testing.T) {
 		t.Fatalf("garbage protobuf stored: %+v", st)
 	}
 	m.set("", nil, nil)
-	if _, err := c.Gnostic(context.Background(), "apis/apps/v1"); err != nil {
+	if _, err := c.Gnostic(context.Background(), "apis/apps/v1"); !errors.Is(err, openapi3.ErrRemembered) {
+		t.Fatalf("the same client, after the server recovered: err = %v, want the failure remembered", err)
+	}
+	if _, err := newClient(t, base, openapi3.WithDiskCache(dc)).Gnostic(context.Background(), "apis/apps/v1"); err != nil {
 		t.Fatal(err)
 	}
 	if dc.Stats().Writes == 0 {

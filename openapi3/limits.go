@@ -169,6 +169,16 @@ const (
 	maxRetryAfter = 5 * time.Minute
 )
 
+// failKey names a group-version's document in one of its forms.
+type failKey struct {
+	path     string
+	protobuf bool // the form Gnostic reads
+}
+
+// errNotProtobuf is the cause of Gnostic's error for a body that does not
+// decode: the bytes the ?hash= names are at fault.
+var errNotProtobuf = errors.New("is not an OpenAPI v3 protobuf document")
+
 // failure is a group-version's document that could not be had.
 type failure struct {
 	url      string
@@ -195,13 +205,13 @@ func (f *failure) retryAt(u string) (time.Time, bool) {
 // else (a status, another content type, as a proxy's error page, a
 // connection or body cut short) may pass.
 func finalFailure(err error) bool {
-	return errors.Is(err, ErrTooLarge) || errors.Is(err, ErrHashMismatch) ||
+	return errors.Is(err, ErrTooLarge) || errors.Is(err, ErrHashMismatch) || errors.Is(err, errNotProtobuf) ||
 		errors.As(err, new(*SyntaxError)) || errors.As(err, new(*LimitError))
 }
 
 // remembered returns the error to answer for path's document at u without
 // asking for it, if its failure is remembered and not due for a retry.
-func (c *Client) remembered(path, u string) error {
+func (c *Client) remembered(path failKey, u string) error {
 	c.failMu.Lock()
 	f, ok := c.failed[path]
 	c.failMu.Unlock()
@@ -218,7 +228,7 @@ func (c *Client) remembered(path, u string) error {
 // remember records how fetching path's document at u ended: a success
 // forgets the failure, a failure is remembered (but not the caller's
 // context ending, which says nothing of the document).
-func (c *Client) remember(path, u string, err error) {
+func (c *Client) remember(path failKey, u string, err error) {
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return
 	}
@@ -237,7 +247,7 @@ func (c *Client) remember(path, u string, err error) {
 		attempts = f.attempts + 1
 	}
 	if c.failed == nil {
-		c.failed = map[string]*failure{}
+		c.failed = map[failKey]*failure{}
 	}
 	c.failed[path] = &failure{url: u, err: err, at: now, final: finalFailure(err), attempts: attempts}
 }

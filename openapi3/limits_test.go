@@ -337,3 +337,44 @@ func TestSharedDocumentWithinOwnLimits(t *testing.T) {
 		t.Fatalf("%d requests, want 1", n)
 	}
 }
+
+// TestGnosticFailureIsRemembered: a protobuf document that does not decode
+// is downloaded once for its hash, as a JSON one that does not parse; the
+// JSON form's own fate is its own.
+func TestGnosticFailureIsRemembered(t *testing.T) {
+	doc := schemaDoc(1, 0)
+	hash := fmt.Sprintf("%X", sha512.Sum512(doc))
+	var pb, js atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/openapi/v3" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"paths":{"apis/x/v1":{"serverRelativeURL":"/openapi/v3/apis/x/v1?hash=%s"}}}`, hash)
+			return
+		}
+		if strings.Contains(r.Header.Get("Accept"), "protobuf") {
+			pb.Add(1)
+			w.Header().Set("Content-Type", openapi3.ProtobufType)
+			w.Write([]byte{0xff, 0xff, 0xff}) // not protobuf
+			return
+		}
+		js.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(doc)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	ctx := context.Background()
+	for i := range 10 {
+		_, err := c.Gnostic(ctx, "apis/x/v1")
+		var de *openapi3.DocumentError
+		if !errors.As(err, &de) || de.Path != "apis/x/v1" || (i > 0) != errors.Is(err, openapi3.ErrRemembered) {
+			t.Fatalf("call %d: err = %v", i, err)
+		}
+	}
+	if _, err := c.Document(ctx, "apis/x/v1"); err != nil {
+		t.Fatalf("the JSON form: %v", err)
+	}
+	if pb.Load() != 1 || js.Load() != 1 {
+		t.Fatalf("%d protobuf and %d JSON downloads, want 1 each", pb.Load(), js.Load())
+	}
+}
