@@ -17,10 +17,14 @@ import (
 // WithCRDs(3000, 1)), is 61.4 MB (58.6 MiB) with 12,008 schemas, 153,023
 // properties, 294,056 objects, 9 deep, and builds in 209 MB of heap (710 B
 // an object): the defaults fit it (its bytes with 9% to spare, its counts
-// with 2x or more), and a document at the bounds costs about what it does. A hostile document is
-// refused while it is read (its bytes) or indexed (the rest), before any
-// of it is parsed: a 31 MB schema of a million properties costs its bytes
-// and the index's, not the 1.7 GB it took to build.
+// with 2x or more). A hostile document over them is refused while it is
+// read (its bytes) or indexed (the rest), before any of it is parsed: a
+// 31 MB schema of a million properties costs its bytes and the index's,
+// not the 1.7 GB it took to build. One made to fit just under them still
+// costs what its objects do, up to about 960 B each for empty properties
+// (a schema of 200,000 of them builds in 193 MB): some 580 MB at the
+// object bound. A process that must stay under 256 MB whatever a server
+// sends sets Objects to 200,000, which refuses the 3,000-CRD group-version.
 const (
 	DefaultMaxDocumentBytes = 64 << 20
 	DefaultMaxSchemas       = 30_000
