@@ -52,6 +52,7 @@ type options struct {
 	documents        *Documents
 	staleRoot        bool
 	rootTimeout      time.Duration
+	limits           DocumentLimits
 
 	given optset.Given // the options given, by name (named)
 }
@@ -173,7 +174,9 @@ func WithMaxRetries(n int) Option {
 	})
 }
 
-// WithMaxResponseBytes caps one document. Default: DefaultMaxResponseBytes.
+// WithMaxResponseBytes caps one response, the root's or a document's
+// (which DocumentLimits.Bytes caps too: the lower bound applies). Default:
+// DefaultMaxResponseBytes.
 func WithMaxResponseBytes(n int64) Option {
 	return named("WithMaxResponseBytes", func(o *options) error {
 		if n < 1 {
@@ -216,6 +219,9 @@ type Client struct {
 	// cache, and it is not one (Redis, a fleet's): others may write it.
 	ownDisk, sharedDisk bool
 
+	failMu sync.Mutex           // guards failed; never held across I/O or the clock
+	failed map[failKey]*failure // why a document could not be had (limits.go)
+
 	// work counts the SHA-512s computed and protobuf documents decoded,
 	// for the tests that pin "once per document".
 	work struct{ hashes, decodes atomic.Int64 }
@@ -250,6 +256,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		maxAge:           DefaultMaxAge,
 		clock:            clock.RealClock{},
 		rootTimeout:      DefaultRootTimeout,
+		limits:           DocumentLimits{}.withDefaults(),
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -266,12 +273,15 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	h := httpx.NewClient(hc, base, o.maxRedirects)
 	cl := &Client{http: h, opts: o, docs: map[string]*list.Element{}, recent: list.New(), large: semaphore.NewWeighted(1)}
 	h.MaxRetries = o.maxRetries
-	h.Body = httpx.Options{Limit: o.maxResponseBytes, Large: cl.large}
+	// A document is read no further than its bound (the root, 100 KB at
+	// 3000 CRDs, shares it).
+	limit := min(o.maxResponseBytes, o.limits.Bytes)
+	h.Body = httpx.Options{Limit: limit, Large: cl.large}
 	if o.disk != nil {
 		_, cl.ownDisk = o.disk.(*diskcache.Cache)
 		cl.sharedDisk = !cl.ownDisk
 		h.HC.Transport = diskcache.NewTransport(h.HC.Transport, o.disk, diskcache.WithKey(storeKey),
-			diskcache.WithCheck(cl.checkBeforeStoring), diskcache.WithMaxBodyBytes(o.maxResponseBytes))
+			diskcache.WithCheck(cl.checkBeforeStoring), diskcache.WithMaxBodyBytes(limit))
 	}
 	cl.rootFetch.Timeout, cl.docFetch.Timeout, cl.pbFetch.Timeout = fetchTimeout, fetchTimeout, fetchTimeout
 	return cl, nil
@@ -472,8 +482,8 @@ func (c *Client) urlFor(ctx context.Context, path string) (string, error) {
 }
 
 // Document returns one group-version's document, fetching it on first use
-// (and again when the root gives it a new hash). Errors, context errors
-// included, are never kept: the next call tries again.
+// (and again when the root gives it a new hash). A failure is remembered
+// as DocumentAt says.
 func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	u, err := c.urlFor(ctx, path)
 	if err != nil {
@@ -485,15 +495,32 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 // DocumentAt returns path's document at the server-relative URL u (one
 // the root listed, with its ?hash=), fetching it unless it is the one kept.
 // Document is DocumentAt of the URL the root lists now.
+//
+// A document that cannot be had is a *DocumentError, and the failure is
+// remembered for path: until it may be tried again, callers get it back at
+// once, wrapped with ErrRemembered, and nothing is sent. A document whose
+// bytes are at fault (over its DocumentLimits, not JSON, not its ?hash=)
+// is tried again only at another URL, once the root gives path a new hash;
+// any other failure (a status, another content type, a connection or a
+// body cut short) after 1s, doubling with each failure up to 5 minutes.
+// Whatever the URL, path's document is tried at most once a second after a
+// failure. The caller's context ending is not remembered.
 func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, error) {
 	if d := c.kept(path); d != nil && d.URL == u {
 		return d, nil
 	}
 	if t := c.opts.documents; t != nil {
 		if d := t.get(path, u); d != nil {
+			// Indexed by another client, within its own limits.
+			if err := d.Stats().within(c.opts.limits); err != nil {
+				return nil, &DocumentError{Path: path, URL: u, Err: err}
+			}
 			c.keepIfCurrent(path, u, d)
 			return d, nil
 		}
+	}
+	if err := c.remembered(failKey{path: path}, u); err != nil {
+		return nil, err
 	}
 	d, err := c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
 		for first := true; ; first = false {
@@ -501,6 +528,12 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 			if err != nil && first && c.dropCached(resp) {
 				continue // an entry another writer left: the server's, once
 			}
+			if err != nil {
+				err = &DocumentError{Path: path, URL: u, Err: err}
+			}
+			// Remembered by the fetch, which callers share, not by each
+			// caller: the one whose context ended remembers nothing.
+			c.remember(failKey{path: path}, u, err)
 			return d, err
 		}
 	})
@@ -526,7 +559,7 @@ func (c *Client) fetchDocument(ctx context.Context, path, u string) (*Document, 
 	if err != nil {
 		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", u, err)
 	}
-	d, err := NewDocument(path, u, body)
+	d, err := newDocument(path, u, body, &c.opts.limits)
 	if err != nil || !verified || c.opts.documents == nil {
 		return d, resp, err
 	}
@@ -623,10 +656,18 @@ const (
 // with gnostic-models (the form kube-openapi's proto.NewOpenAPIV3Data
 // builds its models from). It goes through the same ?hash= URL as
 // Document, so with WithDiskCache an unchanged document costs no request;
-// nothing is kept in memory.
+// nothing is kept in memory. Its bytes are bounded as a JSON document's
+// (DocumentLimits.Bytes); what it decodes into is not (protobuf carries
+// no names to count by before decoding). A failure is a *DocumentError,
+// remembered as DocumentAt's (one that does not decode, for its hash),
+// apart from the JSON form's.
 func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document, error) {
 	u, err := c.urlFor(ctx, path)
 	if err != nil {
+		return nil, err
+	}
+	key := failKey{path: path, protobuf: true}
+	if err := c.remembered(key, u); err != nil {
 		return nil, err
 	}
 	return c.pbFetch.Do(ctx, u, func(ctx context.Context) (*openapi_v3.Document, error) {
@@ -635,6 +676,10 @@ func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document
 			if err != nil && first && c.dropCached(resp) {
 				continue // an entry another writer left: the server's, once
 			}
+			if err != nil {
+				err = &DocumentError{Path: path, URL: u, Err: err}
+			}
+			c.remember(key, u, err)
 			return doc, err
 		}
 	})
@@ -658,7 +703,7 @@ func (c *Client) fetchGnostic(ctx context.Context, path, u string) (*openapi_v3.
 	}
 	doc, err := c.decodeGnostic(body)
 	if err != nil {
-		return nil, resp, fmt.Errorf("openapi3: %s is not an OpenAPI v3 protobuf document: %w", path, err)
+		return nil, resp, fmt.Errorf("openapi3: %s %w: %w", path, errNotProtobuf, err)
 	}
 	return doc, resp, nil
 }

@@ -51,6 +51,8 @@
 //     parsing it (hand-written for speed; fuzzed against encoding/json).
 //   - lookup.go: [Client.Kind], [Schema], field paths.
 //   - aggregate.go: [Aggregate].
+//   - limits.go: [DocumentLimits] ([WithDocumentLimits]), the errors of a
+//     document that could not be had, and how its failure is remembered.
 //   - documents.go: [Documents], the table of parsed documents that clients
 //     of a fleet share, keyed by the hash their bytes were verified against.
 //   - offline.go: [WithStaleRootOnError]: the last root kept in the disk

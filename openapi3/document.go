@@ -84,9 +84,25 @@ func (d *Document) at(u string) *Document {
 // document it reads; a body that is not one well-bracketed JSON object is
 // an error (a *SyntaxError). The Document keeps body: do not modify it.
 func NewDocument(path, url string, body []byte) (*Document, error) {
+	return newDocument(path, url, body, nil)
+}
+
+// newDocument is NewDocument within lim (nil: no bounds but the index's
+// own depth), over which it fails with a *LimitError.
+func newDocument(path, url string, body []byte, lim *DocumentLimits) (*Document, error) {
 	d := &Document{Path: path, URL: url, JSON: body}
-	if _, err := d.index(); err != nil {
-		return nil, err
+	st := d.state()
+	st.indexOnce.Do(func() {
+		st.idx, st.indexErr = indexDocument(d.JSON, lim)
+		switch {
+		case errors.As(st.indexErr, new(*LimitError)):
+			st.indexErr = fmt.Errorf("openapi3: %s: %w", d.Path, st.indexErr)
+		case st.indexErr != nil:
+			st.indexErr = fmt.Errorf("openapi3: %s is not a JSON document: %w", d.Path, st.indexErr)
+		}
+	})
+	if st.indexErr != nil {
+		return nil, st.indexErr
 	}
 	return d, nil
 }
@@ -102,7 +118,7 @@ func (d *Document) index() (map[string]span, error) {
 func (d *Document) indexAll() (docIndex, error) {
 	st := d.state()
 	st.indexOnce.Do(func() {
-		st.idx, st.indexErr = indexDocument(d.JSON)
+		st.idx, st.indexErr = indexDocument(d.JSON, nil)
 		if st.indexErr != nil {
 			st.indexErr = fmt.Errorf("openapi3: %s is not a JSON document: %w", d.Path, st.indexErr)
 		}

@@ -32,6 +32,60 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("offset %d: %s", e.Off
 type scanner struct {
 	b []byte
 	i int
+
+	// What indexDocument counts as it goes, and the bounds it stops at
+	// (nil: none but maxDepth).
+	depth int // objects open around s.i, outside value's own stack
+	stats DocumentStats
+	lim   *DocumentLimits
+}
+
+// propertiesName is the member whose object's members the scanner counts
+// as properties.
+var propertiesName = []byte("properties")
+
+// opened counts one more object or array open, depth deep, against the
+// bounds.
+func (s *scanner) opened(depth int, object bool) error {
+	if depth > s.stats.Depth {
+		s.stats.Depth = depth
+	}
+	if object {
+		s.stats.Objects++
+	}
+	if s.lim == nil {
+		return nil
+	}
+	if s.stats.Depth > s.lim.Depth {
+		return &LimitError{Limit: "depth", Max: int64(s.lim.Depth), Offset: s.i}
+	}
+	if s.stats.Objects > s.lim.Objects {
+		return &LimitError{Limit: "objects", Max: int64(s.lim.Objects), Offset: s.i}
+	}
+	return nil
+}
+
+// property counts one more member of a properties object.
+func (s *scanner) property() error {
+	s.stats.Properties++
+	if s.lim != nil && s.stats.Properties > s.lim.Properties {
+		return &LimitError{Limit: "properties", Max: int64(s.lim.Properties), Offset: s.i}
+	}
+	return nil
+}
+
+// after is the index of the first byte at or after i that is not
+// whitespace (len(s.b) if none).
+func (s *scanner) after(i int) int {
+	for i < len(s.b) {
+		switch s.b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 func (s *scanner) fail(msg string) error { return &SyntaxError{Offset: s.i, Msg: msg} }
@@ -141,21 +195,61 @@ func (s *scanner) value() (span, error) {
 		err := s.skipStr()
 		return span{start, s.i}, err
 	case '{', '[':
-		var stack []byte
+		// The stack holds what closes each open value: '}' or ']', or
+		// propsClose for the object of a "properties" member, whose
+		// members are counted (DocumentStats.Properties).
+		const propsClose = 'P'
+		stack := make([]byte, 0, 64) // on the goroutine's stack while it fits
 		for s.i < len(s.b) {
 			switch c := s.b[s.i]; c {
 			case '"':
+				at := s.i
 				if err := s.skipStr(); err != nil {
 					return span{}, err
 				}
-				continue
+				top := byte(0)
+				if len(stack) > 0 {
+					top = stack[len(stack)-1]
+				}
+				inProps := top == propsClose
+				if !inProps && (s.i-at-2 != len(propertiesName) || !bytes.Equal(s.b[at+1:s.i-1], propertiesName)) {
+					continue
+				}
+				// A member's name, if a colon follows.
+				colon := s.after(s.i)
+				if colon >= len(s.b) || s.b[colon] != ':' {
+					continue
+				}
+				if inProps {
+					if err := s.property(); err != nil {
+						return span{}, err
+					}
+					continue
+				}
+				// "properties": an object whose members are properties
+				// (a property called "properties" is not one).
+				open := s.after(colon + 1)
+				if open >= len(s.b) || s.b[open] != '{' {
+					continue
+				}
+				s.i = open
+				if len(stack) == maxDepth {
+					return span{}, s.fail("nested too deep")
+				}
+				stack = append(stack, propsClose)
+				if err := s.opened(s.depth+len(stack), true); err != nil {
+					return span{}, err
+				}
 			case '{', '[':
 				if len(stack) == maxDepth {
 					return span{}, s.fail("nested too deep")
 				}
 				stack = append(stack, c+2) // '{'+2 = '}', '['+2 = ']'
+				if err := s.opened(s.depth+len(stack), c == '{'); err != nil {
+					return span{}, err
+				}
 			case '}', ']':
-				if len(stack) == 0 || stack[len(stack)-1] != c {
+				if len(stack) == 0 || (stack[len(stack)-1] != c && (c != '}' || stack[len(stack)-1] != propsClose)) {
 					return span{}, s.fail(fmt.Sprintf("unexpected %q", c))
 				}
 				stack = stack[:len(stack)-1]
@@ -192,6 +286,11 @@ func (s *scanner) members(fn func(name string) error) error {
 		return nil
 	}
 	if err := s.expect('{'); err != nil {
+		return err
+	}
+	s.depth++
+	defer func() { s.depth-- }()
+	if err := s.opened(s.depth, true); err != nil {
 		return err
 	}
 	s.ws()
@@ -262,13 +361,16 @@ func (s *scanner) into(want string, inner func() error) error {
 // components (paths, info, security).
 type docIndex struct {
 	schemas, components, top map[string]span
+	stats                    DocumentStats
 }
 
 // indexDocument indexes a JSON document in one pass, checking that the
 // whole of it is one well-bracketed object. A name given twice at the
-// levels it reads is an error, as it is to kube-openapi's parser.
-func indexDocument(b []byte) (docIndex, error) {
-	s := &scanner{b: b}
+// levels it reads is an error, as it is to kube-openapi's parser. With
+// lim, it stops at the first bound passed, with a *LimitError: a hostile
+// document costs no more than its bytes and the bounds' worth of index.
+func indexDocument(b []byte, lim *DocumentLimits) (docIndex, error) {
+	s := &scanner{b: b, lim: lim}
 	idx := docIndex{schemas: map[string]span{}, components: map[string]span{}, top: map[string]span{}}
 	// record reads the members of an object, recording each value in
 	// spans but the one called want, which inner reads (none, for a nil
@@ -285,19 +387,28 @@ func indexDocument(b []byte) (docIndex, error) {
 	}
 	err := record(idx.top, "components", func() error {
 		return record(idx.components, "schemas", func() error {
-			return record(idx.schemas, "", nil)
+			return s.uniqueMembers(func(name string) error {
+				if lim != nil && len(idx.schemas) >= lim.Schemas {
+					return &LimitError{Limit: "schemas", Max: int64(lim.Schemas), Offset: s.i}
+				}
+				v, err := s.value()
+				idx.schemas[name] = v
+				return err
+			})
 		})
 	})
 	if err == nil {
 		err = s.end()
 	}
+	idx.stats = s.stats
+	idx.stats.Schemas = len(idx.schemas)
 	return idx, err
 }
 
 // indexSchemas finds each components/schemas entry of a JSON document (see
 // indexDocument).
 func indexSchemas(b []byte) (map[string]span, error) {
-	idx, err := indexDocument(b)
+	idx, err := indexDocument(b, nil)
 	if err != nil {
 		return nil, err
 	}

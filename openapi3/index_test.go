@@ -1,8 +1,10 @@
 package openapi3
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -73,7 +75,59 @@ func FuzzIndexSchemas(f *testing.F) {
 				t.Fatalf("schema %q: %q, encoding/json has %q", name, b[at.start:at.end], raw)
 			}
 		}
+		// DocumentStats counts objects and depth as encoding/json's tokens
+		// do, and each bound stops the index just past it.
+		idx, _ := indexDocument(b, nil)
+		objects, depth := jsonShape(t, b)
+		if idx.stats.Objects != objects || idx.stats.Depth != depth || idx.stats.Schemas != len(schemas) {
+			t.Fatalf("stats %+v, encoding/json finds %d objects, %d deep", idx.stats, objects, depth)
+		}
+		for _, lim := range []DocumentLimits{
+			{Schemas: idx.stats.Schemas - 1, Properties: idx.stats.Properties, Objects: objects, Depth: depth},
+			{Schemas: idx.stats.Schemas, Properties: idx.stats.Properties - 1, Objects: objects, Depth: depth},
+			{Schemas: idx.stats.Schemas, Properties: idx.stats.Properties, Objects: objects - 1, Depth: depth},
+			{Schemas: idx.stats.Schemas, Properties: idx.stats.Properties, Objects: objects, Depth: depth - 1},
+		} {
+			if lim.Schemas < 0 || lim.Properties < 0 || lim.Objects < 0 || lim.Depth < 0 {
+				continue // none to pass
+			}
+			_, err := indexDocument(b, &lim)
+			var le *LimitError
+			if !errors.As(err, &le) {
+				t.Fatalf("limits %+v of %+v: err = %v, want a LimitError", lim, idx.stats, err)
+			}
+		}
+		within := DocumentLimits{Schemas: idx.stats.Schemas, Properties: idx.stats.Properties, Objects: objects, Depth: depth}
+		if _, err := indexDocument(b, &within); err != nil {
+			t.Fatalf("limits %+v, the document's own: %v", within, err)
+		}
 	})
+}
+
+// jsonShape counts the objects of valid JSON b, and how deep objects and
+// arrays nest in it, with encoding/json's tokens.
+func jsonShape(t *testing.T, b []byte) (objects, depth int) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	open := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err == io.EOF {
+				return objects, depth
+			}
+			t.Fatal(err)
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if tok == json.Delim('{') {
+				objects++
+			}
+			open++
+			depth = max(depth, open)
+		case json.Delim('}'), json.Delim(']'):
+			open--
+		}
+	}
 }
 
 func checkRoot(t *testing.T, b []byte) {

@@ -71,8 +71,10 @@ func mangled(t *testing.T) (*docserver.Server, *mangler, string) {
 // TestBadDocumentsAreNeitherUsedNorStored: a 200 whose body is garbage,
 // empty or cleanly cut short, at a ?hash= URL served as immutable for a
 // year, fails the SHA-512 check: it is an error, it is not stored, and once
-// the server is right again the document is read, by this process and the
-// next, instead of a year of failures.
+// the server is right again the document is read by the next process,
+// instead of a year of failures. This process remembers the failure for
+// that hash (a hostile server must not make it download a document again
+// and again), until the root names another.
 func TestBadDocumentsAreNeitherUsedNorStored(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -108,8 +110,11 @@ func TestBadDocumentsAreNeitherUsedNorStored(t *testing.T) {
 					t.Fatalf("a bad document was stored: %+v", dc.Stats())
 				}
 				m.set("", nil, nil)
-				if _, err := c.Document(ctx, "apis/apps/v1"); err != nil {
-					t.Fatalf("cache %v: after the server recovered: %v", withCache, err)
+				if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, openapi3.ErrRemembered) || !errors.Is(err, openapi3.ErrHashMismatch) {
+					t.Fatalf("cache %v: after the server recovered: err = %v, want the mismatch remembered", withCache, err)
+				}
+				if _, err := newClient(t, base, opts...).Document(ctx, "apis/apps/v1"); err != nil {
+					t.Fatalf("cache %v: a new client, after the server recovered: %v", withCache, err)
 				}
 				if withCache {
 					next := newClient(t, base, openapi3.WithDiskCache(dc))
@@ -149,7 +154,9 @@ func TestBrokenRootIsNotStored(t *testing.T) {
 }
 
 // TestBadProtobufIsNotStored: the protobuf form has no hash to check, so
-// it is stored only once it decodes.
+// it is stored only once it decodes. The client that read the garbage
+// remembers it for that hash (as a JSON document that does not parse); a
+// new one reads the good document and stores it.
 func TestBadProtobufIsNotStored(t *testing.T) {
 	_, m, base := mangled(t)
 	dc, err := diskcache.Open(t.TempDir(), base)
@@ -165,7 +172,10 @@ func TestBadProtobufIsNotStored(t *testing.T) {
 		t.Fatalf("garbage protobuf stored: %+v", st)
 	}
 	m.set("", nil, nil)
-	if _, err := c.Gnostic(context.Background(), "apis/apps/v1"); err != nil {
+	if _, err := c.Gnostic(context.Background(), "apis/apps/v1"); !errors.Is(err, openapi3.ErrRemembered) {
+		t.Fatalf("the same client, after the server recovered: err = %v, want the failure remembered", err)
+	}
+	if _, err := newClient(t, base, openapi3.WithDiskCache(dc)).Gnostic(context.Background(), "apis/apps/v1"); err != nil {
 		t.Fatal(err)
 	}
 	if dc.Stats().Writes == 0 {

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/spec3"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
 	"github.com/kubeatlas/kubeatlas/diskcache"
@@ -372,19 +373,26 @@ func TestMalformedDocuments(t *testing.T) {
 }
 
 // TestDocumentResponseErrors: a document of another content type, or cut
-// short, is an error, and the next call asks again.
+// short, is an error, remembered for a while (1 s, doubling with each
+// failure: openapi3.ErrRemembered), and the next call after it asks again.
 func TestDocumentResponseErrors(t *testing.T) {
 	srv, base := discoverytest.Start(t)
-	c := newClient(t, base)
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := newClient(t, base, openapi3.WithClock(clk), openapi3.WithMaxAge(time.Hour))
 	ctx := context.Background()
 	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{ContentType: "text/html", Times: 1})
-	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, openapi3.ErrContentType) {
+	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, openapi3.ErrContentType) || errors.Is(err, openapi3.ErrRemembered) {
 		t.Errorf("text/html: %v", err)
 	}
-	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Truncate: 5000, Times: 1})
-	if _, err := c.Document(ctx, "apis/apps/v1"); err == nil {
-		t.Errorf("truncated: no error")
+	if _, err := c.Document(ctx, "apis/apps/v1"); !errors.Is(err, openapi3.ErrContentType) || !errors.Is(err, openapi3.ErrRemembered) {
+		t.Errorf("text/html, at once again: %v", err)
 	}
+	clk.Step(time.Minute)
+	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Truncate: 5000, Times: 1})
+	if _, err := c.Document(ctx, "apis/apps/v1"); err == nil || errors.Is(err, openapi3.ErrRemembered) {
+		t.Errorf("truncated: %v", err)
+	}
+	clk.Step(time.Minute)
 	srv.InjectFault("/openapi/v3/apis/apps/v1", discoverytest.Fault{Status: http.StatusServiceUnavailable, Times: 1})
 	// HTTP errors are apimachinery's, as discovery's and client-go's are.
 	if _, err := c.Document(ctx, "apis/apps/v1"); !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "/openapi/v3/apis/apps/v1?hash=") {
@@ -396,6 +404,7 @@ func TestDocumentResponseErrors(t *testing.T) {
 	} else if d, ok := apierrors.SuggestsClientDelay(err); !ok || d != 7 {
 		t.Errorf("429: Retry-After %d (%v), want 7", d, ok)
 	}
+	clk.Step(time.Minute)
 	if _, err := c.Kind(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}); err != nil {
 		t.Errorf("after the faults: %v", err)
 	}
