@@ -190,6 +190,7 @@ type Client struct {
 	failedAt atomic.Int64 // unix nanos of the last failed refresh
 
 	followers atomic.Int32 // callers following the server's discovery for c (Follow)
+	leaders   leaders      // clients whose followers vouch for c's content (FollowLeader)
 
 	views union // servers behind the URL that disagree (mixed.go)
 }
