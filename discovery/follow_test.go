@@ -87,9 +87,15 @@ func TestFollowLeader(t *testing.T) {
 	if n := c.Stats().Requests - before; n != 0 {
 		t.Fatalf("Following sent %d requests", n)
 	}
+	srv.ResetRequests()
 	refresh(c)
 	if !c.Following() {
 		t.Fatal("not Following once the client's own refresh shows the leader's content")
+	}
+	// The leader's refresh asked again on new connections (mixed.go);
+	// the client's, which reads the leader's content, does not.
+	if n := len(srv.Requests()); n != 2 {
+		t.Fatalf("the client's refresh to the leader's content sent %d requests, want 2", n)
 	}
 	// The CRD goes and comes back: the content (held in the table while
 	// something holds it, here with) comes back renumbered in each client.

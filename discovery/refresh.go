@@ -72,7 +72,9 @@ func (c *Client) Follow() (stop func()) {
 // shared), and a client that is not looked at sends nothing. What c sees
 // but leader does not (an aggregated API server that shows c another
 // view) keeps their contents apart, and c is then not followed through
-// leader. It lasts until stop is called (once or more: the later calls do
+// leader. A refresh of c that reads the content leader holds is not asked
+// again on new connections (as a change is, to tell servers that
+// disagree apart: mixed.go), since leader's refresh asked. It lasts until stop is called (once or more: the later calls do
 // nothing); c may have several leaders at once.
 func (c *Client) FollowLeader(leader *Client) (stop func()) {
 	if leader == nil || leader == c {
@@ -95,6 +97,24 @@ func (c *Client) Following() bool {
 	}
 	for _, l := range c.leaders.list() {
 		if l.followers.Load() > 0 && sameContent(l.current.Load(), c.current.Load()) {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderShows says whether a followed leader (FollowLeader) holds s's
+// content while c has seen its servers agree: a change the leader's
+// follower saw and its own refresh confirmed (mixed.go's resample
+// included), not a server that disagrees, so c's refresh does not ask
+// again on new connections. Only the refresh machine calls it (it reads
+// c.views, as observe does).
+func (c *Client) leaderShows(s *Snapshot) bool {
+	if c.views.history != nil {
+		return false
+	}
+	for _, l := range c.leaders.list() {
+		if l.followers.Load() > 0 && sameContent(l.current.Load(), s) {
 			return true
 		}
 	}
@@ -406,7 +426,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		return pub, false, err
 	}
 	c.log.refreshFailed(nil)
-	if prev != nil {
+	if prev != nil && !c.leaderShows(s) {
 		// Servers behind the URL that disagree (mixed.go) show on a
 		// second read at the earliest: a first has nothing to differ from.
 		s = c.views.observe(ctx, prev, s)
