@@ -142,3 +142,37 @@ func TestFollowLeader(t *testing.T) {
 		t.Fatal("a client is its own leader")
 	}
 }
+
+// TestFollowLeaderConcurrently: leaders added and stopped from many
+// goroutines while others ask Following: each stop takes its own entry
+// (one leader given twice counts twice), and the race detector sees
+// nothing.
+func TestFollowLeaderConcurrently(t *testing.T) {
+	_, base := docserver.Start(t)
+	table := discovery.NewSurfaces()
+	leader, _ := snapshotOfNew(t, base, discovery.WithSurfaces(table))
+	c, _ := snapshotOfNew(t, base, discovery.WithSurfaces(table))
+	defer leader.Follow()()
+	keep := c.FollowLeader(leader)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 500 {
+				stop := c.FollowLeader(leader)
+				if !c.Following() {
+					t.Error("not Following through a followed leader with the same content")
+				}
+				stop()
+				stop()
+			}
+		})
+	}
+	wg.Wait()
+	if !c.Following() {
+		t.Fatal("the stops of others took the remaining entry")
+	}
+	keep()
+	if c.Following() {
+		t.Fatal("Following after every entry stopped")
+	}
+}

@@ -446,6 +446,7 @@ func TestOptions(t *testing.T) {
 		"twice":            {shared.WithLinger(0), shared.WithLinger(time.Second)},
 		"negative linger":  {shared.WithLinger(-time.Second)},
 		"registry's table": {shared.WithDiscoveryOptions(discoveryWithSurfaces())},
+		"registry's 403":   {shared.WithWatchOptions(watch.WithOnForbidden(func() {}))},
 	} {
 		if _, err := shared.New(opts...); err == nil {
 			t.Errorf("%s: New succeeded", name)
