@@ -196,6 +196,7 @@ type Client struct {
 	unconfirmed atomic.Pointer[Snapshot]
 
 	followers atomic.Int32 // callers following the server's discovery for c (Follow)
+	leaders   leaders      // clients whose followers vouch for c's content (FollowLeader)
 
 	views union // servers behind the URL that disagree (mixed.go)
 }
@@ -257,6 +258,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	// Read only while the options apply: a client keeps no record (a
+	// process may hold thousands of clients, package shared's identities).
+	o.given = nil
 	if err := o.contradictions(); err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@
 // # Files
 //
 //   - client.go: [Client], its constructors and options.
-//   - refresh.go: Snapshot, Refresh, Subscribe and Follow, and the refresh machine
+//   - refresh.go: Snapshot, Refresh, Subscribe, Follow and FollowLeader, and the refresh machine
 //     behind them: runs one at a time, the one publisher of snapshots,
 //     who waits for which run, the delivery of changes to each subscriber.
 //   - fetch.go: one refresh's requests (the one HTTP path, through

@@ -59,12 +59,122 @@ func (c *Client) Follow() (stop func()) {
 	return func() { once.Do(func() { c.followers.Add(-1) }) }
 }
 
-// Following says whether a caller follows c (Follow) now: then c is
-// refreshed on every change a follower sees, and a reader that would
-// otherwise revalidate c on a timer to catch changes none of its lookups
-// tells it of (restmapper's lookups without a version) need not. One
-// atomic load.
-func (c *Client) Following() bool { return c.followers.Load() > 0 }
+// FollowLeader tells c that leader, another client of the same server
+// (with other credentials, say), is followed for it: c counts as followed
+// (Following) while leader is followed (Follow; not through a leader of
+// its own) and c's current snapshot holds the same content as leader's
+// (the same generation, or documents with the same ETags, which c's own
+// requests were answered with). A change leader's follower sees refreshes
+// leader, and its new content ends c's following at once, with no request
+// and no callback, until a refresh of c's own (the next lookup that needs
+// it: a miss, a lookup without a version) shows c the same content. So
+// one watch vouches for the clients of every identity on a server (package
+// shared), and a client that is not looked at sends nothing. What c sees
+// but leader does not (an aggregated API server that shows c another
+// view) keeps their contents apart, and c is then not followed through
+// leader. A refresh of c that reads the content leader holds is not asked
+// again on new connections (as a change is, to tell servers that
+// disagree apart: mixed.go), since leader's refresh asked. It lasts until stop is called (once or more: the later calls do
+// nothing); c may have several leaders at once.
+func (c *Client) FollowLeader(leader *Client) (stop func()) {
+	if leader == nil || leader == c {
+		return func() {}
+	}
+	c.leaders.add(leader)
+	var once sync.Once
+	return func() { once.Do(func() { c.leaders.remove(leader) }) }
+}
+
+// Following says whether c is followed now (Follow, or FollowLeader's
+// leader with the same content): then c is refreshed on every change a
+// follower sees, or shows the follower's current content, and a reader
+// that would otherwise revalidate c on a timer to catch changes none of
+// its lookups tells it of (restmapper's lookups without a version) need
+// not. One atomic load, and a few more for each leader.
+func (c *Client) Following() bool {
+	if c.followers.Load() > 0 {
+		return true
+	}
+	for _, l := range c.leaders.list() {
+		if l.followers.Load() > 0 && sameContent(l.current.Load(), c.current.Load()) {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderShows says whether a followed leader (FollowLeader) holds s's
+// content while c has seen its servers agree: a change the leader's
+// follower saw and its own refresh confirmed (mixed.go's resample
+// included), not a server that disagrees, so c's refresh does not ask
+// again on new connections. Only the refresh machine calls it (it reads
+// c.views, as observe does).
+func (c *Client) leaderShows(s *Snapshot) bool {
+	if c.views.history != nil {
+		return false
+	}
+	for _, l := range c.leaders.list() {
+		if l.followers.Load() > 0 && sameContent(l.current.Load(), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameContent says whether a and b hold the same discovery: the same
+// content, or documents with the same ETags, each checked against its
+// ETag (Surfaces) and complete (content that came back after another is
+// renumbered, so the generation alone would part them).
+func sameContent(a, b *Snapshot) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	if a.content == b.content {
+		return true
+	}
+	ka, okA := a.content.key()
+	kb, okB := b.content.key()
+	return okA && okB && ka == kb
+}
+
+// leaders is FollowLeader's list: written under mu, copied on write, read
+// with one atomic load (Following is on every lookup's path).
+type leaders struct {
+	mu   sync.Mutex
+	held atomic.Pointer[[]*Client] // nil: none
+}
+
+func (l *leaders) list() []*Client {
+	if p := l.held.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (l *leaders) add(c *Client) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := append(slices.Clone(l.list()), c)
+	l.held.Store(&next)
+}
+
+// remove drops one of c's entries (FollowLeader may be called twice with
+// one leader, and each stop drops one).
+func (l *leaders) remove(c *Client) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.list()
+	i := slices.Index(cur, c)
+	if i < 0 {
+		return
+	}
+	if len(cur) == 1 {
+		l.held.Store(nil)
+		return
+	}
+	next := slices.Delete(slices.Clone(cur), i, i+1)
+	l.held.Store(&next)
+}
 
 // Load reads the snapshot the disk cache holds (WithDiskCache) and
 // publishes it, as the first Snapshot or Refresh would, but sends no
@@ -321,7 +431,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		return pub, false, err
 	}
 	c.log.refreshFailed(nil)
-	if prev != nil {
+	if prev != nil && !c.leaderShows(s) {
 		// Servers behind the URL that disagree (mixed.go) show on a
 		// second read at the earliest: a first has nothing to differ from.
 		s = c.views.observe(ctx, prev, s)

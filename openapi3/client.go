@@ -263,6 +263,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	// Read only while the options apply: a client keeps no record (a
+	// process may hold thousands of clients, package shared's identities).
+	o.given = nil
 	if o.staleRoot && o.disk == nil {
 		return nil, errStaleRootNeedsCache
 	}

@@ -187,6 +187,9 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 			return nil, err
 		}
 	}
+	// Read only while the options apply: a client keeps no record (a
+	// process may hold thousands of clients, package shared's identities).
+	o.given = nil
 	return &Mapper{client: c, opts: o, misses: newMisses(o.missInterval), fresh: newFreshness(o.missInterval, o.clock)}, nil
 }
 

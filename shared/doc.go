@@ -57,8 +57,10 @@
 //
 // One server and identity have one discovery.Client, one
 // restmapper.Mapper, one openapi3.Client and one HTTP client: after the
-// first lookup they cost no request until the snapshot is older than its
-// max age (discovery.WithMaxAge), and then two 304s in the background.
+// first lookup they cost no request until the server changes (see "One
+// watch per server"), or the snapshot is older than its max age
+// (discovery.WithMaxAge) at a lookup, and then two 304s in the
+// background.
 //
 // Identities never share credentials, HTTP transports or connections:
 // each has its own discovery client over its own HTTP client, built by
@@ -85,12 +87,34 @@
 // client, Handle.HTTPClient, keeps the handle reachable as long as the
 // controller-runtime client is). A client no handle holds lingers for
 // WithLinger (DefaultLinger, 5m) and is taken back by an Acquire within
-// it; then it stops its watch and is forgotten, and the objects it handed
-// out keep working on their own (unshared, not watched).
+// it; then it leaves the server's watch (which ends with the server's
+// last client) and is forgotten, and the objects it handed out keep
+// working on their own (unshared, not watched).
 //
-// Each client runs one discovery/watch (CRDs and APIServices, or the
-// served discovery API), however many handles hold it, from its first
-// Acquire until it is forgotten; WithoutWatch runs none.
+// # One watch per server
+//
+// The clients of one server run one discovery/watch between them (CRDs
+// and APIServices, or the served discovery API), however many identities
+// and handles hold them, from the first Acquire until the last is
+// forgotten; WithoutWatch runs none. It runs with the credentials of one
+// of them that may watch (the first; when it is refused, a 403, the next
+// that comes, or another held one), and of no other: when that client is
+// forgotten, another runs it anew, with its own credentials. Every other
+// client follows it (discovery.Client.FollowLeader): it counts as
+// followed while the watch is synced and its snapshot holds what the
+// watched client's does, content it proved with its own requests. A
+// change the watch sees refreshes the watched client, and its new
+// content makes every other client's view stale at once, without a
+// request; each proves its view again with its own conditional requests
+// at its next lookup that needs it (a miss, or a lookup without a
+// version: restmapper's freshness), two requests (a 304 and the new
+// document) when the watch has seen the change. A client that is not
+// looked at sends nothing, however long it is held, and no goroutine
+// runs for it. With no client whose credentials may watch, one of them
+// polls for the server (watch.WithFallbackPoll), and a newcomer is tried
+// in its place; the others are then not followed, and revalidate at
+// lookups as without a watch. Handle.Watcher is the watch only for the
+// handle whose identity runs it.
 //
 // # Why a process-wide registry
 //
@@ -108,5 +132,6 @@
 // # Files
 //
 // registry.go: [Registry], [New], [Default], its options, [Handle] and the
-// lifetime of clients. key.go: the key of a rest.Config.
+// lifetime of clients. leader.go: the server's one watch, who runs it and
+// who follows it. key.go: the key of a rest.Config.
 package shared

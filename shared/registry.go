@@ -1,7 +1,6 @@
 package shared
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -43,7 +42,7 @@ func named(name string, set func(*options) error) Option {
 }
 
 // WithLinger keeps a client that no handle holds any more for d before it
-// stops its watch and is forgotten, so that code which acquires and
+// leaves its server's watch and is forgotten, so that code which acquires and
 // releases in turn (a client per reconcile, released when the garbage
 // collector finds it) keeps one client instead of reading discovery cold
 // each time. An Acquire within d takes the client back. Zero stops it at
@@ -62,8 +61,8 @@ func WithLinger(d time.Duration) Option {
 
 // WithoutWatch runs no discovery/watch for the clients: they are kept
 // current by their max age (discovery.WithMaxAge) and by the mapper's
-// refresh on a miss. Default: each client runs one watch, for as long as
-// it is held or lingers.
+// refresh on a miss. Default: each server's clients run one watch between
+// them, for as long as one is held or lingers (see the package doc).
 func WithoutWatch() Option {
 	return named("WithoutWatch", func(o *options) error { o.noWatch = true; return nil })
 }
@@ -89,7 +88,8 @@ func WithOpenAPIOptions(opts ...openapi3.Option) Option {
 	return named("WithOpenAPIOptions", func(o *options) error { o.openapiOpts = append(o.openapiOpts, opts...); return nil })
 }
 
-// WithWatchOptions passes options to every client's watch.Watcher.
+// WithWatchOptions passes options to every server's watch.Watcher, with
+// the registry's watch.WithOnForbidden, which they may not give again.
 // Default: none.
 func WithWatchOptions(opts ...watch.Option) Option {
 	return named("WithWatchOptions", func(o *options) error { o.watchOpts = append(o.watchOpts, opts...); return nil })
@@ -114,6 +114,10 @@ type server struct {
 	indexes   *restmapper.Indexes
 	documents *openapi3.Documents
 	clients   int // clients of the registry's map that use it (under Registry.mu)
+
+	// The server's one watch (leader.go), under Registry.mu.
+	members map[*client]struct{} // clients held or lingering
+	lead    *lead                // the watch's run, nil with none
 }
 
 // client is one shared client: a server and an identity.
@@ -125,15 +129,15 @@ type client struct {
 	dc      *discovery.Client
 	mapper  *restmapper.Mapper
 	openapi *openapi3.Client
-	watcher *watch.Watcher
 
 	// Under Registry.mu.
 	refs    int
 	lingers uint64 // bumped at each last release and each take-back: a linger timer of an older one does nothing
 	timer   *time.Timer
-
-	stop    context.CancelFunc // ends the watch
-	stopped chan struct{}      // closed when the watch has returned
+	// The server's watch (leader.go): how c follows its leader, and
+	// whether c's credentials were refused a watch.
+	unfollow func()
+	refused  bool
 }
 
 var defaultRegistry = sync.OnceValue(func() *Registry {
@@ -172,7 +176,7 @@ func New(opts ...Option) (*Registry, error) {
 	if _, err := openapi3.NewForHTTPClient(nil, "https://shared.invalid", srv.openAPIOptions(o)...); err != nil {
 		return nil, fmt.Errorf("shared: WithOpenAPIOptions: %w", err)
 	}
-	if _, err := watch.New(dc, o.watchOpts...); err != nil {
+	if _, err := watch.New(dc, watchOptions(o, func() {})...); err != nil {
 		return nil, fmt.Errorf("shared: WithWatchOptions: %w", err)
 	}
 	return &Registry{opts: o, clients: map[clientKey]*client{}, servers: map[serverKey]*server{}}, nil
@@ -196,7 +200,8 @@ func (s *server) openAPIOptions(o options) []openapi3.Option {
 
 // Acquire returns a handle on the shared client for cfg's server and
 // identity, making it if there is none: making it sends no request (the
-// first lookup reads discovery), and starts its watch (unless
+// first lookup reads discovery), and joins the server's watch, starting
+// it with this identity's credentials when none runs (unless
 // WithoutWatch). Release the handle when done; a handle that is never
 // released is released when the garbage collector finds it unreachable
 // (see Handle). The error is cfg's: a bad host, an unreadable CA file, an
@@ -237,8 +242,8 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 	if shareable {
 		r.clients[k] = c
 	}
+	r.joinLocked(c)
 	r.mu.Unlock()
-	r.start(c)
 	return r.handle(c), nil
 }
 
@@ -316,33 +321,12 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 	if err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
-	c := &client{key: k, srv: srv, hc: hc, dc: dc, mapper: m, openapi: oa}
-	if !r.opts.noWatch {
-		if c.watcher, err = watch.New(dc, r.opts.watchOpts...); err != nil {
-			return nil, fmt.Errorf("shared: %w", err)
-		}
-	}
-	return c, nil
-}
-
-// start runs c's watch until c is stopped.
-func (r *Registry) start(c *client) {
-	c.stopped = make(chan struct{})
-	if c.watcher == nil {
-		close(c.stopped)
-		c.stop = func() {}
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.stop = cancel
-	go func() {
-		defer close(c.stopped)
-		_ = c.watcher.Run(ctx)
-	}()
+	return &client{key: k, srv: srv, hc: hc, dc: dc, mapper: m, openapi: oa, unfollow: func() {}}, nil
 }
 
 // release drops one reference to c: the last one starts its linger, after
-// which (or at once, with no linger) c stops its watch and is forgotten.
+// which (or at once, with no linger) c leaves its server's watch and is
+// forgotten.
 func (r *Registry) release(c *client) {
 	r.mu.Lock()
 	c.refs--
@@ -359,7 +343,6 @@ func (r *Registry) release(c *client) {
 	}
 	r.forgetLocked(c)
 	r.mu.Unlock()
-	c.stop()
 }
 
 // expire forgets c if nothing took it back since its linger seq began.
@@ -372,10 +355,10 @@ func (r *Registry) expire(c *client, seq uint64) {
 	c.timer = nil
 	r.forgetLocked(c)
 	r.mu.Unlock()
-	c.stop()
 }
 
 func (r *Registry) forgetLocked(c *client) {
+	r.leaveLocked(c)
 	if c.private {
 		return
 	}
@@ -396,8 +379,8 @@ func (r *Registry) Len() int {
 // Handle is one user's hold on a shared client. Its methods return the
 // shared objects, which are safe for concurrent use; they keep working
 // after Release (a lookup still refreshes discovery on a miss), but are
-// then no longer kept current by the watch once the client stops, nor
-// shared with later Acquires once it is forgotten.
+// then no longer followed through the server's watch once the client is
+// forgotten, nor shared with later Acquires.
 //
 // A handle that becomes unreachable without Release is released by the
 // garbage collector (runtime.AddCleanup), for callers that cannot say
@@ -448,9 +431,20 @@ func (h *Handle) Mapper() *restmapper.Mapper { return h.c.mapper }
 // OpenAPI is the shared OpenAPI v3 client.
 func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openapi }
 
-// Watcher is the shared client's watch (for its Stats), nil with
-// WithoutWatch.
-func (h *Handle) Watcher() *watch.Watcher { return h.c.watcher }
+// Watcher is the server's watch (for its Stats) while it runs with the
+// handle's identity's credentials (see the package doc, "One watch per
+// server"); nil while another identity's credentials run it (the watch's
+// Run is not handed to an identity whose credentials it does not send),
+// once the client is forgotten, and with WithoutWatch.
+func (h *Handle) Watcher() *watch.Watcher {
+	r := h.ref.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := h.c.srv.lead; l != nil && l.c == h.c {
+		return l.watcher
+	}
+	return nil
+}
 
 // HTTPClient is an HTTP client for the handle's server and identity,
 // over the shared client's transport (auth, TLS, connections), to hand

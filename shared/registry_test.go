@@ -387,7 +387,7 @@ func TestConcurrentUsersComeAndGo(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if h1.Discovery() != h2.Discovery() || h1.Watcher() != h2.Watcher() {
+				if h1.Discovery() != h2.Discovery() {
 					t.Errorf("%s: two handles held at once have two clients", tok)
 				}
 				if _, err := h2.Mapper().RESTMapping(widget); err != nil {
@@ -446,6 +446,7 @@ func TestOptions(t *testing.T) {
 		"twice":            {shared.WithLinger(0), shared.WithLinger(time.Second)},
 		"negative linger":  {shared.WithLinger(-time.Second)},
 		"registry's table": {shared.WithDiscoveryOptions(discoveryWithSurfaces())},
+		"registry's 403":   {shared.WithWatchOptions(watch.WithOnForbidden(func() {}))},
 	} {
 		if _, err := shared.New(opts...); err == nil {
 			t.Errorf("%s: New succeeded", name)
@@ -460,3 +461,40 @@ func TestOptions(t *testing.T) {
 }
 
 func discoveryWithSurfaces() discovery.Option { return discovery.WithSurfaces(discovery.NewSurfaces()) }
+
+// TestOneWatchPerServer: ten identities of one server run one watch
+// between them, not one each (leader.go); a second server runs its own.
+func TestOneWatchPerServer(t *testing.T) {
+	a, b := startAuthServer(t), startAuthServer(t)
+	r := newRegistry(t, shared.WithLinger(0))
+	var handles []*shared.Handle
+	defer func() {
+		for _, h := range handles {
+			h.Release()
+		}
+		waitWatchStopped(t)
+	}()
+	for i := range 10 {
+		h, err := r.Acquire(a.config(fmt.Sprintf("tok-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles = append(handles, h)
+	}
+	h, err := r.Acquire(b.config("tok-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handles = append(handles, h)
+	runs := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "kubeatlas/discovery/watch.(*Watcher).Run(")
+	}
+	// Wait for both runs to start, then see no more.
+	for deadline := time.Now().Add(5 * time.Second); runs() < 2 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := runs(); n != 2 {
+		t.Fatalf("%d watches run for eleven identities of two servers, want 2", n)
+	}
+}

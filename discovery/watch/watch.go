@@ -90,6 +90,7 @@ type watchOptions struct {
 	refreshEvery                                time.Duration
 	refreshBurst                                int
 	logger                                      *slog.Logger
+	onForbidden                                 func()
 
 	given optset.Given // the options given, by name (named)
 }
@@ -171,6 +172,21 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
+// WithOnForbidden calls fn each time Run finds that its credentials may
+// not list or watch CRDs and APIServices (a 403), before it polls
+// instead, so that a program holding other credentials for the server
+// (package shared) can watch with those. fn is called on Run's goroutine
+// and must return promptly; it may end Run's context. Default: none.
+func WithOnForbidden(fn func()) Option {
+	return named("WithOnForbidden", func(o *watchOptions) error {
+		if fn == nil {
+			return errors.New("discovery/watch: nil forbidden func")
+		}
+		o.onForbidden = fn
+		return nil
+	})
+}
+
 // WithServedAPI says whether Run watches kubeatlas's discovery API
 // (discovery.kubeatlas.io apigroups) where the cluster serves it; with
 // false, it watches CRDs and APIServices, as it does where the cluster
@@ -228,8 +244,9 @@ func WithServedAPI(use bool) Option {
 // large, cannot grow its memory.
 //
 // Where the credentials may not list or watch CRDs or APIServices (403), it
-// logs so (WithLogger), reports it in Stats.Forbidden, and polls every
-// fallback interval instead (see Client.Poll).
+// logs so (WithLogger), reports it in Stats.Forbidden (and to
+// WithOnForbidden's func), and polls every fallback interval instead (see
+// Client.Poll).
 //
 // While what it watches would show it a change (every informer synced,
 // each with a watch open past the initial list it streams, and its last
@@ -323,6 +340,9 @@ func (wr *Watcher) Run(ctx context.Context) error {
 		if err := w.run(dctx); err != nil && dctx.Err() == nil {
 			if errors.Is(err, errForbidden) {
 				w.stats.forbidden.Store(true)
+				if o.onForbidden != nil {
+					o.onForbidden()
+				}
 			}
 			w.o.logger.Warn("discovery: cannot watch CustomResourceDefinitions and APIServices; polling instead", "err", err, "interval", o.fallbackPoll)
 			c.Poll(dctx, o.fallbackPoll)

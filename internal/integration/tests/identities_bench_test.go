@@ -1,0 +1,316 @@
+package tests
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+	"github.com/kubeatlas/kubeatlas/shared"
+)
+
+// identityProxy is a proxy in front of the API server that counts what
+// each identity sends (by Impersonate-User; "admin" without it): the
+// discovery requests (/api and /apis) by status, and the lists and
+// watches of CRDs and APIServices. It forwards every header as it came
+// (credentials and impersonation included), and streams watches.
+type identityProxy struct {
+	url string
+	ca  []byte // the proxy's serving certificate, PEM
+
+	mu   sync.Mutex
+	sent map[string]*identityTally
+}
+
+type identityTally struct {
+	discovery, notModified, documents, watches int
+}
+
+func startIdentityProxy(b *testing.B, c *cluster) *identityProxy {
+	b.Helper()
+	target, err := url.Parse(c.url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.config.CAData)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 100, ForceAttemptHTTP2: true}
+	p := &identityProxy{sent: map[string]*identityTally{}}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who := r.Header.Get("Impersonate-User")
+		if who == "" {
+			who = "admin"
+		}
+		watched := strings.HasPrefix(r.URL.Path, "/apis/apiextensions.k8s.io/") || strings.HasPrefix(r.URL.Path, "/apis/apiregistration.k8s.io/")
+		disc := r.URL.Path == "/api" || r.URL.Path == "/apis"
+		if !watched && !disc {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		sw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
+		if watched {
+			p.count(who, func(t *identityTally) { t.watches++ })
+		}
+		rp.ServeHTTP(sw, r)
+		if disc {
+			p.count(who, func(t *identityTally) {
+				t.discovery++
+				switch sw.code {
+				case http.StatusNotModified:
+					t.notModified++
+				case http.StatusOK:
+					t.documents++
+				}
+			})
+		}
+	}))
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	b.Cleanup(ts.Close)
+	p.url = ts.URL
+	p.ca = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+	return p
+}
+
+func (p *identityProxy) count(who string, fn func(*identityTally)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.sent[who]
+	if t == nil {
+		t = &identityTally{}
+		p.sent[who] = t
+	}
+	fn(t)
+}
+
+func (p *identityProxy) all() map[string]identityTally {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]identityTally, len(p.sent))
+	for k, v := range p.sent {
+		out[k] = *v
+	}
+	return out
+}
+
+// config is the config of identity i through the proxy: the admin's
+// token, impersonating user-i (i > 0), as a gateway or dashboard does for
+// each of its users.
+func (p *identityProxy) config(i int) *rest.Config {
+	cfg := &rest.Config{Host: p.url, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: p.ca}, QPS: -1}
+	if i > 0 {
+		cfg.Impersonate.UserName = fmt.Sprintf("user-%d", i)
+	}
+	return cfg
+}
+
+func identityName(i int) string {
+	if i == 0 {
+		return "admin"
+	}
+	return fmt.Sprintf("user-%d", i)
+}
+
+type codeWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *codeWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
+func (w *codeWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// BenchmarkIdentitiesRealServer is issue 45's targets on a real
+// kube-apiserver v1.36.3 with KUBEATLAS_BENCH_CRDS CRDs (the issue's case
+// is 1,000): KUBEATLAS_BENCH_IDENTITIES identities (default 1,000) held
+// at once in one registry, the watch on, each with a lookup made; the
+// first is the admin (who may watch), the others the admin impersonating
+// a user each (who may not: only discovery), as a gateway or dashboard
+// holds one per user. Requests are counted at a proxy in front of the
+// server, per identity. Per round: the live heap (after a GC) with all
+// held over the heap with the first held, goroutines above the first's,
+// each other identity's first use (discovery requests, 304s; lists and
+// watches), what every identity sent while held ten minutes (the
+// clients' clock, a fake one, stepped a minute at a time; the watch runs
+// on real time and is idle), and, a CRD created, the time until the
+// watch's client serves it and, each identity after the first looking
+// it up in turn, the mean lookup, the requests and documents of each
+// and what the identities that did not look sent (the even ones).
+//
+//	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver KUBEATLAS_BENCH_CRDS=1000 \
+//	  go test -run '^$' -bench IdentitiesRealServer -benchtime 1x -timeout 60m
+func BenchmarkIdentitiesRealServer(b *testing.B) {
+	n := 1000
+	if v := os.Getenv("KUBEATLAS_BENCH_IDENTITIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 2 {
+			b.Fatalf("KUBEATLAS_BENCH_IDENTITIES: %q is not a number of at least 2", v)
+		}
+	}
+	c := startCluster(b)
+	crds := createBenchCRDs(b, c)
+	p := startIdentityProxy(b, c)
+	dyn, err := dynamic.NewForConfig(c.config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gk := schema.GroupKind{Group: "g000.bench.kubeatlas.test", Kind: "Kind0000"}
+	liveHeap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	diff := func(a, b identityTally) identityTally {
+		return identityTally{a.discovery - b.discovery, a.notModified - b.notModified, a.documents - b.documents, a.watches - b.watches}
+	}
+	var m struct {
+		one, all                   uint64
+		g1, gAll                   int
+		firstReq, first304, watchR float64
+		idle                       int
+		served, lookTime           time.Duration
+		lookReq, lookDocs          float64
+		notLook                    int
+	}
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		round++
+		clk := clocktesting.NewFakeClock(time.Now())
+		r, err := shared.New(shared.WithLinger(0),
+			shared.WithDiscoveryOptions(discovery.WithClock(clk)), shared.WithMapperOptions(restmapper.WithClock(clk)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := p.all()
+		base, g0 := liveHeap(), runtime.NumGoroutine()
+		handles := make([]*shared.Handle, n)
+		for i := range handles {
+			if handles[i], err = r.Acquire(p.config(i)); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := handles[i].Mapper().RESTMapping(gk, "v1"); err != nil {
+				b.Fatalf("%s: %v", identityName(i), err)
+			}
+			if i == 0 {
+				eventuallyB(b, "the watch following", 2*time.Minute, handles[0].Discovery().Following)
+				m.one += liveHeap() - min(base, liveHeap())
+				m.g1 += runtime.NumGoroutine() - g0
+			}
+		}
+		eventuallyB(b, "every identity followed", 2*time.Minute, func() bool {
+			for _, h := range handles {
+				if !h.Discovery().Following() {
+					return false
+				}
+			}
+			return true
+		})
+		m.all += liveHeap() - min(base, liveHeap())
+		m.gAll += runtime.NumGoroutine() - g0
+		after := p.all()
+		for i := 1; i < n; i++ {
+			t := diff(after[identityName(i)], before[identityName(i)])
+			m.firstReq += float64(t.discovery) / float64(n-1)
+			m.first304 += float64(t.notModified) / float64(n-1)
+			m.watchR += float64(t.watches) / float64(n-1)
+		}
+
+		before = p.all()
+		for range 10 {
+			clk.Step(time.Minute)
+			time.Sleep(100 * time.Millisecond)
+		}
+		after = p.all()
+		for who, t := range after {
+			d := diff(t, before[who])
+			m.idle += d.discovery + d.watches
+		}
+
+		group := fmt.Sprintf("round%d.identities.kubeatlas.test", round)
+		created := time.Now()
+		if _, err := dyn.Resource(crdGVR).Create(context.Background(), benchCRD(group, "Gadget", 0), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		eventuallyB(b, "the watch's client serving the new CRD", 2*time.Minute, func() bool {
+			_, ok := handles[0].Discovery().Current().Group(group)
+			return ok
+		})
+		m.served += time.Since(created)
+		before = p.all()
+		b.StartTimer()
+		start := time.Now()
+		for i := 1; i < n; i += 2 {
+			if _, err := handles[i].Mapper().RESTMapping(schema.GroupKind{Group: group, Kind: "Gadget"}); err != nil {
+				b.Fatalf("%s: %v", identityName(i), err)
+			}
+		}
+		b.StopTimer()
+		m.lookTime += time.Since(start) / time.Duration(n/2)
+		after = p.all()
+		for i := 1; i < n; i++ {
+			d := diff(after[identityName(i)], before[identityName(i)])
+			if i%2 == 1 {
+				m.lookReq += float64(d.discovery) / float64(n/2)
+				m.lookDocs += float64(d.documents) / float64(n/2)
+			} else {
+				m.notLook += d.discovery + d.watches
+			}
+		}
+		for _, h := range handles {
+			h.Release()
+		}
+		b.StartTimer()
+	}
+	k := float64(round)
+	b.ReportMetric(float64(crds), "crds")
+	b.ReportMetric(float64(m.one)/k/(1<<20), "heap-MiB/1-identity")
+	b.ReportMetric(float64(m.all)/k/(1<<20), "heap-MiB/all")
+	b.ReportMetric(float64(m.all)/float64(max(m.one, 1)), "heap-x-one")
+	b.ReportMetric(float64(m.gAll-m.g1)/k, "goroutines-over-one")
+	b.ReportMetric(m.firstReq/k, "first-use-req/other")
+	b.ReportMetric(m.first304/k, "first-use-304s/other")
+	b.ReportMetric(m.watchR/k, "watch-req/other")
+	b.ReportMetric(float64(m.idle)/k, "idle-req/10min")
+	b.ReportMetric(float64(m.served.Milliseconds())/k, "crd-to-watch-ms")
+	b.ReportMetric(float64(m.lookTime.Microseconds())/k, "change-lookup-µs")
+	b.ReportMetric(m.lookReq/k, "change-req/looker")
+	b.ReportMetric(m.lookDocs/k, "change-docs/looker")
+	b.ReportMetric(float64(m.notLook)/k, "idle-after-change-req")
+}
+
+// eventuallyB waits until cond holds, or fails b after within.
+func eventuallyB(b *testing.B, what string, within time.Duration, cond func() bool) {
+	b.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package shared_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/shared"
+)
+
+// BenchmarkIdentitiesWatched: identities (bearer tokens) held at once on
+// one server with 1,000 CRDs, the watch on, each with its client
+// acquired and a lookup made (issue 45's targets, on the fake; requests
+// counted at the server, per token):
+//   - heap-x-one: the live heap (after a GC) with every identity held,
+//     over the heap with the first one held, both above the registry's
+//     baseline; goroutines-over-one the same for goroutines;
+//   - first-use-req/other: the discovery requests (and 304s) each
+//     identity after the first sent at its first use, and watch-req/other
+//     its lists and watches of CRDs and APIServices;
+//   - idle-req/10min: what every identity sent while held ten minutes (a
+//     fake clock, stepped a minute at a time; the watch is idle);
+//   - after a CRD is added and the watch has refreshed for it: the
+//     requests and documents (200s) of each identity that looks the new
+//     kind up (every other one), its lookup's time, and what those that
+//     do not look sent (idle-after-change-req).
+//
+// KUBEATLAS_SHARED_BENCH_IDENTITIES sets how many (default 1000).
+func BenchmarkIdentitiesWatched(b *testing.B) {
+	n := 1000
+	if v := os.Getenv("KUBEATLAS_SHARED_BENCH_IDENTITIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 2 {
+			b.Fatalf("KUBEATLAS_SHARED_BENCH_IDENTITIES: %q is not a number of at least 2", v)
+		}
+	}
+	d := startDoor(b, discoverytest.WithCRDs(1000, 100))
+	liveHeap := func() uint64 {
+		// The fake's request log grows with every request: the
+		// server's memory, not the identities'.
+		d.srv.ResetRequests()
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	var m struct {
+		one, all                   uint64
+		g1, gAll                   int
+		firstReq, first304, watchR float64
+		idle                       int
+		lookReq, lookDocs, notLook float64
+		lookTime                   time.Duration
+	}
+	round := 0
+	for b.Loop() {
+		round++
+		clk := clocktesting.NewFakeClock(time.Now())
+		r := newRegistry(b, clk)
+		tokens := make([]string, n)
+		handles := make([]*shared.Handle, n)
+		base, g0 := liveHeap(), runtime.NumGoroutine()
+		for i := range handles {
+			tokens[i] = fmt.Sprintf("tok-%d-%d", round, i)
+			handles[i] = acquire(b, r, d, tokens[i])
+			if _, err := handles[i].Mapper().RESTMapping(widget, "v1"); err != nil {
+				b.Fatal(err)
+			}
+			if i == 0 {
+				waitFor(b, "the watch following", handles[0].Discovery().Following)
+				m.one += liveHeap() - min(base, liveHeap())
+				m.g1 += runtime.NumGoroutine() - g0
+			}
+		}
+		waitFor(b, "every identity followed", func() bool {
+			for _, h := range handles {
+				if !h.Discovery().Following() {
+					return false
+				}
+			}
+			return true
+		})
+		m.all += liveHeap() - min(base, liveHeap())
+		m.gAll += runtime.NumGoroutine() - g0
+		for _, tok := range tokens[1:] {
+			t := d.of(tok)
+			m.firstReq += float64(t.discovery) / float64(n-1)
+			m.first304 += float64(t.notModified) / float64(n-1)
+			m.watchR += float64(t.watches) / float64(n-1)
+		}
+
+		before := d.all()
+		for range 10 {
+			clk.Step(time.Minute)
+			time.Sleep(10 * time.Millisecond)
+		}
+		after := d.all()
+		for _, tok := range tokens {
+			m.idle += diff(after[tok], before[tok]).discovery + diff(after[tok], before[tok]).watches
+		}
+
+		added := discoverytest.CRD{Group: fmt.Sprintf("round%d.example.com", round), Versions: []string{"v1"}, Kind: "Gadget"}
+		if err := d.srv.AddCRD(added); err != nil {
+			b.Fatal(err)
+		}
+		waitFor(b, "the watch's refresh", func() bool {
+			_, ok := handles[0].Discovery().Current().Group(added.Group)
+			return ok
+		})
+		before = d.all()
+		gk := schema.GroupKind{Group: added.Group, Kind: added.Kind}
+		start := time.Now()
+		for i := 1; i < n; i += 2 {
+			if _, err := handles[i].Mapper().RESTMapping(gk); err != nil {
+				b.Fatalf("%s: %v", tokens[i], err)
+			}
+		}
+		m.lookTime += time.Since(start) / time.Duration(n/2)
+		after = d.all()
+		for i := 1; i < n; i++ {
+			sent := diff(after[tokens[i]], before[tokens[i]])
+			if i%2 == 1 {
+				m.lookReq += float64(sent.discovery) / float64(n/2)
+				m.lookDocs += float64(sent.documents) / float64(n/2)
+			} else {
+				m.notLook += float64(sent.discovery + sent.watches)
+			}
+		}
+		for _, h := range handles {
+			h.Release()
+		}
+		waitWatchStopped(b)
+	}
+	k := float64(b.N)
+	b.ReportMetric(float64(m.one)/k/(1<<20), "heap-MiB/1-identity")
+	b.ReportMetric(float64(m.all)/k/(1<<20), "heap-MiB/all")
+	b.ReportMetric(float64(m.all)/float64(max(m.one, 1)), "heap-x-one")
+	b.ReportMetric(float64(m.gAll-m.g1)/k, "goroutines-over-one")
+	b.ReportMetric(m.firstReq/k, "first-use-req/other")
+	b.ReportMetric(m.first304/k, "first-use-304s/other")
+	b.ReportMetric(m.watchR/k, "watch-req/other")
+	b.ReportMetric(float64(m.idle)/k, "idle-req/10min")
+	b.ReportMetric(m.lookReq/k, "change-req/looker")
+	b.ReportMetric(m.lookDocs/k, "change-docs/looker")
+	b.ReportMetric(float64(m.lookTime.Microseconds())/k, "change-lookup-µs")
+	b.ReportMetric(m.notLook/k, "idle-after-change-req")
+}
