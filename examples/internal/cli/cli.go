@@ -30,6 +30,10 @@ type Connection struct {
 	// EmbeddedArgs are more flags for examples/fake-apiserver, should
 	// Config start the embedded cluster.
 	EmbeddedArgs []string
+	// Embedded is what the embedded cluster is, as Config says when it
+	// starts it (EmbeddedArgs may make it more than one server); default:
+	// DefaultEmbedded.
+	Embedded string
 	// StartEmbedded, when set, starts the embedded cluster in this process
 	// instead of examples/fake-apiserver in a child (EmbeddedArgs are then
 	// unused): examples/internal/lightcluster.Start, for the commands that
@@ -108,6 +112,9 @@ func Status(err error, stderr io.Writer) int {
 	return 1
 }
 
+// DefaultEmbedded is what the embedded cluster is without EmbeddedArgs.
+const DefaultEmbedded = "the discovery of a real v1.36.3 server plus 200 CRDs"
+
 // EmbeddedCacheName is the cache name of the embedded cluster, whose port
 // changes from run to run while its content does not.
 const EmbeddedCacheName = "embedded-fake-cluster"
@@ -155,7 +162,11 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%w: %w (or give --kubeconfig or --server)", errNoEmbedded, err)
 	}
-	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", url)
+	what := c.Embedded
+	if what == "" {
+		what = DefaultEmbedded
+	}
+	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (%s) at %s\n", what, url)
 	return &rest.Config{Host: url, Timeout: timeout}, stop, true, nil
 }
 
