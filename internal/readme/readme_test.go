@@ -228,7 +228,7 @@ func newcomerBuild(t *testing.T, root string, install []command, programs []bloc
 		t.Fatal(err)
 	}
 	mod := filepath.Join(dir, "quickstart")
-	outside := []string{"GOWORK=off", "GOFLAGS=-mod=mod"}
+	outside := []string{"GOWORK=off", "GOFLAGS="} // as a newcomer's: no workspace, no flags
 	for _, b := range programs {
 		file := "main.go"
 		if quickStarts[b.section].test {
