@@ -33,6 +33,7 @@ var needsCluster = map[string]string{
 	"examples/controller":               "it reconciles objects, which the fake cluster does not serve: it needs a real cluster",
 	"examples/kubectl-atlas":            "it starts no embedded cluster, as kubectl does not: it needs a real cluster",
 	"apiserver/cmd/kubeatlas-apiserver": "it serves until stopped, the cluster its --kubeconfig names (the integration tier runs it on a real one)",
+	"examples/fake-apiserver":           "it serves until stopped (TestGoPrograms runs it, for $KUBECONFIG, with --write-kubeconfig)",
 }
 
 // block is a fenced code block of the README.
