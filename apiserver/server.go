@@ -75,6 +75,12 @@ func NewOptions() *Options {
 	r.Admission = nil
 	r.SecureServing.BindPort = 443
 	r.SecureServing.ServerCert.PairName = "kubeatlas-apiserver"
+	// Not k8s.io/apiserver's default, apiserver.local.config/certificates
+	// in the working directory (`go run` from a checkout wrote it into the
+	// repository): --local without --cert-dir writes to a new temporary
+	// directory (Config), and a server with neither --cert-dir nor
+	// --tls-cert-file keeps its self-signed certificate in memory.
+	r.SecureServing.ServerCert.CertDirectory = ""
 	return &Options{Recommended: r, CheckInterval: DefaultCheckInterval}
 }
 

@@ -10,8 +10,9 @@
 //	m := h.Mapper() // a meta.RESTMapper; h.Discovery(), h.OpenAPI(), h.HTTPClient()
 //
 // The frameworks' one-line forms are in the integrations module:
-// controllerruntime.ClientOptions (client.New), controllerruntime.Shared
-// (cluster.New, managers) and cliruntime.WithShared.
+// controllerruntime.ClientOptions (client.New), controllerruntime.ClusterOption
+// (cluster.New) and controllerruntime.ManagerOptions (managers), which are
+// controllerruntime.Sharing{}'s for shared.Default(), and cliruntime.WithShared.
 //
 // # The key
 //

@@ -279,8 +279,30 @@ func sharedSchemas() map[string]any {
 				"labels":            stringMap("Map of string keys and values that can be used to organize and categorize objects."),
 				"annotations":       stringMap("Annotations is an unstructured key value map stored with a resource."),
 				"creationTimestamp": wrapped(metaPrefix+"Time", "CreationTimestamp is a timestamp representing the server time when this object was created."),
+				// As the real server's: server-side apply tooling (openapi3/typed's
+				// Extractor) converts a whole object, its managedFields included.
+				"managedFields": map[string]any{
+					"type":                   "array",
+					"description":            "ManagedFields maps workflow-id and version to the set of fields that are managed by that workflow.",
+					"items":                  map[string]any{"allOf": []any{ref(metaPrefix + "ManagedFieldsEntry")}, "default": map[string]any{}},
+					"x-kubernetes-list-type": "atomic",
+				},
 			},
 		},
+		metaPrefix + "ManagedFieldsEntry": map[string]any{
+			"type":        "object",
+			"description": "ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource that the fieldset applies to.",
+			"properties": map[string]any{
+				"manager":     str("Manager is an identifier of the workflow managing these fields."),
+				"operation":   str("Operation is the type of operation which lead to this ManagedFieldsEntry being created."),
+				"apiVersion":  str("APIVersion defines the version of this resource that this field set applies to."),
+				"time":        wrapped(metaPrefix+"Time", "Time is the timestamp of when the ManagedFields entry was added."),
+				"fieldsType":  str("FieldsType is the discriminator for the different fields format and version."),
+				"fieldsV1":    wrapped(metaPrefix+"FieldsV1", "FieldsV1 holds the first JSON version format as described in the \"FieldsV1\" type."),
+				"subresource": str("Subresource is the name of the subresource used to update that object."),
+			},
+		},
+		metaPrefix + "FieldsV1": map[string]any{"type": "object", "description": "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format."},
 		metaPrefix + "ListMeta": map[string]any{
 			"type":        "object",
 			"description": "ListMeta describes metadata that synthetic resources must have.",

@@ -9,7 +9,9 @@
 //
 // Exit status: 0 when every server agrees, 1 when they do not, 2 when it
 // cannot tell (a server could not be reached or told apart, or the check
-// failed or ran out of time). When some servers the cluster names did not
+// failed or ran out of time), a bad flag or argument included: the other
+// example commands exit 1 on any error, but 1 here says the servers
+// disagree. When some servers the cluster names did not
 // answer but every sample through the cluster's URL reached a server that
 // did (consistency.EveryAnsweringServerSeen), it exits 0 or 1 by those that
 // answered, and names the others.
@@ -89,6 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The embedded cluster: two API servers behind one URL, each
 	// connection to one of them, the second upgraded first.
 	o.conn.EmbeddedArgs = []string{"--backends", "2", "--sticky", "--upgraded-backend", "--backend-versions", "v1.36.3,v1.37.1"}
+	o.conn.Embedded = "two API servers behind one URL, v1.36.3 and v1.37.1, the second upgraded first: it alone serves upgraded.example.com/v1; each the discovery of a real v1.36.3 server plus 200 CRDs"
 	cfg, stop, _, err := o.conn.Config(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)

@@ -71,6 +71,9 @@ func TestExitStatus(t *testing.T) {
 	if code, _, errOut := runCheck(t, "--server", "http://127.0.0.1:1"); code != cannotTell || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Errorf("no server: exit %d, %s", code, errOut)
 	}
+	if code, _, errOut := runCheck(t, "--no-such-flag"); code != cannotTell || !strings.Contains(errOut, "unknown flag: --no-such-flag") {
+		t.Errorf("a bad flag: exit %d, %s", code, errOut)
+	}
 	if code, _, errOut := runCheck(t, "--help"); code != agree || !strings.Contains(errOut, "--through-url") {
 		t.Errorf("--help: exit %d, %s", code, errOut)
 	}
@@ -82,7 +85,7 @@ func TestEmbedded(t *testing.T) {
 	testenv.NoKubeconfig(t)
 	t.Setenv(cli.FakeAPIServerEnv, "")
 	code, out, errOut := runCheck(t)
-	if code != disagree || !strings.Contains(out, "upgraded.example.com/v1") || !strings.Contains(errOut, "embedded fake cluster") {
+	if code != disagree || !strings.Contains(out, "upgraded.example.com/v1") || !strings.Contains(errOut, "embedded fake cluster (two API servers behind one URL, v1.36.3 and v1.37.1") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }

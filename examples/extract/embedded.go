@@ -6,6 +6,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,7 +64,19 @@ func startEmbedded(io.Writer) (url string, stop func(), err error) {
 	mux.HandleFunc("GET /apis/apps/v1/namespaces/{ns}/deployments/{name}", func(w http.ResponseWriter, r *http.Request) {
 		obj, err := tracker.Get(deployments, r.PathValue("ns"), r.PathValue("name"))
 		if err != nil {
-			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"`+err.Error()+`"}`, http.StatusNotFound)
+			// A Status as the API server sends it, so that the client says
+			// which object is missing (a message with quotes pasted into
+			// JSON by hand did not decode, and the client said only "the
+			// server could not find the requested resource").
+			status := apierrors.NewInternalError(err).Status()
+			var apiStatus apierrors.APIStatus
+			if errors.As(err, &apiStatus) {
+				status = apiStatus.Status()
+			}
+			status.Kind, status.APIVersion = "Status", "v1"
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(int(status.Code))
+			_ = json.NewEncoder(w).Encode(status)
 			return
 		}
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -77,6 +78,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	gvr, err := mapper.ResourceFor(schema.ParseGroupResource(resource).WithVersion(""))
+	if meta.IsNoMatchError(err) { // kubectl's words, where the mapper's are "no matches for /, Resource=widgets"
+		return fmt.Errorf("the server doesn't have a resource type %q", resource)
+	}
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,12 @@ func TestExtractEmbedded(t *testing.T) {
 		!strings.Contains(injector, "# applied by sidecar-injector") {
 		t.Errorf("every manager:\n%s", out)
 	}
-	if _, _, err := extract(t, dir, "deployments", "nope"); err == nil {
-		t.Error("a missing object: no error")
+	// Errors name what is missing, as kubectl's do.
+	if _, _, err := extract(t, dir, "deployments", "nope"); err == nil || !strings.Contains(err.Error(), `deployments.apps "nope" not found`) {
+		t.Errorf("a missing object: %v", err)
+	}
+	if _, _, err := extract(t, dir, "widgets", "foo"); err == nil || err.Error() != `the server doesn't have a resource type "widgets"` {
+		t.Errorf("a resource the server does not serve: %v", err)
 	}
 	if _, _, err := extract(t, dir, "deployments"); err == nil || !strings.Contains(err.Error(), "name one object") {
 		t.Errorf("no name: %v", err)

@@ -157,9 +157,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for _, c := range read {
 		apiresources.WarnPartial(stderr, "cluster "+c.id+": ", c.snap)
 	}
-	resources := aggregate(read)
-	if err := print(stdout, o.output, resources, read); err != nil {
-		return err
+	// With no cluster read there is nothing to list: a table would be its
+	// header alone, above the errors that say why.
+	if len(read) > 0 {
+		if err := print(stdout, o.output, aggregate(read), read); err != nil {
+			return err
+		}
 	}
 
 	for _, err := range unusable {

@@ -239,6 +239,26 @@ func TestFailingCluster(t *testing.T) {
 	}
 }
 
+// TestEveryClusterFails: when no cluster could be read, nothing is printed
+// on stdout (it printed the table's header alone), and stderr names each
+// cluster and why.
+func TestEveryClusterFails(t *testing.T) {
+	f, kubeconfig := startFleet(t, 2, []discoverytest.Surface{{discoverytest.WithCRDs(10, 2)}})
+	for _, id := range []string{"c0000", "c0001"} {
+		f.Cluster(id).InjectFault("*", discoverytest.Fault{Status: http.StatusServiceUnavailable})
+	}
+	out, stderr, err := fleetCmd(t, t.TempDir(), "--kubeconfig", kubeconfig)
+	if err == nil || !strings.Contains(err.Error(), "2 of 2 contexts failed") {
+		t.Errorf("error: %v", err)
+	}
+	if out != "" {
+		t.Errorf("stdout, with every cluster failed: %q, want nothing", out)
+	}
+	if !strings.Contains(stderr, "error: cluster c0000: ") || !strings.Contains(stderr, "error: cluster c0001: ") {
+		t.Errorf("stderr does not name each failed cluster:\n%s", stderr)
+	}
+}
+
 // TestContexts: --contexts picks contexts by glob; one that matches none
 // or is not a glob is an error.
 func TestContexts(t *testing.T) {

@@ -1,12 +1,15 @@
-// Package depcheck guards the shape DESIGN.md draws: which of kubeatlas's
-// packages may import which, and that the heavy server code behind the
+// Package depcheck guards the packages' shape (docs/packages.md describes
+// it): which of kubeatlas's packages may import which (allowed, below), and that the heavy server code behind the
 // fake API server stays out of what users link.
 package depcheck
 
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -89,7 +92,7 @@ func TestDependencies(t *testing.T) {
 				permitted = permitted || own == a || (strings.HasSuffix(a, "/") && strings.HasPrefix(own, a))
 			}
 			if !permitted {
-				t.Errorf("%s imports %s, which DESIGN.md does not allow", pkg, own)
+				t.Errorf("%s imports %s, which allowed (internal/depcheck) does not permit: a new edge changes the packages' shape (docs/packages.md), to argue in its commit", pkg, own)
 			}
 		}
 	}
@@ -124,6 +127,20 @@ func TestDiscoveryLinksLittle(t *testing.T) {
 				t.Errorf("discovery links %s, which only discovery/watch needs", dep)
 			}
 		}
+	}
+}
+
+// TestDocsSayTheBound: docs/discovery.md tells users how many packages a
+// program that imports discovery links; it said 110 after the bound became
+// 111.
+func TestDocsSayTheBound(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "discovery.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`such a program links (\d+)\s+non-standard packages`).FindSubmatch(data)
+	if m == nil || string(m[1]) != strconv.Itoa(maxDiscoveryDeps) {
+		t.Errorf("docs/discovery.md says %q, want %d non-standard packages (maxDiscoveryDeps)", m, maxDiscoveryDeps)
 	}
 }
 

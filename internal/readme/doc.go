@@ -2,9 +2,11 @@
 // commands and programs first, so a stale one costs the most there.
 //
 // Files:
-//   - readme_test.go: reads the README's ```go and ```sh blocks; compiles
-//     every Go program in the module its imports belong to (through a build
-//     overlay, so nothing is written into the tree); checks that every command
+//   - readme_test.go: reads the README's ```go and ```sh blocks; builds
+//     every Go program (the quick starts) in a new module outside the
+//     repository, made by the README's Install commands, so nothing is
+//     written into the tree, and runs each with no kubeconfig and with
+//     $KUBECONFIG naming a fake cluster; checks that every command
 //     names examples, packages, modules, flags and benchmarks that exist, and
 //     runs those that need no cluster and no network (the examples on their
 //     embedded fake cluster).

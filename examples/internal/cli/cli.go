@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,10 @@ type Connection struct {
 	// EmbeddedArgs are more flags for examples/fake-apiserver, should
 	// Config start the embedded cluster.
 	EmbeddedArgs []string
+	// Embedded is what the embedded cluster is, as Config says when it
+	// starts it (EmbeddedArgs may make it more than one server); default:
+	// DefaultEmbedded.
+	Embedded string
 	// StartEmbedded, when set, starts the embedded cluster in this process
 	// instead of examples/fake-apiserver in a child (EmbeddedArgs are then
 	// unused): examples/internal/lightcluster.Start, for the commands that
@@ -45,7 +50,7 @@ func (c *Connection) Register(fs *pflag.FlagSet) {
 	fs.StringVarP(&c.Server, "server", "s", "", "the address of the Kubernetes API server")
 	fs.StringVar(&c.Token, "token", "", "bearer token for authentication to the API server")
 	fs.BoolVar(&c.Insecure, "insecure-skip-tls-verify", false, "do not verify the server's certificate")
-	fs.StringVar(&c.RequestTimeout, "request-timeout", "0", "how long to wait for a single server request (1s, 2m, or seconds; 0: no limit)")
+	fs.StringVar(&c.RequestTimeout, "request-timeout", "0", "how long to wait for a single server request (1s, 2m, or seconds; 0: no limit of its own, though a discovery refresh gives up after 30s and the command after 1m)")
 }
 
 // requestTimeout parses --request-timeout as kubectl does.
@@ -98,15 +103,29 @@ func ParseUsage(fs *pflag.FlagSet, usage string, args []string, stderr io.Writer
 
 // Status is a command's exit status for what its run returned, as
 // kubectl's: 0 for nil and for --help (ErrHelp: the usage is printed
-// already), else 1, with the error on stderr.
+// already), else 1, with the error on stderr. A deadline that passed says
+// which limits there are: a silent server otherwise ended a command with
+// a bare "context deadline exceeded" after 30 s, --request-timeout 0
+// notwithstanding.
 func Status(err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return 0
+	case errors.Is(err, context.DeadlineExceeded):
+		fmt.Fprintf(stderr, "error: the server did not answer in time (%s): %v\n", timeLimits, err)
+		return 1
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	return 1
 }
+
+// timeLimits are the limits on a command's time besides --request-timeout:
+// discovery's refresh timeout (discovery.WithRefreshTimeout's default) and
+// the commands' own minute.
+const timeLimits = "a discovery refresh gives up after 30s, the command after 1m; --request-timeout bounds each request, 0: no bound of its own"
+
+// DefaultEmbedded is what the embedded cluster is without EmbeddedArgs.
+const DefaultEmbedded = "the discovery of a real v1.36.3 server plus 200 CRDs"
 
 // EmbeddedCacheName is the cache name of the embedded cluster, whose port
 // changes from run to run while its content does not.
@@ -155,7 +174,11 @@ func (c *Connection) Config(stderr io.Writer) (cfg *rest.Config, stop func(), em
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%w: %w (or give --kubeconfig or --server)", errNoEmbedded, err)
 	}
-	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (the discovery of a real v1.36.3 server plus 200 CRDs) at %s\n", url)
+	what := c.Embedded
+	if what == "" {
+		what = DefaultEmbedded
+	}
+	fmt.Fprintf(stderr, "No kubeconfig found: using an embedded fake cluster (%s) at %s\n", what, url)
 	return &rest.Config{Host: url, Timeout: timeout}, stop, true, nil
 }
 

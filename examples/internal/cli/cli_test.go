@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -21,6 +23,8 @@ func TestStatus(t *testing.T) {
 		{nil, 0, ""},
 		{helpErr, 0, ""},
 		{errors.New("boom"), 1, "error: boom\n"},
+		{fmt.Errorf("discovery: GET /apis: %w", context.DeadlineExceeded), 1,
+			"error: the server did not answer in time (" + timeLimits + "): discovery: GET /apis: context deadline exceeded\n"},
 	} {
 		var stderr bytes.Buffer
 		if got := Status(c.err, &stderr); got != c.status || stderr.String() != c.stderr {

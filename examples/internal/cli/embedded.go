@@ -34,9 +34,11 @@ import (
 // CPU-seconds, so about a minute on 2 idle cores (an estimate), of which
 // the light fake's 83 packages take about a fifth.
 //
-// explain (real schemas: discoverytest's kube-openapi handlers over the
-// built-in types' definitions, where docserver's OpenAPI has one synthetic
-// schema per kind), watch-apis (a demo CRD created and deleted),
+// explain (schemas with fields to walk: discoverytest's synthetic ones,
+// shaped like the built-in types' (a spec with replicas, selector, a pod
+// template down to containers' image, and setting00 to setting23), not
+// their real definitions or descriptions; docserver's kinds have an empty
+// spec), watch-apis (a demo CRD created and deleted),
 // consistency (several backends) and fleet (a fleet) need what only the
 // real-handler fake serves: for them it is examples/fake-apiserver run as a
 // child process rather than linked in. It is built on the real

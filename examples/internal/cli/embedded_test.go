@@ -166,7 +166,21 @@ func TestConfigStartsEmbeddedInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	if cfg.Host != "http://127.0.0.1:1" || !embedded || !stopped || !strings.Contains(stderr.String(), "No kubeconfig found: using an embedded fake cluster") {
+	if cfg.Host != "http://127.0.0.1:1" || !embedded || !stopped ||
+		!strings.Contains(stderr.String(), "No kubeconfig found: using an embedded fake cluster ("+DefaultEmbedded+") at http://127.0.0.1:1\n") {
 		t.Errorf("host %q, embedded %v, stopped %v, stderr %q", cfg.Host, embedded, stopped, stderr.String())
+	}
+	// A command whose embedded cluster is more than one server says what
+	// it is (consistency's banner said one v1.36.3 server where it ran a
+	// v1.36.3 and v1.37.1 pair).
+	c.Embedded = "two servers"
+	stderr.Reset()
+	if _, stop, _, err := c.Config(&stderr); err != nil {
+		t.Fatal(err)
+	} else {
+		stop()
+	}
+	if !strings.Contains(stderr.String(), "embedded fake cluster (two servers) at") {
+		t.Errorf("with Embedded set, stderr %q", stderr.String())
 	}
 }
