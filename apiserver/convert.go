@@ -193,22 +193,48 @@ func apiServers(r *consistency.Report, at time.Time, prior func(name string) *v1
 	return out
 }
 
+// verdictCondition is the report's verdict as the Consistent condition:
+// True only where every API server was seen to agree, False where servers
+// were seen to differ, Unknown where the check could not tell.
+func verdictCondition(r *consistency.Report) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionConsistent}
+	switch r.Verdict() {
+	case consistency.Consistent:
+		c.Status, c.Reason = metav1.ConditionTrue, "SameDiscovery"
+		c.Message = "every API server serves the same discovery"
+	case consistency.Inconsistent:
+		c.Status, c.Reason = metav1.ConditionFalse, "Differ"
+		var fromPeers []string
+		for i := range r.Servers {
+			if s := &r.Servers[i]; len(s.FromPeers) > 0 {
+				fromPeers = append(fromPeers, fmt.Sprintf("%s gets %d resources from its peers that it does not serve", s.Name(), len(s.FromPeers)))
+			}
+		}
+		switch {
+		case len(r.Differences) > 0:
+			c.Message = fmt.Sprintf("%d differences between the API servers' discovery", len(r.Differences))
+		case len(fromPeers) > 0:
+			c.Message = strings.Join(fromPeers, "; ")
+		default:
+			c.Message = "the API servers' storage versions differ"
+		}
+	default:
+		c.Status, c.Reason = metav1.ConditionUnknown, "NotEveryServerSeen"
+		c.Message = fmt.Sprintf("the API servers seen do not differ, but not every API server was seen (%s)", r.Certainty)
+		if !slices.ContainsFunc(r.Servers, func(s consistency.Server) bool { return s.View != nil }) {
+			c.Message = "no API server was seen"
+		}
+	}
+	return c
+}
+
 // verdict is the cluster's ClusterConsistency object from a report.
 func verdict(r *consistency.Report, at time.Time, prior *v1alpha1.ClusterConsistency) *v1alpha1.ClusterConsistency {
 	obj := &v1alpha1.ClusterConsistency{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterConsistencyName}}
 	if prior != nil {
 		obj.Status.Conditions = slices.Clone(prior.Status.Conditions)
 	}
-	c := metav1.Condition{Type: v1alpha1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: "SameDiscovery",
-		Message: "every API server reached serves the same discovery"}
-	if !r.Consistent() {
-		c.Status, c.Reason = metav1.ConditionFalse, "Differ"
-		c.Message = fmt.Sprintf("%d differences between the API servers' discovery", len(r.Differences))
-		if len(r.Differences) == 0 {
-			c.Message = "the API servers' discovery or storage versions differ"
-		}
-	}
-	meta.SetStatusCondition(&obj.Status.Conditions, c)
+	meta.SetStatusCondition(&obj.Status.Conditions, verdictCondition(r))
 	obj.Status.Certainty = r.Certainty.String()
 	obj.Status.Servers = len(r.Servers)
 	for _, d := range r.Differences {

@@ -109,3 +109,45 @@ func TestFeedTakesTheClientsSnapshot(t *testing.T) {
 		t.Fatalf("the groups store is filled but answers %v", err)
 	}
 }
+
+// TestVerdictCondition: the cluster's Consistent condition is the
+// report's verdict: True only where every API server was seen and they
+// agree; False where they were seen to differ, a server's merged view
+// serving more than its own among them (what a peer serves, seen from
+// that server alone); Unknown where the check could not tell (one server
+// of two seen, its merged view its own; or none seen).
+func TestVerdictCondition(t *testing.T) {
+	view := snapshotOf(t)
+	fromPeer := []schema.GroupVersionResource{{Group: "new.example.com", Version: "v1", Resource: "news"}}
+	tests := []struct {
+		name   string
+		r      consistency.Report
+		status metav1.ConditionStatus
+		reason string
+	}{
+		{"every server asked, agreeing", consistency.Report{Certainty: consistency.EveryServerAsked,
+			Servers: []consistency.Server{{Identity: "a", Alive: true, View: view}, {Identity: "b", Alive: true, View: view}}}, metav1.ConditionTrue, "SameDiscovery"},
+		{"one of two seen", consistency.Report{Certainty: consistency.NotEveryServerSeen,
+			Servers: []consistency.Server{{Identity: "a", Alive: true}, {Identity: "b", Alive: true}, {Alive: true, View: view, Samples: 4}}}, metav1.ConditionUnknown, "NotEveryServerSeen"},
+		{"every answering server seen", consistency.Report{Certainty: consistency.EveryAnsweringServerSeen,
+			Servers: []consistency.Server{{Identity: "a", Alive: true, View: view}, {Identity: "b", Alive: true}}}, metav1.ConditionUnknown, "NotEveryServerSeen"},
+		{"none seen", consistency.Report{Certainty: consistency.NotEveryServerSeen}, metav1.ConditionUnknown, "NotEveryServerSeen"},
+		{"one of two seen, a peer serves more", consistency.Report{Certainty: consistency.NotEveryServerSeen,
+			Servers: []consistency.Server{{Identity: "a", Alive: true}, {Identity: "b", Alive: true}, {Alive: true, View: view, Samples: 4, FromPeers: fromPeer}}}, metav1.ConditionFalse, "Differ"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &apiserver.Feed{Stores: apiserver.NewStores(nil)}
+			f.ApplySnapshot(view)
+			f.ApplyReport(&tt.r, time.Now())
+			o, ok := f.Stores.Consistency.Peek(v1alpha1.ClusterConsistencyName)
+			if !ok {
+				t.Fatal("no verdict")
+			}
+			c := meta.FindStatusCondition(o.(*v1alpha1.ClusterConsistency).Status.Conditions, v1alpha1.ConditionConsistent)
+			if c == nil || c.Status != tt.status || c.Reason != tt.reason || c.Message == "" {
+				t.Errorf("the Consistent condition is %+v, want %s (%s)", c, tt.status, tt.reason)
+			}
+		})
+	}
+}
