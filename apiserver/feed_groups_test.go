@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,51 @@ func TestVerdictCondition(t *testing.T) {
 				t.Errorf("the Consistent condition is %+v, want %s (%s)", c, tt.status, tt.reason)
 			}
 		})
+	}
+}
+
+// TestGroupConditionsClaimOnlyWhatWasSeen: a check that saw one server of
+// two, whose merged view serves a group its own does not (its peer
+// serves it), makes that group's Consistent condition False and its
+// served-everywhere label "false", the difference naming the server's
+// peers (it was True: no two views seen differed); a group nothing names
+// is Unknown, not True, for the other server was not seen. Once every
+// server is seen to agree, the groups are True.
+func TestGroupConditionsClaimOnlyWhatWasSeen(t *testing.T) {
+	extra := discoverytest.CRD{Group: "new.example.com", Versions: []string{"v1"}, Kind: "New"}
+	own, merged := snapshotOf(t), snapshotOf(t, extra)
+	f := &apiserver.Feed{Stores: apiserver.NewStores(nil)}
+	f.ApplySnapshot(merged)
+	f.ApplyReport(&consistency.Report{Certainty: consistency.NotEveryServerSeen, Servers: []consistency.Server{
+		{Identity: "a", Alive: true}, {Identity: "b", Alive: true},
+		{Alive: true, View: own, Samples: 4, FromPeers: []schema.GroupVersionResource{{Group: extra.Group, Version: "v1", Resource: "news"}}},
+	}}, time.Now())
+	condition := func(name string) (*metav1.Condition, map[string]string) {
+		t.Helper()
+		o, ok := f.Stores.Groups.Peek(name)
+		if !ok {
+			t.Fatalf("no group %s", name)
+		}
+		g := o.(*v1alpha1.Group)
+		return meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionConsistent), g.Labels
+	}
+	if c, labels := condition(extra.Group); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "news served by peers of ") || labels[apiserver.LabelServedEverywhere] != "false" {
+		t.Errorf("%s, served through a peer: %+v, labels %v; want False, naming the server's peers", extra.Group, c, labels)
+	}
+	if c, _ := condition("apps"); c == nil || c.Status != metav1.ConditionUnknown {
+		t.Errorf("apps, one server of two seen: %+v, want Unknown", c)
+	}
+	o, _ := f.Stores.Consistency.Peek(v1alpha1.ClusterConsistencyName)
+	if d := o.(*v1alpha1.ClusterConsistency).Status.Differences; len(d) != 1 || d[0].Group != extra.Group || d[0].Resource != "news" {
+		t.Errorf("the verdict's differences: %+v, want %s news", d, extra.Group)
+	}
+
+	f.ApplyReport(&consistency.Report{Certainty: consistency.EveryServerAsked, Servers: []consistency.Server{
+		{Identity: "a", Alive: true, View: merged}, {Identity: "b", Alive: true, View: merged},
+	}}, time.Now())
+	for _, g := range []string{"apps", extra.Group} {
+		if c, _ := condition(g); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s, every server seen to agree: %+v, want True", g, c)
+		}
 	}
 }
