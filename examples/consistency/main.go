@@ -11,7 +11,8 @@
 // they agree (consistency.Consistent), 1 when servers were seen to differ
 // (Inconsistent: two servers' discovery or storage versions, or a server
 // whose merged discovery serves more than its own, which shows a peer
-// serving what it does not, even where only that server was seen), 2 when
+// serving what it does not, even where only that server was seen: listed
+// under SERVED THROUGH A PEER where no difference names them), 2 when
 // it cannot tell (Unknown: a server could not be reached or told apart,
 // those seen agreeing; or the check failed or ran out of time). When some
 // servers the cluster names did not answer but every sample through the
@@ -39,6 +40,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/consistency"
 	"github.com/kubeatlas/kubeatlas/discovery"
@@ -191,15 +193,22 @@ func report(w io.Writer, r *consistency.Report) {
 			fmt.Fprintf(w, "%s: served by %s; not by %s\n", what, strings.Join(d.ServedBy, ", "), strings.Join(d.MissingFrom, ", "))
 		}
 	}
+	// What a server's merged discovery serves beyond its own (KEP-4020),
+	// seen from that server alone, where no difference between the views
+	// seen names it (its peer was not seen).
+	named := map[schema.GroupVersionResource]bool{}
+	for _, d := range r.Differences {
+		named[d.GroupVersion.WithResource(d.Resource)] = true
+	}
 	var fromPeers []string
 	for _, s := range r.Servers {
 		for _, gvr := range s.FromPeers {
-			fromPeers = append(fromPeers, fmt.Sprintf("%s %s: served by a peer of %s, not by %[3]s itself\n", gvr.GroupVersion(), gvr.Resource, s.Name()))
+			if !named[gvr] {
+				fromPeers = append(fromPeers, fmt.Sprintf("%s %s: served by a peer of %s, not by %[3]s itself\n", gvr.GroupVersion(), gvr.Resource, s.Name()))
+			}
 		}
 	}
 	if len(fromPeers) > 0 {
-		// The server's merged discovery against its own (KEP-4020): seen
-		// from that server alone, with no request to the peer.
 		fmt.Fprintln(w, "\nSERVED THROUGH A PEER")
 		for _, line := range fromPeers {
 			fmt.Fprint(w, line)

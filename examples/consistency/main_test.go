@@ -169,7 +169,8 @@ func TestServerThatDoesNotAnswer(t *testing.T) {
 // alone. With peer-aggregated discovery, that server's merged view serves
 // what its peer serves and it does not: it exits 1, naming each resource
 // as served through a peer (it exited 2, cannot tell, on 7ae8804). Where
-// the two serve the same, it cannot tell: exit 2, never 0.
+// the two serve the same, it cannot tell: exit 2, never 0. Asked both
+// directly, it names the difference once.
 func TestPointedAtOneServer(t *testing.T) {
 	srv, _ := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky),
 		discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"), discoverytest.WithPeerAggregation())
@@ -186,5 +187,11 @@ func TestPointedAtOneServer(t *testing.T) {
 	if code != disagree || !regexp.MustCompile(`(?m)^upgraded\.example\.com/v1 upgrades: served by a peer of unnamed v1\.36\.3 \(discovery \w+\), not by unnamed v1\.36\.3 \(discovery \w+\) itself$`).MatchString(out) ||
 		!strings.Contains(out, "The API servers disagree (not every server seen, 4 samples through the URL).") {
 		t.Errorf("the peer upgraded: exit %d\n%s%s", code, out, errOut)
+	}
+	// Both asked directly: what the peer serves is a difference between
+	// the two views, named once, not again as served through a peer.
+	code, out, errOut = runCheck(t, "--kubeconfig", kubeconfig)
+	if code != disagree || !strings.Contains(out, "upgraded.example.com/v1 upgrades: served by apiserver-1; not by apiserver-0\n") || strings.Contains(out, "SERVED THROUGH A PEER") {
+		t.Errorf("both asked: exit %d\n%s%s", code, out, errOut)
 	}
 }
