@@ -109,7 +109,7 @@ func WithClock(c clock.PassiveClock) Option {
 // The Report's Verdict is Consistent only when every live server was seen
 // and they agree, Inconsistent when what was seen differs (a server's
 // merged view serving more than its own shows a peer that serves more,
-// with no request to that peer), and Unknown otherwise.
+// whether or not that peer could be asked), and Unknown otherwise.
 //
 // Direct requests are the client's requests to its URL, dialed to the
 // servers' addresses: their certificates are verified for the client's

@@ -25,8 +25,8 @@
 // peer-aggregated discovery (KEP-4020) shows skew by itself: its merged
 // /apis serves what a peer serves, and where that is more than its own
 // view (profile=nopeer), a peer serves what it does not
-// ([Server].FromPeers), seen with no request to any address but that
-// server's. So a check that reaches one server of an upgraded pair, as one
+// ([Server].FromPeers), seen in that server's own answers (through the
+// URL alone with [WithURLOnly]: no request to any other address). So a check that reaches one server of an upgraded pair, as one
 // pointed at a server's own address with nobody to vouch for the other's
 // (see below), says Inconsistent. Where a server's merged view is its
 // own, no peer serves what it does not; its peers may serve less, so that

@@ -190,7 +190,7 @@ const (
 	// Inconsistent: servers were seen to disagree: two serve different
 	// discovery (Differences), one's merged view serves what its own does
 	// not (Server.FromPeers: a peer serves it, which the server's own
-	// answer shows without any request to that peer), or, where the
+	// answers show, whether or not that peer was asked), or, where the
 	// StorageVersion API is served, they encode a resource in different
 	// versions (StorageVersions). However few servers were seen: what was
 	// seen to differ differs.
