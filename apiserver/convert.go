@@ -44,11 +44,33 @@ func groupObjectName(group string) string {
 	return group
 }
 
+// groupCheck is what the last consistency check tells of a group that no
+// difference names.
+type groupCheck int
+
+const (
+	notChecked   groupCheck = iota // no check yet: no condition
+	everySeen                      // every live server seen: served alike
+	notEverySeen                   // some not seen: cannot tell
+)
+
+// groupCheckOf is what r tells of a group that no difference names.
+func groupCheckOf(r *consistency.Report) groupCheck {
+	switch {
+	case r == nil:
+		return notChecked
+	case (r.Certainty == consistency.EveryServerAsked || r.Certainty == consistency.EveryServerSampled) &&
+		slices.ContainsFunc(r.Servers, func(s consistency.Server) bool { return s.View != nil }):
+		return everySeen
+	}
+	return notEverySeen
+}
+
 // apiGroups turns a snapshot into one Group per API group, in the snapshot's
 // order. differences are the last check's, by group (nil before the first
-// check), and prior the stored objects, whose condition transition times are
-// kept while the verdict holds.
-func apiGroups(s *discovery.Snapshot, differences map[string][]consistency.Difference, checked bool, prior func(name string) *v1alpha1.Group) []*v1alpha1.Group {
+// check), check what it tells of the others, and prior the stored objects,
+// whose condition transition times are kept while the verdict holds.
+func apiGroups(s *discovery.Snapshot, differences map[string][]consistency.Difference, check groupCheck, prior func(name string) *v1alpha1.Group) []*v1alpha1.Group {
 	out := make([]*v1alpha1.Group, 0, len(s.Groups()))
 	for _, g := range s.Groups() {
 		obj := &v1alpha1.Group{
@@ -75,21 +97,25 @@ func apiGroups(s *discovery.Snapshot, differences map[string][]consistency.Diffe
 			LabelStale:            fmt.Sprint(stale),
 			LabelServedEverywhere: fmt.Sprint(len(diffs) == 0),
 		}
-		if checked {
+		if check != notChecked {
 			if p := prior(obj.Name); p != nil {
 				obj.Status.Conditions = slices.Clone(p.Status.Conditions)
 			}
-			meta.SetStatusCondition(&obj.Status.Conditions, groupCondition(diffs))
+			meta.SetStatusCondition(&obj.Status.Conditions, groupCondition(diffs, check))
 		}
 		out = append(out, obj)
 	}
 	return out
 }
 
-func groupCondition(diffs []consistency.Difference) metav1.Condition {
-	if len(diffs) == 0 {
+func groupCondition(diffs []consistency.Difference, check groupCheck) metav1.Condition {
+	switch {
+	case len(diffs) == 0 && check == everySeen:
 		return metav1.Condition{Type: v1alpha1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: "ServedAlike",
-			Message: "every API server reached serves this group alike"}
+			Message: "every API server serves this group alike"}
+	case len(diffs) == 0:
+		return metav1.Condition{Type: v1alpha1.ConditionConsistent, Status: metav1.ConditionUnknown, Reason: "NotEveryServerSeen",
+			Message: "the API servers seen serve this group alike, but not every API server was seen"}
 	}
 	var parts []string
 	for _, d := range diffs {
@@ -129,8 +155,32 @@ func apiResource(gv schema.GroupVersion, r surface.Resource) v1alpha1.APIResourc
 // differencesByGroup indexes a report's differences by API group.
 func differencesByGroup(r *consistency.Report) map[string][]consistency.Difference {
 	out := map[string][]consistency.Difference{}
-	for _, d := range r.Differences {
+	for _, d := range differences(r) {
 		out[d.GroupVersion.Group] = append(out[d.GroupVersion.Group], d)
+	}
+	return out
+}
+
+// differences are the report's, and the resources a server gets from its
+// peers that no difference names (they name the server's peers, which the
+// check may not have seen, "peers of" it): seen from one server alone,
+// they differ all the same.
+func differences(r *consistency.Report) []consistency.Difference {
+	out := slices.Clone(r.Differences)
+	named := map[schema.GroupVersionResource]bool{}
+	for _, d := range r.Differences {
+		named[d.GroupVersion.WithResource(d.Resource)] = true
+	}
+	for i := range r.Servers {
+		s := &r.Servers[i]
+		for _, gvr := range s.FromPeers {
+			if named[gvr] {
+				continue
+			}
+			named[gvr] = true
+			out = append(out, consistency.Difference{GroupVersion: gvr.GroupVersion(), Resource: gvr.Resource,
+				ServedBy: []string{"peers of " + s.Name()}, MissingFrom: []string{s.Name()}})
+		}
 	}
 	return out
 }
@@ -193,25 +243,51 @@ func apiServers(r *consistency.Report, at time.Time, prior func(name string) *v1
 	return out
 }
 
+// verdictCondition is the report's verdict as the Consistent condition:
+// True only where every API server was seen to agree, False where servers
+// were seen to differ, Unknown where the check could not tell.
+func verdictCondition(r *consistency.Report) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionConsistent}
+	switch r.Verdict() {
+	case consistency.Consistent:
+		c.Status, c.Reason = metav1.ConditionTrue, "SameDiscovery"
+		c.Message = "every API server serves the same discovery"
+	case consistency.Inconsistent:
+		c.Status, c.Reason = metav1.ConditionFalse, "Differ"
+		var fromPeers []string
+		for i := range r.Servers {
+			if s := &r.Servers[i]; len(s.FromPeers) > 0 {
+				fromPeers = append(fromPeers, fmt.Sprintf("%s gets %d resources from its peers that it does not serve", s.Name(), len(s.FromPeers)))
+			}
+		}
+		switch {
+		case len(r.Differences) > 0:
+			c.Message = fmt.Sprintf("%d differences between the API servers' discovery", len(r.Differences))
+		case len(fromPeers) > 0:
+			c.Message = strings.Join(fromPeers, "; ")
+		default:
+			c.Message = "the API servers' storage versions differ"
+		}
+	default:
+		c.Status, c.Reason = metav1.ConditionUnknown, "NotEveryServerSeen"
+		c.Message = fmt.Sprintf("the API servers seen do not differ, but not every API server was seen (%s)", r.Certainty)
+		if !slices.ContainsFunc(r.Servers, func(s consistency.Server) bool { return s.View != nil }) {
+			c.Message = "no API server was seen"
+		}
+	}
+	return c
+}
+
 // verdict is the cluster's ClusterConsistency object from a report.
 func verdict(r *consistency.Report, at time.Time, prior *v1alpha1.ClusterConsistency) *v1alpha1.ClusterConsistency {
 	obj := &v1alpha1.ClusterConsistency{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterConsistencyName}}
 	if prior != nil {
 		obj.Status.Conditions = slices.Clone(prior.Status.Conditions)
 	}
-	c := metav1.Condition{Type: v1alpha1.ConditionConsistent, Status: metav1.ConditionTrue, Reason: "SameDiscovery",
-		Message: "every API server reached serves the same discovery"}
-	if !r.Consistent() {
-		c.Status, c.Reason = metav1.ConditionFalse, "Differ"
-		c.Message = fmt.Sprintf("%d differences between the API servers' discovery", len(r.Differences))
-		if len(r.Differences) == 0 {
-			c.Message = "the API servers' discovery or storage versions differ"
-		}
-	}
-	meta.SetStatusCondition(&obj.Status.Conditions, c)
+	meta.SetStatusCondition(&obj.Status.Conditions, verdictCondition(r))
 	obj.Status.Certainty = r.Certainty.String()
 	obj.Status.Servers = len(r.Servers)
-	for _, d := range r.Differences {
+	for _, d := range differences(r) {
 		obj.Status.Differences = append(obj.Status.Differences, v1alpha1.Difference{
 			Group: d.GroupVersion.Group, Version: d.GroupVersion.Version, Resource: d.Resource,
 			ServedBy: slices.Clone(d.ServedBy), MissingFrom: slices.Clone(d.MissingFrom),

@@ -41,7 +41,7 @@ func TestGroupObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	byName := map[string]string{}
-	for _, g := range apiGroups(s, nil, false, nil) {
+	for _, g := range apiGroups(s, nil, notChecked, nil) {
 		byName[g.Name] = g.Status.Group
 		if g.Status.Group != "apps" {
 			continue

@@ -172,7 +172,7 @@ func (f *Feed) applyGroupsLocked() {
 		}
 		return nil
 	}
-	groups := apiGroups(f.snapshot, diffs, f.report != nil, prior)
+	groups := apiGroups(f.snapshot, diffs, groupCheckOf(f.report), prior)
 	groups = append(groups, onlyElsewhere(f.snapshot, f.report, diffs, prior)...)
 	want := map[string]bool{}
 	for _, g := range groups {
@@ -212,7 +212,7 @@ func onlyElsewhere(s *discovery.Snapshot, r *consistency.Report, diffs map[strin
 			if _, ok := view.Group(group); !ok {
 				continue
 			}
-			for _, g := range apiGroups(view, diffs, true, prior) {
+			for _, g := range apiGroups(view, diffs, groupCheckOf(r), prior) {
 				if g.Status.Group == group {
 					out = append(out, g)
 				}

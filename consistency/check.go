@@ -106,6 +106,11 @@ func WithClock(c clock.PassiveClock) Option {
 //   - where the StorageVersion API is served, whether the servers encode
 //     each resource in one version.
 //
+// The Report's Verdict is Consistent only when every live server was seen
+// and they agree, Inconsistent when what was seen differs (a server's
+// merged view serving more than its own shows a peer that serves more,
+// whether or not that peer could be asked), and Unknown otherwise.
+//
 // Direct requests are the client's requests to its URL, dialed to the
 // servers' addresses: their certificates are verified for the client's
 // host name (an IP address or not) before any credential is sent, the

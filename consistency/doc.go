@@ -13,8 +13,24 @@
 // (profile=nopeer, KEP-4020). Servers it cannot ask directly it samples
 // through the client's URL on new connections. The [Report] has a
 // [Server] per API server, what not every server serves ([Difference]),
-// the resources whose storage versions differ, and how sure it is
-// ([Certainty]).
+// the resources whose storage versions differ, how many of the servers it
+// saw ([Certainty]), and its [Verdict].
+//
+// # What a verdict claims
+//
+// [Report.Verdict] is [Consistent] only when every live server the
+// cluster names was seen (asked at its address, or told apart through the
+// URL) and they agree; [Inconsistent] when servers were seen to differ,
+// however few were seen; [Unknown] otherwise. A server running
+// peer-aggregated discovery (KEP-4020) shows skew by itself: its merged
+// /apis serves what a peer serves, and where that is more than its own
+// view (profile=nopeer), a peer serves what it does not
+// ([Server].FromPeers), seen in that server's own answers (through the
+// URL alone with [WithURLOnly]: no request to any other address). So a check that reaches one server of an upgraded pair, as one
+// pointed at a server's own address with nobody to vouch for the other's
+// (see below), says Inconsistent. Where a server's merged view is its
+// own, no peer serves what it does not; its peers may serve less, so that
+// alone leaves the verdict Unknown.
 //
 // # Where credentials go
 //
@@ -53,7 +69,8 @@
 // where the certificate there is valid for the kubeconfig's name, send it
 // requests without credentials (/version, /api, /apis) and report its
 // answers as an unvouched server's view (a server that disagrees, or one
-// more server to see, lowering the Certainty); copy a real server's
+// more server to see, lowering the Certainty and leaving the verdict
+// Unknown); copy a real server's
 // address, so that neither is asked there ([ErrAddressShared]); and add
 // leases that cost the check up to its 10 s deadline. It cannot make the
 // check send the user's credentials anywhere the cluster does not list as
@@ -76,7 +93,10 @@
 // cost 10 s, however many. Servers that could not be asked and were not
 // told apart through the URL leave the check at
 // [EveryAnsweringServerSeen] when every sample through the URL reached the
-// kinds of server that were asked, and [NotEveryServerSeen] otherwise.
+// kinds of server that were asked, and [NotEveryServerSeen] otherwise;
+// either way the verdict is Unknown unless what was seen differs, so a
+// tenant's leases can hold a verdict at Unknown, never make it
+// Consistent.
 //
 // # Files
 //
@@ -88,5 +108,5 @@
 //     in directConfig and directClient), all at once, or through the URL
 //     on new connections (sampling).
 //   - report.go: the [Report] and what it derives from the servers' views
-//     (Consistent, the differences, what a server gets from its peers).
+//     (the Verdict, the differences, what a server gets from its peers).
 package consistency

@@ -26,7 +26,9 @@ func ExampleCheck() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("consistent: %v (%s)\n", r.Consistent(), r.Certainty)
+	// Consistent only when every server was seen and they agree;
+	// Inconsistent when servers were seen to differ; Unknown otherwise.
+	fmt.Printf("%v (%s)\n", r.Verdict(), r.Certainty)
 	for _, s := range r.Servers {
 		fmt.Println(s.Name(), s.Version)
 	}
@@ -34,7 +36,7 @@ func ExampleCheck() {
 		fmt.Println(d.GroupVersion, d.Resource, "served by", d.ServedBy, "not by", d.MissingFrom)
 	}
 	// Output:
-	// consistent: false (every server asked directly)
+	// inconsistent (every server asked directly)
 	// apiserver-0 v1.36.3
 	// apiserver-1 v1.37.1
 	// upgraded.example.com/v1  served by [apiserver-1] not by [apiserver-0]

@@ -36,12 +36,15 @@ const (
 	// still current (a lease lasts an hour), unreachable from here, or a
 	// lease that names no server at all, as anyone who may write Leases in
 	// kube-system can make. What it cannot rule out: a balancer that gives
-	// every new connection from here to the same few servers.
+	// every new connection from here to the same few servers. The servers
+	// that did not answer were not seen, so the Verdict is Unknown where
+	// those seen agree.
 	EveryAnsweringServerSeen
 	// NotEveryServerSeen: fewer servers were told apart than the cluster
 	// names (servers alike in version and discovery cannot be told apart
 	// through a balancer), or the cluster names none (its identity leases
-	// could not be read), so a server that disagrees may have been missed.
+	// could not be read), so a server that disagrees may have been missed:
+	// the Verdict is Unknown unless what was seen differs.
 	NotEveryServerSeen
 )
 
@@ -90,7 +93,12 @@ type Server struct {
 	View *discovery.Snapshot
 	// FromPeers lists what this server's merged view (peer-aggregated
 	// discovery, KEP-4020) serves that its own view does not: requests for
-	// those reach it and are proxied to a peer.
+	// those reach it and are proxied to a peer, which serves what this
+	// server does not (the Verdict is Inconsistent). Empty where its
+	// merged view serves nothing more than its own: where peer
+	// aggregation is on, no peer serves a resource this server does not,
+	// though a peer may serve fewer (or peer aggregation is off, and the
+	// two views are one).
 	FromPeers []schema.GroupVersionResource
 	// Samples counts the requests through the client's URL that reached
 	// it (told apart by version and discovery).
@@ -131,7 +139,7 @@ type StorageVersionDisagreement struct {
 	Encodings map[string]string // server name -> encoding version
 }
 
-// Report is what Check found.
+// Report is what Check found; its Verdict says whether the servers agree.
 type Report struct {
 	Servers     []Server
 	Differences []Difference
@@ -143,7 +151,9 @@ type Report struct {
 	// MergedETag is the /apis ETag of the client's URL's merged view (the
 	// servers' views joined by peer-aggregated discovery, where it is on).
 	MergedETag string
-	Certainty  Certainty
+	// Certainty says whether every live server was seen, which a
+	// Consistent verdict needs.
+	Certainty Certainty
 	// Samples counts the requests through the client's URL the check
 	// needed to reach the servers it could not ask directly.
 	Samples int
@@ -158,26 +168,81 @@ type Report struct {
 	NotAskedDirectly error
 }
 
-// Consistent is true when every reached server serves the same discovery
-// (its own view's documents have the same ETags) and, where the
-// StorageVersion API is served, encodes every resource in one version.
-// Certainty says whether a server may have been missed.
-func (r *Report) Consistent() bool {
+// Verdict is what a check tells of the API servers: that they serve the
+// same discovery, that they do not, or that it cannot tell. The zero value
+// is Unknown.
+type Verdict int
+
+const (
+	// Unknown: no server was seen to disagree, but not every live API
+	// server the cluster names was seen (Certainty EveryAnsweringServerSeen
+	// or NotEveryServerSeen), or none was. A server seen whose merged view
+	// is its own (Server.FromPeers empty) shows, where peer-aggregated
+	// discovery is on, that no peer serves what it does not; not that its
+	// peers serve all it does, so that is no proof that they agree.
+	Unknown Verdict = iota
+	// Consistent: every live API server the cluster names was seen
+	// (Certainty EveryServerAsked or EveryServerSampled), each serves the
+	// same discovery and gets nothing from its peers that it does not
+	// serve itself, and, where the StorageVersion API is served, every
+	// resource is encoded in one version.
+	Consistent
+	// Inconsistent: servers were seen to disagree: two serve different
+	// discovery (Differences), one's merged view serves what its own does
+	// not (Server.FromPeers: a peer serves it, which the server's own
+	// answers show, whether or not that peer was asked), or, where the
+	// StorageVersion API is served, they encode a resource in different
+	// versions (StorageVersions). However few servers were seen: what was
+	// seen to differ differs.
+	Inconsistent
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Unknown:
+		return "unknown"
+	case Consistent:
+		return "consistent"
+	case Inconsistent:
+		return "inconsistent"
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// Verdict tells whether the API servers serve the same discovery, from
+// what the check saw: never Consistent unless every live server was seen
+// (see Consistent, Inconsistent and Unknown).
+func (r *Report) Verdict() Verdict {
 	var first [2]string
+	seen := false
 	for i := range r.Servers {
 		s := &r.Servers[i]
 		if s.View == nil {
 			continue
 		}
+		if len(s.FromPeers) > 0 {
+			return Inconsistent
+		}
 		k := viewKey(s.View)
-		if first == [2]string{} {
-			first = k
+		if !seen {
+			first, seen = k, true
 		} else if k != first {
-			return false
+			return Inconsistent
 		}
 	}
-	return len(r.StorageVersions) == 0
+	switch {
+	case len(r.StorageVersions) > 0:
+		return Inconsistent
+	case seen && (r.Certainty == EveryServerAsked || r.Certainty == EveryServerSampled):
+		return Consistent
+	}
+	return Unknown
 }
+
+// Consistent is r.Verdict() == Consistent: every live API server was seen
+// and they agree. False does not say that they disagree: the verdict may
+// be Unknown.
+func (r *Report) Consistent() bool { return r.Verdict() == Consistent }
 
 // viewKey tells views apart by their documents' ETags, as the server's
 // own view is told apart from another's: the same ETags, the same

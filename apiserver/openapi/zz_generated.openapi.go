@@ -429,7 +429,7 @@ func schema_apiserver_apis_discovery_v1alpha1_ClusterConsistency(ref common.Refe
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ClusterConsistency is the cluster's verdict, where the coordinated discovery proposal put it: one object, named \"cluster\", whose Consistent condition says whether every API server serves the same discovery.",
+				Description: "ClusterConsistency is the cluster's verdict, where the coordinated discovery proposal put it: one object, named \"cluster\", whose Consistent condition says whether every API server serves the same discovery: True only where every API server was seen and they agree, False where servers were seen to differ, Unknown where the check could not tell.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {

@@ -7,14 +7,20 @@
 // It prints a row per server, what not every server serves, and the
 // resources whose storage versions differ.
 //
-// Exit status: 0 when every server agrees, 1 when they do not, 2 when it
-// cannot tell (a server could not be reached or told apart, or the check
-// failed or ran out of time), a bad flag or argument included: the other
-// example commands exit 1 on any error, but 1 here says the servers
-// disagree. When some servers the cluster names did not
-// answer but every sample through the cluster's URL reached a server that
-// did (consistency.EveryAnsweringServerSeen), it exits 0 or 1 by those that
-// answered, and names the others.
+// Exit status, by the check's verdict: 0 when every server was seen and
+// they agree (consistency.Consistent), 1 when servers were seen to differ
+// (Inconsistent: two servers' discovery or storage versions, or a server
+// whose merged discovery serves more than its own, which shows a peer
+// serving what it does not, even where only that server was seen: listed
+// under SERVED THROUGH A PEER where no difference names them), 2 when
+// it cannot tell (Unknown: a server could not be reached or told apart,
+// those seen agreeing; or the check failed or ran out of time). When some
+// servers the cluster names did not answer but every sample through the
+// cluster's URL reached a server that did
+// (consistency.EveryAnsweringServerSeen), it names the others, and exits 2
+// where those that answered agree. A bad flag or argument exits 2 too: the
+// other example commands exit 1 on any error, but 1 here says the servers
+// disagree.
 //
 // The whole check has --timeout (default 1m) to finish: servers asked at
 // their own addresses have 10 s of it, all together.
@@ -36,6 +42,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/consistency"
 	"github.com/kubeatlas/kubeatlas/discovery"
@@ -141,19 +148,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "\nNot seen, and reached by no sample through the URL (%d samples): %s.\n", r.Samples, strings.Join(silent, ", "))
 	}
-	switch {
-	case !r.Consistent():
+	switch r.Verdict() {
+	case consistency.Inconsistent:
 		fmt.Fprintf(stdout, "\nThe API servers disagree (%s, %d samples through the URL).\n", r.Certainty, r.Samples)
 		return disagree
-	case r.Certainty == consistency.NotEveryServerSeen:
-		fmt.Fprintf(stdout, "\nThe servers seen agree, but not every server was seen (%d samples through the URL): cannot tell.\n", r.Samples)
-		return cannotTell
-	case r.Certainty == consistency.EveryAnsweringServerSeen:
-		fmt.Fprintf(stdout, "\nEvery API server that answers serves the same discovery (%d samples through the URL).\n", r.Samples)
+	case consistency.Consistent:
+		fmt.Fprintf(stdout, "\nEvery API server serves the same discovery (%s, %d samples through the URL).\n", r.Certainty, r.Samples)
 		return agree
 	}
-	fmt.Fprintf(stdout, "\nEvery API server serves the same discovery (%s, %d samples through the URL).\n", r.Certainty, r.Samples)
-	return agree
+	if r.Certainty == consistency.EveryAnsweringServerSeen {
+		fmt.Fprintf(stdout, "\nEvery API server that answers serves the same discovery, but not every server was seen (%d samples through the URL): cannot tell.\n", r.Samples)
+	} else {
+		fmt.Fprintf(stdout, "\nThe servers seen agree, but not every server was seen (%d samples through the URL): cannot tell.\n", r.Samples)
+	}
+	return cannotTell
 }
 
 func report(w io.Writer, r *consistency.Report) {
@@ -186,6 +194,27 @@ func report(w io.Writer, r *consistency.Report) {
 				what += " " + d.Resource
 			}
 			fmt.Fprintf(w, "%s: served by %s; not by %s\n", what, strings.Join(d.ServedBy, ", "), strings.Join(d.MissingFrom, ", "))
+		}
+	}
+	// What a server's merged discovery serves beyond its own (KEP-4020),
+	// seen from that server alone, where no difference between the views
+	// seen names it (its peer was not seen).
+	named := map[schema.GroupVersionResource]bool{}
+	for _, d := range r.Differences {
+		named[d.GroupVersion.WithResource(d.Resource)] = true
+	}
+	var fromPeers []string
+	for _, s := range r.Servers {
+		for _, gvr := range s.FromPeers {
+			if !named[gvr] {
+				fromPeers = append(fromPeers, fmt.Sprintf("%s %s: served by a peer of %s, not by %[3]s itself\n", gvr.GroupVersion(), gvr.Resource, s.Name()))
+			}
+		}
+	}
+	if len(fromPeers) > 0 {
+		fmt.Fprintln(w, "\nSERVED THROUGH A PEER")
+		for _, line := range fromPeers {
+			fmt.Fprint(w, line)
 		}
 	}
 	if len(r.StorageVersions) > 0 {

@@ -129,8 +129,9 @@ func TestTimeout(t *testing.T) {
 
 // TestServerThatDoesNotAnswer: a lease names a server that refuses
 // connections (down, its lease still current); the two servers that
-// answer agree and every sample through the URL reaches them: it exits 0,
-// naming the one not seen.
+// answer agree and every sample through the URL reaches them: it names
+// the one not seen, and exits 2: that server was not seen, so it cannot
+// tell.
 func TestServerThatDoesNotAnswer(t *testing.T) {
 	srv, _ := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -160,8 +161,40 @@ func TestServerThatDoesNotAnswer(t *testing.T) {
 	front := httptest.NewServer(mux)
 	t.Cleanup(front.Close)
 	code, out, errOut := runCheck(t, "--kubeconfig", writeKubeconfig(t, front.URL))
-	if code != agree || !strings.Contains(out, "Not seen, and reached by no sample through the URL (16 samples): kas-down.") ||
-		!strings.Contains(out, "Every API server that answers serves the same discovery") {
+	if code != cannotTell || !strings.Contains(out, "Not seen, and reached by no sample through the URL (16 samples): kas-down.") ||
+		!strings.Contains(out, "Every API server that answers serves the same discovery, but not every server was seen (16 samples through the URL): cannot tell.") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestPointedAtOneServer: pointed at one server's own address, through
+// its URL only (as where the others cannot be asked), it sees that server
+// alone. With peer-aggregated discovery, that server's merged view serves
+// what its peer serves and it does not: it exits 1, naming each resource
+// as served through a peer (it exited 2, cannot tell, on 7ae8804). Where
+// the two serve the same, it cannot tell: exit 2, never 0. Asked both
+// directly, it names the difference once.
+func TestPointedAtOneServer(t *testing.T) {
+	srv, _ := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky),
+		discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"), discoverytest.WithPeerAggregation())
+	old := srv.Backends()[0]
+	kubeconfig := writeKubeconfig(t, old.URL())
+	code, out, errOut := runCheck(t, "--kubeconfig", kubeconfig, "--through-url", "--samples", "4")
+	if code != cannotTell || !strings.Contains(out, "The servers seen agree, but not every server was seen (4 samples through the URL): cannot tell.") {
+		t.Errorf("servers alike: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "upgraded.example.com", Versions: []string{"v1"}, Kind: "Upgrade"}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCheck(t, "--kubeconfig", kubeconfig, "--through-url", "--samples", "4")
+	if code != disagree || !regexp.MustCompile(`(?m)^upgraded\.example\.com/v1 upgrades: served by a peer of unnamed v1\.36\.3 \(discovery \w+\), not by unnamed v1\.36\.3 \(discovery \w+\) itself$`).MatchString(out) ||
+		!strings.Contains(out, "The API servers disagree (not every server seen, 4 samples through the URL).") {
+		t.Errorf("the peer upgraded: exit %d\n%s%s", code, out, errOut)
+	}
+	// Both asked directly: what the peer serves is a difference between
+	// the two views, named once, not again as served through a peer.
+	code, out, errOut = runCheck(t, "--kubeconfig", kubeconfig)
+	if code != disagree || !strings.Contains(out, "upgraded.example.com/v1 upgrades: served by apiserver-1; not by apiserver-0\n") || strings.Contains(out, "SERVED THROUGH A PEER") {
+		t.Errorf("both asked: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -92,8 +92,8 @@ func TestConsistencyOnRealPair(t *testing.T) {
 		return reached == 2, fmt.Sprintf("%d servers, %s", len(r.Servers), r.Certainty)
 	})
 	logReport(t, r)
-	if r.Consistent() || r.Certainty != consistency.EveryServerAsked || r.Samples != 0 {
-		t.Errorf("consistent %v, certainty %v, %d samples: want an inconsistency found by asking both directly", r.Consistent(), r.Certainty, r.Samples)
+	if r.Verdict() != consistency.Inconsistent || r.Consistent() || r.Certainty != consistency.EveryServerAsked || r.Samples != 0 {
+		t.Errorf("verdict %v, certainty %v, %d samples: want an inconsistency found by asking both directly", r.Verdict(), r.Certainty, r.Samples)
 	}
 	byName := map[string]consistency.Server{}
 	for _, s := range r.Servers {
@@ -159,8 +159,8 @@ current-context: ha
 		t.Fatal(err)
 	}
 	logReport(t, through)
-	if through.Certainty != consistency.EveryServerSampled || through.Samples > 4 || through.Consistent() {
-		t.Errorf("through the balancer: %v after %d samples, consistent %v; want both servers told apart within 4", through.Certainty, through.Samples, through.Consistent())
+	if through.Certainty != consistency.EveryServerSampled || through.Samples > 4 || through.Verdict() != consistency.Inconsistent {
+		t.Errorf("through the balancer: %v after %d samples, verdict %v; want both servers told apart within 4", through.Certainty, through.Samples, through.Verdict())
 	}
 	after := p.lb.connections()
 	t.Logf("balancer connections per server: before %v, after %v; %d samples", before, after, through.Samples)
@@ -181,7 +181,7 @@ current-context: ha
 		t.Fatal(err)
 	}
 	logReport(t, gone)
-	if gone.Certainty != consistency.EveryAnsweringServerSeen || len(gone.Differences) != 0 || len(gone.StorageVersions) == 0 {
+	if gone.Certainty != consistency.EveryAnsweringServerSeen || len(gone.Differences) != 0 || len(gone.StorageVersions) == 0 || gone.Verdict() != consistency.Inconsistent {
 		t.Errorf("with %s down: certainty %v, differences %v, storage versions %v; want every answering server seen, no difference in discovery, the storage versions as before",
 			next.name, gone.Certainty, gone.Differences, gone.StorageVersions)
 	}
@@ -209,9 +209,105 @@ current-context: ha
 	}
 }
 
+// TestConsistencyOfOneServerAlone: on a real v1.36.3 + v1.37.1 pair with
+// the peer proxy and no StorageVersion API, a check pointed at the
+// v1.36.3 server's own address, with nobody vouching for either server's
+// (loopback, which the EndpointSlices cannot list), sees that server
+// alone; its merged view against its own shows the four resources its
+// peer serves, so the verdict is Inconsistent, and examples/consistency
+// exits 1 naming them (on 7ae8804: consistent, "not every server seen",
+// and exit 2). Vouched for, both servers are asked and both views named,
+// as before.
+func TestConsistencyOfOneServerAlone(t *testing.T) {
+	p := startHA(t, haOptions{peerProxy: true})
+	ctx := context.Background()
+	old, next := p.servers[0], p.servers[1]
+	alone, err := discovery.New(p.configFor(old.url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vouched := consistency.WithAPIServers(strings.TrimPrefix(old.url, "https://"), strings.TrimPrefix(next.url, "https://"))
+	var r *consistency.Report
+	eventually(t, "both servers' leases and peer-aggregated discovery", 60*time.Second, func() (bool, string) {
+		r, err = consistency.Check(ctx, alone, vouched)
+		if err != nil {
+			return false, err.Error()
+		}
+		reached := 0
+		for _, s := range r.Servers {
+			if s.View != nil && len(s.FromPeers) > 0 || s.Version == next.version {
+				reached++
+			}
+		}
+		return reached == 2, fmt.Sprintf("%d servers, %s", len(r.Servers), r.Certainty)
+	})
+	logReport(t, r)
+	if gvrs, _ := resourceDifferences(r); r.Verdict() != consistency.Inconsistent || r.Certainty != consistency.EveryServerAsked || !slices.Equal(gvrs, sortedGVRs(onlyNext)) || r.StorageVersionAPI {
+		t.Errorf("vouched: verdict %v, %v, differences %v, StorageVersion API %v; want both asked, the four resources named, no StorageVersion API", r.Verdict(), r.Certainty, gvrs, r.StorageVersionAPI)
+	}
+
+	// Pointed at the v1.36.3 server alone, nobody vouching for an address:
+	// no server is asked with the client's credentials at the address its
+	// lease names (each may be asked without any, which a real server
+	// refuses), the samples through the URL all reach v1.36.3, and its
+	// merged view names what its peer serves.
+	one, err := consistency.Check(ctx, alone, consistency.WithSamples(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logReport(t, one)
+	if one.Verdict() != consistency.Inconsistent || one.Consistent() {
+		t.Errorf("pointed at %s alone: verdict %v (%v), want inconsistent: its merged view shows its peer serving more", old.name, one.Verdict(), one.Certainty)
+	}
+	var seen []consistency.Server
+	for _, s := range one.Servers {
+		if s.Vouched {
+			t.Errorf("pointed at %s alone, nobody vouching: %s asked with the client's credentials at %s", old.name, s.Name(), s.Address)
+		}
+		if s.View != nil {
+			seen = append(seen, s)
+		}
+	}
+	if len(seen) != 1 || seen[0].Version != old.version || !slices.Equal(sortedGVRs(seen[0].FromPeers), sortedGVRs(onlyNext)) {
+		for _, s := range seen {
+			t.Errorf("pointed at %s alone: seen %s %s, from its peers %v", old.name, s.Name(), s.Version, s.FromPeers)
+		}
+		t.Errorf("pointed at %s alone: %d servers seen, want %s alone, getting %v from its peer", old.name, len(seen), old.version, onlyNext)
+	}
+	if len(one.Differences) != 0 || len(one.StorageVersions) != 0 {
+		t.Errorf("pointed at %s alone: differences %v, storage versions %v; want none: one view seen, no StorageVersion API", old.name, one.Differences, one.StorageVersions)
+	}
+	// examples/consistency says so, and exits 1.
+	bin := filepath.Join(t.TempDir(), "consistency")
+	if out, err := buildExample(bin, "consistency"); err != nil {
+		t.Fatalf("building examples/consistency: %v\n%s", err, out)
+	}
+	oneKubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(oneKubeconfig, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: one, cluster: {server: %q, certificate-authority-data: %s}}]
+users: [{name: admin, user: {token: %q}}]
+contexts: [{name: one, context: {cluster: one, user: admin}}]
+current-context: one
+`, old.url, base64.StdEncoding.EncodeToString(p.caPEM), token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--kubeconfig", oneKubeconfig, "--samples", "4").Output()
+	t.Logf("examples/consistency pointed at %s:\n%s", old.name, out)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("examples/consistency pointed at %s alone: %v, want exit status 1", old.name, err)
+	}
+	for _, gvr := range onlyNext {
+		if line := fmt.Sprintf("%s %s: served by a peer of ", gvr.GroupVersion(), gvr.Resource); !strings.Contains(string(out), line) {
+			t.Errorf("examples/consistency pointed at %s alone does not say %q", old.name, line)
+		}
+	}
+}
+
 func logReport(t *testing.T, r *consistency.Report) {
 	t.Helper()
-	t.Logf("consistent %v, %v, %d samples, merged %.12s", r.Consistent(), r.Certainty, r.Samples, r.MergedETag)
+	t.Logf("%v, %v, %d samples, merged %.12s", r.Verdict(), r.Certainty, r.Samples, r.MergedETag)
 	for _, s := range r.Servers {
 		t.Logf("  %s: identity %s alive %v address %q version %s etag %.12s samples %d from peers %d err %v", s.Name(), s.Identity, s.Alive, s.Address, s.Version, s.ETag, s.Samples, len(s.FromPeers), s.Err)
 	}

@@ -42,7 +42,7 @@ func newClient(t testing.TB, base string) *discovery.Client {
 // samples through the URL on new connections, tells the disagreeing
 // servers apart (one is upgraded and serves a new group) and names what
 // differs; servers that agree cannot be told apart, and it says it cannot
-// be sure it saw them all.
+// be sure it saw them all: the verdict is Unknown, not Consistent.
 func TestCheckBySampling(t *testing.T) {
 	for _, peer := range []bool{false, true} {
 		opts := []discoverytest.Option{discoverytest.WithBackends(2, discoverytest.Sticky)}
@@ -53,14 +53,14 @@ func TestCheckBySampling(t *testing.T) {
 		c := newClient(t, base)
 		ctx := context.Background()
 		got, err := consistency.Check(ctx, c, consistency.WithSamples(8))
-		if err != nil || !got.Consistent() || got.Samples != 8 || got.Certainty != consistency.NotEveryServerSeen {
+		if err != nil || got.Verdict() != consistency.Unknown || got.Samples != 8 || got.Certainty != consistency.NotEveryServerSeen {
 			t.Fatalf("peer=%v, agreeing servers: %+v %v", peer, got, err)
 		}
 		if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: "upgraded.example.com", Versions: []string{"v1"}, Kind: "New"}); err != nil {
 			t.Fatal(err)
 		}
 		got, err = consistency.Check(ctx, c, consistency.WithSamples(16))
-		if err != nil || got.Consistent() || got.Certainty != consistency.EveryServerSampled {
+		if err != nil || got.Verdict() != consistency.Inconsistent || got.Certainty != consistency.EveryServerSampled {
 			t.Fatalf("peer=%v, disagreeing servers: %+v %v", peer, got, err)
 		}
 		sampled := 0
@@ -91,7 +91,11 @@ func TestCheckBySampling(t *testing.T) {
 // cluster's) has each asked directly: versions, own views, what each gets
 // from its peers, and what differs, with every server asked and no
 // sample through the URL. A server whose lease expired is not asked, and
-// is reported so; through the URL only, both are told apart by sampling.
+// is reported so, but its peer's merged view still serves what it serves
+// (a peer proxy forgets a peer when its lease is deleted, not when it
+// expires), so the verdict is still Inconsistent; once its lease is
+// deleted, the one server the cluster names was asked, and the verdict is
+// Consistent. Through the URL only, both are told apart by sampling.
 func TestCheckFromLeases(t *testing.T) {
 	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.Sticky),
 		discoverytest.WithPeerAggregation(), discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"))
@@ -109,7 +113,7 @@ func TestCheckFromLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Consistent() || r.Certainty != consistency.EveryServerAsked || r.Samples != 0 || len(r.Servers) != 2 {
+	if r.Verdict() != consistency.Inconsistent || r.Certainty != consistency.EveryServerAsked || r.Samples != 0 || len(r.Servers) != 2 {
 		t.Fatalf("%+v", r)
 	}
 	for i, b := range []*discoverytest.Backend{old, next} {
@@ -134,7 +138,7 @@ func TestCheckFromLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if through.Certainty != consistency.EveryServerSampled || through.Consistent() || through.Samples > 32 {
+	if through.Certainty != consistency.EveryServerSampled || through.Verdict() != consistency.Inconsistent || through.Samples > 32 {
 		t.Errorf("through the URL: %v after %d samples", through.Certainty, through.Samples)
 	}
 
@@ -144,8 +148,19 @@ func TestCheckFromLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Servers[1].Alive || r.Servers[1].View != nil || r.Servers[1].Err == nil || r.Certainty != consistency.EveryServerAsked || !r.Consistent() {
+	if r.Servers[1].Alive || r.Servers[1].View != nil || r.Servers[1].Err == nil || r.Certainty != consistency.EveryServerAsked {
 		t.Errorf("an expired lease: %+v, certainty %v", r.Servers[1], r.Certainty)
+	}
+	if got := r.Servers[0].FromPeers; r.Verdict() != consistency.Inconsistent || len(got) != 1 || got[0].GroupVersion() != upgraded {
+		t.Errorf("an expired lease: verdict %v, %s from its peer %v; want inconsistent, the upgraded group's resource from the peer", r.Verdict(), old.ID(), got)
+	}
+	next.RemoveLease()
+	r, err = consistency.Check(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Servers) != 1 || r.Certainty != consistency.EveryServerAsked || r.Verdict() != consistency.Consistent || !r.Consistent() {
+		t.Errorf("the lease deleted: %d servers, %v, verdict %v; want the one server asked, consistent", len(r.Servers), r.Certainty, r.Verdict())
 	}
 }
 
@@ -280,3 +295,121 @@ func TestCheckReadsByDefaults(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
+
+// TestVerdictPointedAtOneServer: a check pointed at one API server's own
+// address that can ask no other (its client carries a token over plain
+// http, so nobody is asked at an address a lease names; or through its
+// URL only; or without a rest.Config) sees that server alone. With
+// peer-aggregated discovery, the server's merged view against its own
+// shows what a peer serves and it does not: the verdict is Inconsistent
+// (on 7ae8804 it was consistent, "not every server seen"), named in its
+// FromPeers, with every request sent to that server alone. Where its
+// merged view is its own, the check cannot tell (Unknown), whether the
+// peer serves the same or less: never Consistent. So too without peer
+// aggregation, where nothing shows the peer.
+func TestVerdictPointedAtOneServer(t *testing.T) {
+	upgraded := schema.GroupVersionResource{Group: "upgraded.example.com", Version: "v1", Resource: "news"}
+	type pair struct {
+		name                string
+		peer                bool
+		oldExtra, nextExtra bool // a CRD only that server serves
+		want                consistency.Verdict
+		wantFromPeers       []schema.GroupVersionResource
+	}
+	pairs := []pair{
+		{name: "the peer serves more", peer: true, nextExtra: true, want: consistency.Inconsistent, wantFromPeers: []schema.GroupVersionResource{upgraded}},
+		{name: "alike", peer: true, want: consistency.Unknown},
+		{name: "the peer serves less", peer: true, oldExtra: true, want: consistency.Unknown},
+		{name: "no peer aggregation", nextExtra: true, want: consistency.Unknown},
+	}
+	clients := []struct {
+		name string
+		new  func(t *testing.T, url string) (*discovery.Client, []consistency.Option)
+	}{
+		{"a token over plain http", func(t *testing.T, url string) (*discovery.Client, []consistency.Option) {
+			c, err := discovery.New(&rest.Config{Host: url, BearerToken: "secret"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c, nil
+		}},
+		{"through the URL only", func(t *testing.T, url string) (*discovery.Client, []consistency.Option) {
+			c, err := discovery.New(&rest.Config{Host: url, BearerToken: "secret"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c, []consistency.Option{consistency.WithURLOnly()}
+		}},
+		{"no rest.Config", func(t *testing.T, url string) (*discovery.Client, []consistency.Option) {
+			c, err := discovery.NewForHTTPClient(&http.Client{Transport: &bearer{"secret", http.DefaultTransport.(*http.Transport).Clone()}}, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c, nil
+		}},
+	}
+	for _, p := range pairs {
+		opts := []discoverytest.Option{discoverytest.WithBackends(2, discoverytest.Sticky),
+			discoverytest.WithBackendVersions("v1.36.3", "v1.37.1"), discoverytest.WithBearerToken("secret")}
+		if p.peer {
+			opts = append(opts, discoverytest.WithPeerAggregation())
+		}
+		srv, _ := discoverytest.Start(t, opts...)
+		old, next := srv.Backends()[0], srv.Backends()[1]
+		if p.oldExtra {
+			if err := old.AddCRD(discoverytest.CRD{Group: "old.example.com", Versions: []string{"v1"}, Kind: "Old"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.nextExtra {
+			if err := next.AddCRD(discoverytest.CRD{Group: upgraded.Group, Versions: []string{"v1"}, Kind: "New"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, cl := range clients {
+			t.Run(p.name+"/"+cl.name, func(t *testing.T) {
+				srv.ResetRequests()
+				c, copts := cl.new(t, old.URL())
+				r, err := consistency.Check(context.Background(), c, append(copts, consistency.WithSamples(4))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := r.Verdict(); got != p.want || r.Consistent() != (p.want == consistency.Consistent) {
+					t.Errorf("verdict %v (consistent %v, %v), want %v", got, r.Consistent(), r.Certainty, p.want)
+				}
+				var seen []consistency.Server
+				for _, s := range r.Servers {
+					if s.View != nil {
+						seen = append(seen, s)
+					}
+				}
+				if len(seen) != 1 || seen[0].Version != "v1.36.3" || !slices.Equal(seen[0].FromPeers, p.wantFromPeers) {
+					t.Errorf("servers seen %+v, want v1.36.3 alone, getting %v from its peer", seen, p.wantFromPeers)
+				}
+				if r.Certainty == consistency.EveryServerAsked || r.Certainty == consistency.EveryServerSampled {
+					t.Errorf("certainty %v with one server of two seen", r.Certainty)
+				}
+				for _, req := range srv.Requests() {
+					if req.Backend != old.ID() {
+						t.Errorf("%s %s reached %s, want every request at %s", req.Method, req.Path, req.Backend, old.ID())
+					}
+				}
+			})
+		}
+	}
+}
+
+// bearer sends a token with every request, through a transport of its
+// own (whose idle connections the check closes to sample on new ones).
+type bearer struct {
+	token string
+	next  *http.Transport
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func (b *bearer) WrappedRoundTripper() http.RoundTripper { return b.next }

@@ -140,7 +140,9 @@ const ConditionConsistent = "Consistent"
 
 // ClusterConsistency is the cluster's verdict, where the coordinated
 // discovery proposal put it: one object, named "cluster", whose Consistent
-// condition says whether every API server serves the same discovery.
+// condition says whether every API server serves the same discovery: True
+// only where every API server was seen and they agree, False where servers
+// were seen to differ, Unknown where the check could not tell.
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type ClusterConsistency struct {
 	metav1.TypeMeta   `json:",inline"`
