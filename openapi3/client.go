@@ -352,15 +352,29 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 		}
 		return nil, err
 	}
-	root, err := parseRoot(body)
+	root, err := c.parseRoot(body)
 	if err != nil {
-		return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
+		return nil, err
 	}
 	c.rootMu.Lock()
 	c.root, c.rootStale = root, nil
 	c.rootMu.Unlock()
 	if c.opts.staleRoot && c.ownDisk {
 		c.keepRoot(body)
+	}
+	return root, nil
+}
+
+// parseRoot parses a root's body within DocumentLimits.Paths; the error
+// names the root.
+func (c *Client) parseRoot(body []byte) (map[string]string, error) {
+	root, err := parseRoot(body, c.opts.limits.Paths)
+	switch {
+	case errors.As(err, new(*LimitError)):
+		u, _ := c.http.URL("/openapi/v3")
+		return nil, fmt.Errorf("openapi3: the root %s: %w", u.Redacted(), err)
+	case err != nil:
+		return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
 	}
 	return root, nil
 }

@@ -378,3 +378,71 @@ func TestGnosticFailureIsRemembered(t *testing.T) {
 		t.Fatalf("%d protobuf and %d JSON downloads, want 1 each", pb.Load(), js.Load())
 	}
 }
+
+// rootOf is a root of n group-versions at ?hash= URLs, as kube-apiserver
+// lists them.
+func rootOf(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"paths":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"apis/g%05d.example.com/v1":{"serverRelativeURL":"/openapi/v3/apis/g%05d.example.com/v1?hash=%0128X"}`, i, i, i)
+	}
+	b.WriteString(`}}`)
+	return b.Bytes()
+}
+
+// TestRootPathsLimit: the root was bounded in bytes only: 64 MiB of empty
+// paths is millions of them, each a map entry of the client's (and of
+// client-go's, through openapi3/clientgo). A root over DocumentLimits.Paths
+// is refused with a *LimitError naming the root; the
+// default bound takes a root of DefaultMaxPaths group-versions, 4.5 MB.
+func TestRootPathsLimit(t *testing.T) {
+	var served atomic.Pointer[[]byte]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(*served.Load())
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		root   []byte
+		limits openapi3.DocumentLimits
+		over   bool
+	}{
+		{"within", rootOf(10), openapi3.DocumentLimits{Paths: 10}, false},
+		{"over", rootOf(11), openapi3.DocumentLimits{Paths: 10}, true},
+		// Paths without a URL count: each is a member the client reads.
+		{"over, no URLs", []byte(`{"paths":{"a":{},"b":{},"c":{}}}`), openapi3.DocumentLimits{Paths: 2}, true},
+		{"the default bound", rootOf(openapi3.DefaultMaxPaths), openapi3.DocumentLimits{}, false},
+		{"past the default bound", rootOf(openapi3.DefaultMaxPaths + 1), openapi3.DocumentLimits{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			served.Store(&tc.root)
+			c := newClient(t, srv.URL, openapi3.WithDocumentLimits(tc.limits))
+			root, err := c.Paths(ctx)
+			if !tc.over {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.name == "the default bound" {
+					if len(root) != openapi3.DefaultMaxPaths || len(tc.root) > 5<<20 {
+						t.Fatalf("%d paths in %d bytes", len(root), len(tc.root))
+					}
+					t.Logf("a root of %d paths: %d bytes", len(root), len(tc.root))
+				}
+				return
+			}
+			var le *openapi3.LimitError
+			if !errors.As(err, &le) || le.Limit != "paths" || !errors.Is(err, openapi3.ErrTooLarge) {
+				t.Fatalf("err = %v, want a LimitError of paths", err)
+			}
+			if !strings.Contains(err.Error(), srv.URL+"/openapi/v3") {
+				t.Fatalf("the error does not name the root: %v", err)
+			}
+		})
+	}
+}

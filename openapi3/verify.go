@@ -105,7 +105,7 @@ func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
 		if mt != "application/json" {
 			return fmt.Errorf("%w: Content-Type %q for the root", ErrContentType, ct)
 		}
-		_, err := parseRoot(body)
+		_, err := parseRoot(body, c.opts.limits.Paths)
 		return err
 	}
 	switch mt {
