@@ -379,6 +379,60 @@ func TestGnosticFailureIsRemembered(t *testing.T) {
 	}
 }
 
+// TestRawJSONWithinLimits: Raw, which openapi3/clientgo's callers and
+// others hand on to parsers of their own, passed a JSON document on
+// unchecked and asked for it again on every call. It now reads it as
+// DocumentAt does: refused over its bounds with the same *DocumentError,
+// remembered for its hash, Document and Raw alike, downloaded once.
+func TestRawJSONWithinLimits(t *testing.T) {
+	h, base := newHostile(t, schemaDoc(20, 0))
+	c := newClient(t, base, openapi3.WithDocumentLimits(openapi3.DocumentLimits{Properties: 10}))
+	ctx := context.Background()
+	root, err := c.Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := root["apis/x/v1"]
+	_, err = c.Raw(ctx, u, "application/json")
+	var le *openapi3.LimitError
+	var de *openapi3.DocumentError
+	if !errors.As(err, &le) || le.Limit != "properties" || !errors.As(err, &de) || de.Path != "apis/x/v1" || de.URL != u {
+		t.Fatalf("err = %v, want a DocumentError of apis/x/v1 over its properties bound", err)
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if _, err := c.Raw(ctx, u, "application/json"); !errors.Is(err, openapi3.ErrRemembered) {
+				t.Errorf("Raw again: err = %v, want it remembered", err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := c.Document(ctx, "apis/x/v1"); !errors.Is(err, openapi3.ErrRemembered) {
+		t.Fatalf("Document: err = %v, want Raw's failure remembered", err)
+	}
+	if n := h.requests.Load(); n != 1 {
+		t.Fatalf("%d downloads of one hash, want 1", n)
+	}
+
+	// Within the bounds, Raw's bytes are the document Document keeps.
+	h.set(schemaDoc(10, 0), 0)
+	c = newClient(t, base, openapi3.WithDocumentLimits(openapi3.DocumentLimits{Properties: 10}))
+	if root, err = c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	body, err := c.Raw(ctx, root["apis/x/v1"], "application/json")
+	if err != nil || !bytes.Equal(body, schemaDoc(10, 0)) {
+		t.Fatalf("Raw: %v", err)
+	}
+	if d, err := c.Document(ctx, "apis/x/v1"); err != nil || &d.JSON[0] != &body[0] {
+		t.Fatalf("Document after Raw: %v (the same bytes: %v)", err, err == nil && &d.JSON[0] == &body[0])
+	}
+	if n := h.requests.Load(); n != 2 {
+		t.Fatalf("%d downloads, want 2", n)
+	}
+}
+
 // rootOf is a root of n group-versions at ?hash= URLs, as kube-apiserver
 // lists them.
 func rootOf(n int) []byte {
@@ -397,7 +451,7 @@ func rootOf(n int) []byte {
 // TestRootPathsLimit: the root was bounded in bytes only: 64 MiB of empty
 // paths is millions of them, each a map entry of the client's (and of
 // client-go's, through openapi3/clientgo). A root over DocumentLimits.Paths
-// is refused with a *LimitError naming the root; the
+// is refused with a *LimitError naming the root, by Paths and Raw; the
 // default bound takes a root of DefaultMaxPaths group-versions, 4.5 MB.
 func TestRootPathsLimit(t *testing.T) {
 	var served atomic.Pointer[[]byte]
@@ -424,9 +478,10 @@ func TestRootPathsLimit(t *testing.T) {
 			served.Store(&tc.root)
 			c := newClient(t, srv.URL, openapi3.WithDocumentLimits(tc.limits))
 			root, err := c.Paths(ctx)
+			_, rawErr := c.Raw(ctx, "/openapi/v3", "application/json")
 			if !tc.over {
-				if err != nil {
-					t.Fatal(err)
+				if err != nil || rawErr != nil {
+					t.Fatalf("Paths: %v; Raw: %v", err, rawErr)
 				}
 				if tc.name == "the default bound" {
 					if len(root) != openapi3.DefaultMaxPaths || len(tc.root) > 5<<20 {
@@ -436,12 +491,14 @@ func TestRootPathsLimit(t *testing.T) {
 				}
 				return
 			}
-			var le *openapi3.LimitError
-			if !errors.As(err, &le) || le.Limit != "paths" || !errors.Is(err, openapi3.ErrTooLarge) {
-				t.Fatalf("err = %v, want a LimitError of paths", err)
-			}
-			if !strings.Contains(err.Error(), srv.URL+"/openapi/v3") {
-				t.Fatalf("the error does not name the root: %v", err)
+			for name, err := range map[string]error{"Paths": err, "Raw": rawErr} {
+				var le *openapi3.LimitError
+				if !errors.As(err, &le) || le.Limit != "paths" || !errors.Is(err, openapi3.ErrTooLarge) {
+					t.Fatalf("%s: err = %v, want a LimitError of paths", name, err)
+				}
+				if !strings.Contains(err.Error(), srv.URL+"/openapi/v3") {
+					t.Fatalf("%s: the error does not name the root: %v", name, err)
+				}
 			}
 		})
 	}
