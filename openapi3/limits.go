@@ -42,8 +42,10 @@ const (
 // cannot make its callers parse or build without end. A document over any
 // bound is refused with a *DocumentError wrapping a *LimitError (or, for
 // its bytes, ErrTooLarge) before anything is parsed of it, and the refusal
-// is remembered for its hash (see Client.DocumentAt). A zero field is its
-// default.
+// is remembered for its hash (see Client.DocumentAt). The protobuf form
+// (Client.Gnostic, Client.Raw) is held to them before it is decoded, its
+// messages and their nesting at twice Objects and Depth. A zero field is
+// its default.
 type DocumentLimits struct {
 	// Bytes bounds its JSON (default DefaultMaxDocumentBytes), read no
 	// further; WithMaxResponseBytes, if lower, bounds it too.
