@@ -193,11 +193,14 @@ type Client struct {
 	http *httpx.Client // every request goes through it
 	opts options
 
-	rootMu    sync.Mutex // guards root, rootTried and rootStale; held only to read or swap them (never across the clock)
+	rootMu    sync.Mutex // guards root, rootTried, rootStale and rootFailed; held only to read or swap them (never across the clock)
 	root      map[string]string
 	rootTried time.Time // when the root was last read, or tried
 	rootStale error     // why root is the one kept on disk (WithStaleRootOnError), else nil
 	rootKept  []byte    // the root kept on disk, as far as this process knows (keepRoot)
+	// rootFailed is the last read's failure when the root's bytes were at
+	// fault (over its bounds, not a root), else nil: see Paths.
+	rootFailed *failure
 
 	// Fetches that concurrent callers share, each on its own context
 	// (bounded by fetchTimeout), cancelled when every caller has left.
@@ -299,12 +302,21 @@ var ErrTooLarge = httpx.ErrTooLarge
 
 // Paths lists the group-version paths of the root ("apis/apps/v1", "api/v1")
 // and their current URLs. The root is read on first use; one older than
-// the max age is answered from and read again in the background.
+// the max age is answered from and read again in the background. Until a
+// root is read, a root whose bytes were at fault (over DocumentLimits'
+// Bytes or Paths, or not a root) is not read again for 1s, doubling with
+// each such failure up to 5 minutes: its error comes back, wrapped with
+// ErrRemembered. RefreshRoot reads it at once.
 func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Lock()
-	root, tried := c.root, c.rootTried
+	root, tried, failed := c.root, c.rootTried, c.rootFailed
 	c.rootMu.Unlock()
 	if root == nil {
+		if failed != nil {
+			if at, _ := failed.retryAt(failed.url); c.opts.clock.Now().Before(at) {
+				return nil, fmt.Errorf("%w: %w", ErrRemembered, failed.err)
+			}
+		}
 		root, err := c.RefreshRoot(ctx)
 		if err != nil {
 			if stale := c.staleRoot(err); stale != nil {
@@ -351,19 +363,38 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 			// deadline exceeded").
 			err = fmt.Errorf("%w: %w", cause, err)
 		}
+		c.rootFailure(now, err)
 		return nil, err
 	}
 	root, err := c.parseRoot(body)
 	if err != nil {
+		c.rootFailure(now, err)
 		return nil, err
 	}
 	c.rootMu.Lock()
-	c.root, c.rootStale = root, nil
+	c.root, c.rootStale, c.rootFailed = root, nil, nil
 	c.rootMu.Unlock()
 	if c.opts.staleRoot && c.ownDisk {
 		c.keepRoot(body)
 	}
 	return root, nil
+}
+
+// rootFailure remembers a read of the root at now that failed with err,
+// if its bytes were at fault (Paths): a root has no hash to wait for a
+// new one of, so it is tried again after a back-off, as a document's
+// failure that may pass is.
+func (c *Client) rootFailure(now time.Time, err error) {
+	if !finalFailure(err) {
+		return
+	}
+	c.rootMu.Lock()
+	defer c.rootMu.Unlock()
+	attempts := 1
+	if c.rootFailed != nil {
+		attempts = c.rootFailed.attempts + 1
+	}
+	c.rootFailed = &failure{url: "/openapi/v3", err: err, at: now, attempts: attempts}
 }
 
 // parseRoot parses a root's body within DocumentLimits.Paths; the error

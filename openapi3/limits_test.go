@@ -503,3 +503,52 @@ func TestRootPathsLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestRootFailureIsRemembered: a client without a root read the root again
+// on every call, so a root over its bounds (up to 64 MiB) was downloaded
+// by every Paths, Document or Kind. Its failure is now remembered: asked
+// again after 1s, then 2s, ... (a root has no hash to wait for a new one
+// of); RefreshRoot reads it at once; a root read forgets it.
+func TestRootFailureIsRemembered(t *testing.T) {
+	var roots atomic.Int64
+	var served atomic.Pointer[[]byte]
+	over := rootOf(11)
+	served.Store(&over)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		roots.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(*served.Load())
+	}))
+	defer srv.Close()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	c := newClient(t, srv.URL, openapi3.WithClock(clk), openapi3.WithDocumentLimits(openapi3.DocumentLimits{Paths: 10}))
+	ctx := context.Background()
+	step := func(d time.Duration, wantRoots int64, wantRemembered bool) {
+		t.Helper()
+		clk.SetTime(clk.Now().Add(d))
+		_, err := c.Document(ctx, "apis/g00000.example.com/v1")
+		if !errors.As(err, new(*openapi3.LimitError)) || errors.Is(err, openapi3.ErrRemembered) != wantRemembered {
+			t.Fatalf("after %v: err = %v, want the paths bound, remembered: %v", d, err, wantRemembered)
+		}
+		if n := roots.Load(); n != wantRoots {
+			t.Fatalf("after %v: %d reads of the root, want %d", d, n, wantRoots)
+		}
+	}
+	step(0, 1, false)
+	for range 10 {
+		step(0, 1, true)
+	}
+	step(999*time.Millisecond, 1, true)
+	step(time.Millisecond, 2, false)
+	step(time.Second, 2, true) // the second failure waits 2s
+	step(time.Second, 3, false)
+	if _, err := c.RefreshRoot(ctx); errors.Is(err, openapi3.ErrRemembered) || roots.Load() != 4 {
+		t.Fatalf("RefreshRoot: %v after %d reads, want the root read", err, roots.Load())
+	}
+	within := rootOf(10)
+	served.Store(&within)
+	clk.SetTime(clk.Now().Add(5 * time.Minute))
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatalf("the server mended: %v", err)
+	}
+}
