@@ -552,3 +552,36 @@ func TestRootFailureIsRemembered(t *testing.T) {
 		t.Fatalf("the server mended: %v", err)
 	}
 }
+
+// TestRawPathFromTheRoot: Raw knows a document by the path the root lists
+// at its URL, whatever the URL looks like, so that its failure is the
+// group-version's, remembered for Document too.
+func TestRawPathFromTheRoot(t *testing.T) {
+	doc := schemaDoc(20, 0)
+	hash := fmt.Sprintf("%X", sha512.Sum512(doc))
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/openapi/v3" {
+			fmt.Fprintf(w, `{"paths":{"apis/x/v1":{"serverRelativeURL":"/openapi/v3/elsewhere?hash=%s"}}}`, hash)
+			return
+		}
+		requests.Add(1)
+		w.Write(doc)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, openapi3.WithDocumentLimits(openapi3.DocumentLimits{Properties: 10}))
+	ctx := context.Background()
+	root, err := c.Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Raw(ctx, root["apis/x/v1"], "application/json")
+	var de *openapi3.DocumentError
+	if !errors.As(err, &de) || de.Path != "apis/x/v1" {
+		t.Fatalf("err = %v, want a DocumentError of apis/x/v1", err)
+	}
+	if _, err := c.Document(ctx, "apis/x/v1"); !errors.Is(err, openapi3.ErrRemembered) || requests.Load() != 1 {
+		t.Fatalf("Document: %v after %d requests, want Raw's failure remembered", err, requests.Load())
+	}
+}
