@@ -1,6 +1,7 @@
 package openapi3_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha512"
 	"errors"
@@ -87,12 +88,8 @@ func pbSchemaDoc(n, extra int) []byte {
 // pbAllOf is a schema A whose allOf lists n empty schemas: 5 bytes and 2
 // messages (a SchemaOrReference, its Schema) each, some 570 B decoded.
 func pbAllOf(n int) []byte {
-	all := make(pb, 0, 4*n)
-	empty := pb(nil).msg(gOrReference, "schema", nil)
-	for range n {
-		all = all.msg(gSchema, "all_of", empty)
-	}
-	return pbDocument(named("A", all))
+	entry := pb(nil).msg(gSchema, "all_of", pb(nil).msg(gOrReference, "schema", nil))
+	return pbDocument(named("A", bytes.Repeat(entry, n)))
 }
 
 // pbNested is a schema A of depth nested nots.
