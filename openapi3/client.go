@@ -193,17 +193,21 @@ type Client struct {
 	http *httpx.Client // every request goes through it
 	opts options
 
-	rootMu    sync.Mutex // guards root, rootTried and rootStale; held only to read or swap them (never across the clock)
+	rootMu    sync.Mutex // guards root, rootTried, rootStale and rootFailed; held only to read or swap them (never across the clock)
 	root      map[string]string
 	rootTried time.Time // when the root was last read, or tried
 	rootStale error     // why root is the one kept on disk (WithStaleRootOnError), else nil
 	rootKept  []byte    // the root kept on disk, as far as this process knows (keepRoot)
+	// rootFailed is the last read's failure when the root's bytes were at
+	// fault (over its bounds, not a root), else nil: see Paths.
+	rootFailed *failure
 
 	// Fetches that concurrent callers share, each on its own context
 	// (bounded by fetchTimeout), cancelled when every caller has left.
 	rootFetch flight.Group[struct{}, map[string]string]
 	docFetch  flight.Group[string, *Document]
 	pbFetch   flight.Group[string, *openapi_v3.Document]
+	rawFetch  flight.Group[string, []byte] // Raw's protobuf documents
 
 	// large lets one document at a time grow past httpx.LargeBody, so
 	// that FetchAll against a server of oversized documents holds about
@@ -286,7 +290,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		h.HC.Transport = diskcache.NewTransport(h.HC.Transport, o.disk, diskcache.WithKey(storeKey),
 			diskcache.WithCheck(cl.checkBeforeStoring), diskcache.WithMaxBodyBytes(limit))
 	}
-	cl.rootFetch.Timeout, cl.docFetch.Timeout, cl.pbFetch.Timeout = fetchTimeout, fetchTimeout, fetchTimeout
+	cl.rootFetch.Timeout, cl.docFetch.Timeout, cl.pbFetch.Timeout, cl.rawFetch.Timeout = fetchTimeout, fetchTimeout, fetchTimeout, fetchTimeout
 	return cl, nil
 }
 
@@ -301,12 +305,21 @@ var ErrTooLarge = httpx.ErrTooLarge
 
 // Paths lists the group-version paths of the root ("apis/apps/v1", "api/v1")
 // and their current URLs. The root is read on first use; one older than
-// the max age is answered from and read again in the background.
+// the max age is answered from and read again in the background. Until a
+// root is read, a root whose bytes were at fault (over DocumentLimits'
+// Bytes or Paths, or not a root) is not read again for 1s, doubling with
+// each such failure up to 5 minutes: its error comes back, wrapped with
+// ErrRemembered. RefreshRoot reads it at once.
 func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Lock()
-	root, tried := c.root, c.rootTried
+	root, tried, failed := c.root, c.rootTried, c.rootFailed
 	c.rootMu.Unlock()
 	if root == nil {
+		if failed != nil {
+			if at, _ := failed.retryAt(failed.url); c.opts.clock.Now().Before(at) {
+				return nil, fmt.Errorf("%w: %w", ErrRemembered, failed.err)
+			}
+		}
 		root, err := c.RefreshRoot(ctx)
 		if err != nil {
 			if stale := c.staleRoot(err); stale != nil {
@@ -353,17 +366,50 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 			// deadline exceeded").
 			err = fmt.Errorf("%w: %w", cause, err)
 		}
+		c.rootFailure(now, err)
 		return nil, err
 	}
-	root, err := parseRoot(body)
+	root, err := c.parseRoot(body)
 	if err != nil {
-		return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
+		c.rootFailure(now, err)
+		return nil, err
 	}
 	c.rootMu.Lock()
-	c.root, c.rootStale = root, nil
+	c.root, c.rootStale, c.rootFailed = root, nil, nil
 	c.rootMu.Unlock()
 	if c.opts.staleRoot && c.ownDisk {
 		c.keepRoot(body)
+	}
+	return root, nil
+}
+
+// rootFailure remembers a read of the root at now that failed with err,
+// if its bytes were at fault (Paths): a root has no hash to wait for a
+// new one of, so it is tried again after a back-off, as a document's
+// failure that may pass is.
+func (c *Client) rootFailure(now time.Time, err error) {
+	if !finalFailure(err) {
+		return
+	}
+	c.rootMu.Lock()
+	defer c.rootMu.Unlock()
+	attempts := 1
+	if c.rootFailed != nil {
+		attempts = c.rootFailed.attempts + 1
+	}
+	c.rootFailed = &failure{url: "/openapi/v3", err: err, at: now, attempts: attempts}
+}
+
+// parseRoot parses a root's body within DocumentLimits.Paths; the error
+// names the root.
+func (c *Client) parseRoot(body []byte) (map[string]string, error) {
+	root, err := parseRoot(body, c.opts.limits.Paths)
+	switch {
+	case errors.As(err, new(*LimitError)):
+		u, _ := c.http.URL("/openapi/v3")
+		return nil, fmt.Errorf("openapi3: the root %s: %w", u.Redacted(), err)
+	case err != nil:
+		return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
 	}
 	return root, nil
 }
@@ -385,15 +431,55 @@ const fetchTimeout = 2 * time.Minute
 
 // Raw is the body of a GET of the server-relative URL u with Accept
 // contentType, through the client's connection, disk cache, limits and
-// retries, as the server sent it: not parsed, not verified, not kept. It is
-// for adapters that hand documents on in other encodings (protobuf). With
-// a store other than a *diskcache.Cache, as WithDiskCache says: the root
-// is the server's (read, or confirmed by a 304), what cannot be checked is
-// the server's answer, and a JSON document at a ?hash= URL read back from
-// the store is checked against the hash: one that is not the hash's is
-// dropped and asked of the server, once, whose answer is handed on as it
-// came (ErrHashMismatch if the store answers again).
+// retries, for adapters that hand documents on to parsers of their own
+// (openapi3/clientgo, to client-go's openapi3.NewRoot and kube-openapi's
+// proto models). What it hands on depends on what u and contentType ask
+// for:
+//   - a group-version's document (a URL under /openapi/v3/) as JSON is
+//     DocumentAt's, of the path the root lists at u (else the one u
+//     names): within DocumentLimits, checked against its ?hash=, its
+//     failures remembered, kept as Document keeps it;
+//   - the same document as protobuf (ProtobufType or
+//     ProtobufTypeDeprecated) is Gnostic's bytes, not decoded: within
+//     DocumentLimits as Gnostic says, its failures remembered as
+//     Gnostic's, not kept;
+//   - the root is the server's root within DocumentLimits.Paths;
+//   - anything else is the server's answer as it came, bounded in bytes
+//     only.
+//
+// With a store other than a *diskcache.Cache, as WithDiskCache says: the
+// root is the server's (read, or confirmed by a 304), what cannot be
+// checked is the server's answer, and a JSON document at a ?hash= URL
+// read back from the store is checked against the hash: one that is not
+// the hash's is dropped and asked of the server, once.
 func (c *Client) Raw(ctx context.Context, u, contentType string) ([]byte, error) {
+	pb := asked(contentType, ProtobufType) || asked(contentType, ProtobufTypeDeprecated)
+	if path, ok := c.documentPath(u); ok {
+		switch {
+		case pb:
+			return c.protobufAt(ctx, path, u, contentType)
+		case asked(contentType, "application/json"):
+			d, err := c.DocumentAt(ctx, path, u)
+			if err != nil {
+				return nil, err
+			}
+			return d.JSON, nil
+		}
+	}
+	body, err := c.raw(ctx, u, contentType)
+	if err != nil || pb || !asked(contentType, "application/json") || !isRoot(u) {
+		return body, err
+	}
+	if _, err := c.parseRoot(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// raw is the body of a GET of u as the server sent it (through the disk
+// cache: a JSON document at a ?hash= URL read back from a store others
+// write is checked against the hash).
+func (c *Client) raw(ctx context.Context, u, contentType string) ([]byte, error) {
 	req := httpx.Request{Ref: u, Accept: contentType}
 	for first := true; ; first = false {
 		body, resp, err := c.get(ctx, req)
@@ -408,6 +494,63 @@ func (c *Client) Raw(ctx context.Context, u, contentType string) ([]byte, error)
 		}
 		return body, nil
 	}
+}
+
+// isRoot says whether the server-relative URL u is the root's.
+func isRoot(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && strings.HasSuffix(strings.TrimSuffix(p.Path, "/"), "/openapi/v3")
+}
+
+// documentPath is the group-version path of the document at u: the one
+// the root lists at u, else what follows /openapi/v3/ in u's path (as
+// kube-openapi names them, and as storeKey files them). ok is false for
+// a URL that is no document's.
+func (c *Client) documentPath(u string) (path string, ok bool) {
+	c.rootMu.Lock()
+	root := c.root // never modified once published: read without the lock
+	c.rootMu.Unlock()
+	for p, at := range root {
+		if at == u {
+			return p, true
+		}
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return "", false
+	}
+	_, path, ok = strings.Cut(parsed.Path, "/openapi/v3/")
+	path = strings.Trim(path, "/")
+	return path, ok && path != ""
+}
+
+// fetchRemembered answers path's document at u in form key: the failure
+// remembered for it if it is not due for a retry, else the result of
+// fetch, which concurrent callers share (g, by u) and whose failure is
+// remembered as DocumentAt says. A first failure of an entry the disk
+// cache answered drops the entry and asks the server, once: another
+// writer may have left it.
+func fetchRemembered[V any](ctx context.Context, c *Client, g *flight.Group[string, V], key failKey, u string,
+	fetch func(context.Context) (V, *http.Response, error)) (V, error) {
+	if err := c.remembered(key, u); err != nil {
+		var zero V
+		return zero, err
+	}
+	return g.Do(ctx, u, func(ctx context.Context) (V, error) {
+		for first := true; ; first = false {
+			v, resp, err := fetch(ctx)
+			if err != nil && first && c.dropCached(resp) {
+				continue // an entry another writer left: the server's, once
+			}
+			if err != nil {
+				err = &DocumentError{Path: key.path, URL: u, Err: err}
+			}
+			// Remembered by the fetch, which callers share, not by each
+			// caller: the one whose context ended remembers nothing.
+			c.remember(key, u, err)
+			return v, err
+		}
+	})
 }
 
 // get fetches one server-relative URL, r.Ref (httpx.Client.Get: within
@@ -522,23 +665,8 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 			return d, nil
 		}
 	}
-	if err := c.remembered(failKey{path: path}, u); err != nil {
-		return nil, err
-	}
-	d, err := c.docFetch.Do(ctx, u, func(ctx context.Context) (*Document, error) {
-		for first := true; ; first = false {
-			d, resp, err := c.fetchDocument(ctx, path, u)
-			if err != nil && first && c.dropCached(resp) {
-				continue // an entry another writer left: the server's, once
-			}
-			if err != nil {
-				err = &DocumentError{Path: path, URL: u, Err: err}
-			}
-			// Remembered by the fetch, which callers share, not by each
-			// caller: the one whose context ended remembers nothing.
-			c.remember(failKey{path: path}, u, err)
-			return d, err
-		}
+	d, err := fetchRemembered(ctx, c, &c.docFetch, failKey{path: path}, u, func(ctx context.Context) (*Document, *http.Response, error) {
+		return c.fetchDocument(ctx, path, u)
 	})
 	if err != nil {
 		return nil, err
@@ -659,54 +787,60 @@ const (
 // with gnostic-models (the form kube-openapi's proto.NewOpenAPIV3Data
 // builds its models from). It goes through the same ?hash= URL as
 // Document, so with WithDiskCache an unchanged document costs no request;
-// nothing is kept in memory. Its bytes are bounded as a JSON document's
-// (DocumentLimits.Bytes); what it decodes into is not (protobuf carries
-// no names to count by before decoding). A failure is a *DocumentError,
-// remembered as DocumentAt's (one that does not decode, for its hash),
-// apart from the JSON form's.
+// nothing is kept in memory. It is bounded by DocumentLimits before it is
+// decoded: its bytes as a JSON document's, its schemas and properties
+// counted the same, its messages and their nesting at twice the JSON
+// form's Objects and Depth (gnostic wraps each schema in two messages). A
+// failure is a *DocumentError, remembered as DocumentAt's (over a bound,
+// or bytes that do not decode, for its hash), apart from the JSON form's.
 func (c *Client) Gnostic(ctx context.Context, path string) (*openapi_v3.Document, error) {
 	u, err := c.urlFor(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	key := failKey{path: path, protobuf: true}
-	if err := c.remembered(key, u); err != nil {
-		return nil, err
-	}
-	return c.pbFetch.Do(ctx, u, func(ctx context.Context) (*openapi_v3.Document, error) {
-		for first := true; ; first = false {
-			doc, resp, err := c.fetchGnostic(ctx, path, u)
-			if err != nil && first && c.dropCached(resp) {
-				continue // an entry another writer left: the server's, once
-			}
-			if err != nil {
-				err = &DocumentError{Path: path, URL: u, Err: err}
-			}
-			c.remember(key, u, err)
-			return doc, err
+	return fetchRemembered(ctx, c, &c.pbFetch, failKey{path: path, protobuf: true}, u, func(ctx context.Context) (*openapi_v3.Document, *http.Response, error) {
+		body, doc, resp, err := c.fetchProtobuf(ctx, path, u, ProtobufType+", "+ProtobufTypeDeprecated)
+		if err != nil || doc != nil {
+			return doc, resp, err
 		}
+		doc, err = c.unmarshalGnostic(body)
+		if err != nil {
+			return nil, resp, gnosticError(path, err)
+		}
+		return doc, resp, nil
 	})
 }
 
-// fetchGnostic reads and decodes path's protobuf document at u; resp is
-// the response it came in, if any.
-func (c *Client) fetchGnostic(ctx context.Context, path, u string) (*openapi_v3.Document, *http.Response, error) {
+// protobufAt is path's protobuf document at u as Gnostic reads it, not
+// decoded: Raw's, for parsers of the caller's (kube-openapi's), remembered
+// with Gnostic's.
+func (c *Client) protobufAt(ctx context.Context, path, u, accept string) ([]byte, error) {
+	return fetchRemembered(ctx, c, &c.rawFetch, failKey{path: path, protobuf: true}, u, func(ctx context.Context) ([]byte, *http.Response, error) {
+		body, _, resp, err := c.fetchProtobuf(ctx, path, u, accept)
+		return body, resp, err
+	})
+}
+
+// fetchProtobuf reads path's protobuf document at u and checks it against
+// the DocumentLimits (checkGnostic); doc is the document decoded, if the
+// disk cache's check decoded it on its way to the store; resp is the
+// response it came in, if any.
+func (c *Client) fetchProtobuf(ctx context.Context, path, u, accept string) (body []byte, doc *openapi_v3.Document, resp *http.Response, err error) {
 	ctx, v := withVerdict(ctx)
-	body, resp, err := c.get(ctx, httpx.Request{Ref: u, Accept: ProtobufType + ", " + ProtobufTypeDeprecated})
+	body, resp, err = c.get(ctx, httpx.Request{Ref: u, Accept: accept})
 	if err != nil {
-		return nil, resp, err
+		return nil, nil, resp, err
 	}
 	if err := wantType(resp, ProtobufType, ProtobufTypeDeprecated); err != nil {
-		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", u, err)
+		return nil, nil, resp, fmt.Errorf("openapi3: GET %s: %w", u, err)
 	}
-	// Decoded once: by the disk cache's check on its way to the store,
-	// else here.
+	// Checked (and decoded) once: by the disk cache's check on its way to
+	// the store, else here.
 	if doc := v.about(resp).gnostic; doc != nil {
-		return doc, resp, nil
+		return body, doc, resp, nil
 	}
-	doc, err := c.decodeGnostic(body)
-	if err != nil {
-		return nil, resp, fmt.Errorf("openapi3: %s %w: %w", path, errNotProtobuf, err)
+	if _, err := checkGnostic(body, &c.opts.limits); err != nil {
+		return nil, nil, resp, gnosticError(path, err)
 	}
-	return doc, resp, nil
+	return body, nil, resp, nil
 }

@@ -49,6 +49,8 @@
 //   - document.go: [Document]: schemas by name and by kind, parsed on use.
 //   - index.go: the JSON scanner that indexes a document's schemas without
 //     parsing it (hand-written for speed; fuzzed against encoding/json).
+//   - protobuf.go: the protobuf form's bounds, checked on the wire before it
+//     is decoded ([Client.Gnostic], [Client.Raw]).
 //   - lookup.go: [Client.Kind], [Schema], field paths.
 //   - aggregate.go: [Aggregate].
 //   - limits.go: [DocumentLimits] ([WithDocumentLimits]), the errors of a

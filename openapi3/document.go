@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"runtime"
 	"slices"
@@ -137,10 +136,19 @@ func (d *Document) raw(at span) []byte {
 // wantType checks that a response's Content-Type is one of want.
 func wantType(resp *http.Response, want ...string) error {
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err == nil && slices.Contains(want, mt) {
+	if slices.Contains(want, mediaType(ct)) {
 		return nil
 	}
 	return fmt.Errorf("%w: Content-Type %q, want %s", ErrContentType, ct, strings.Join(want, " or "))
+}
+
+// mediaType is the media type of a Content-Type, or of one of an Accept's
+// elements, without its parameters. Not mime.ParseMediaType, which refuses
+// ProtobufTypeDeprecated ("@" is not a token character): the type client-go
+// asks for, and servers before Kubernetes 1.27 answer with.
+func mediaType(s string) string {
+	mt, _, _ := strings.Cut(s, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // ErrContentType is the cause of an error for a response of another

@@ -432,12 +432,17 @@ func memberOf(b []byte, name string) ([]byte, error) {
 
 // parseRoot reads the /openapi/v3 root: each path's serverRelativeURL.
 // (encoding/json took a millisecond and a half over a 470-path root; this
-// is what a new process pays before its first document.)
-func parseRoot(b []byte) (map[string]string, error) {
+// is what a new process pays before its first document.) A root of more
+// than maxPaths paths is a *LimitError, found before the next is kept.
+func parseRoot(b []byte, maxPaths int) (map[string]string, error) {
 	s := &scanner{b: b}
 	root := map[string]string{}
+	n := 0 // paths, counted before their URL (one may have none)
 	err := s.into("paths", func() error {
 		return s.uniqueMembers(func(path string) error {
+			if n++; n > maxPaths {
+				return &LimitError{Limit: "paths", Max: int64(maxPaths), Offset: s.i}
+			}
 			return s.into("serverRelativeURL", func() error {
 				u, err := s.string()
 				root[path] = u

@@ -131,7 +131,7 @@ func jsonShape(t *testing.T, b []byte) (objects, depth int) {
 }
 
 func checkRoot(t *testing.T, b []byte) {
-	got, err := parseRoot(b)
+	got, err := parseRoot(b, DefaultMaxPaths)
 	if err != nil {
 		var syntax *SyntaxError
 		if !errors.As(err, &syntax) {

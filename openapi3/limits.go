@@ -31,6 +31,10 @@ const (
 	DefaultMaxProperties    = 300_000
 	DefaultMaxObjects       = 600_000
 	DefaultMaxDepth         = 256
+	// DefaultMaxPaths bounds the root's group-versions: a cluster of 3,000
+	// CRDs lists a few thousand at most (kube-apiserver v1.36.3 alone,
+	// 47). A root at the bound, of ?hash= URLs, is about 4.5 MB.
+	DefaultMaxPaths = 20_000
 )
 
 // DocumentLimits bounds what one group-version's document may hold, so
@@ -38,8 +42,10 @@ const (
 // cannot make its callers parse or build without end. A document over any
 // bound is refused with a *DocumentError wrapping a *LimitError (or, for
 // its bytes, ErrTooLarge) before anything is parsed of it, and the refusal
-// is remembered for its hash (see Client.DocumentAt). A zero field is its
-// default.
+// is remembered for its hash (see Client.DocumentAt). The protobuf form
+// (Client.Gnostic, Client.Raw) is held to them before it is decoded, its
+// messages and their nesting at twice Objects and Depth. A zero field is
+// its default.
 type DocumentLimits struct {
 	// Bytes bounds its JSON (default DefaultMaxDocumentBytes), read no
 	// further; WithMaxResponseBytes, if lower, bounds it too.
@@ -56,6 +62,10 @@ type DocumentLimits struct {
 	Objects int
 	// Depth bounds how deep its objects and arrays nest (DefaultMaxDepth).
 	Depth int
+	// Paths bounds the group-versions the root (/openapi/v3) lists,
+	// each a document (DefaultMaxPaths); the root's bytes are bounded as
+	// a document's.
+	Paths int
 }
 
 // withDefaults is l with each zero field its default.
@@ -75,6 +85,9 @@ func (l DocumentLimits) withDefaults() DocumentLimits {
 	if l.Depth == 0 {
 		l.Depth = DefaultMaxDepth
 	}
+	if l.Paths == 0 {
+		l.Paths = DefaultMaxPaths
+	}
 	return l
 }
 
@@ -84,7 +97,7 @@ func (l DocumentLimits) withDefaults() DocumentLimits {
 // document costs grows with them. Default: the DefaultMax constants.
 func WithDocumentLimits(l DocumentLimits) Option {
 	return named("WithDocumentLimits", func(o *options) error {
-		if l.Bytes < 0 || l.Schemas < 0 || l.Properties < 0 || l.Objects < 0 || l.Depth < 0 {
+		if l.Bytes < 0 || l.Schemas < 0 || l.Properties < 0 || l.Objects < 0 || l.Depth < 0 || l.Paths < 0 {
 			return fmt.Errorf("openapi3: document limits must not be negative, got %+v", l)
 		}
 		if l.Depth > maxDepth {
@@ -126,7 +139,7 @@ func (s DocumentStats) within(l DocumentLimits) error {
 // LimitError reports a document over one of its DocumentLimits. It
 // unwraps to ErrTooLarge.
 type LimitError struct {
-	Limit  string // "schemas", "properties", "objects" or "depth"
+	Limit  string // "schemas", "properties", "objects", "depth" or "paths" (the root's)
 	Max    int64  // the bound it passed
 	Offset int    // the byte offset where reading stopped, or -1
 }

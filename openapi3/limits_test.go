@@ -378,3 +378,210 @@ func TestGnosticFailureIsRemembered(t *testing.T) {
 		t.Fatalf("%d protobuf and %d JSON downloads, want 1 each", pb.Load(), js.Load())
 	}
 }
+
+// TestRawJSONWithinLimits: Raw, which openapi3/clientgo's callers and
+// others hand on to parsers of their own, passed a JSON document on
+// unchecked and asked for it again on every call. It now reads it as
+// DocumentAt does: refused over its bounds with the same *DocumentError,
+// remembered for its hash, Document and Raw alike, downloaded once.
+func TestRawJSONWithinLimits(t *testing.T) {
+	h, base := newHostile(t, schemaDoc(20, 0))
+	c := newClient(t, base, openapi3.WithDocumentLimits(openapi3.DocumentLimits{Properties: 10}))
+	ctx := context.Background()
+	root, err := c.Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := root["apis/x/v1"]
+	_, err = c.Raw(ctx, u, "application/json")
+	var le *openapi3.LimitError
+	var de *openapi3.DocumentError
+	if !errors.As(err, &le) || le.Limit != "properties" || !errors.As(err, &de) || de.Path != "apis/x/v1" || de.URL != u {
+		t.Fatalf("err = %v, want a DocumentError of apis/x/v1 over its properties bound", err)
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if _, err := c.Raw(ctx, u, "application/json"); !errors.Is(err, openapi3.ErrRemembered) {
+				t.Errorf("Raw again: err = %v, want it remembered", err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := c.Document(ctx, "apis/x/v1"); !errors.Is(err, openapi3.ErrRemembered) {
+		t.Fatalf("Document: err = %v, want Raw's failure remembered", err)
+	}
+	if n := h.requests.Load(); n != 1 {
+		t.Fatalf("%d downloads of one hash, want 1", n)
+	}
+
+	// Within the bounds, Raw's bytes are the document Document keeps.
+	h.set(schemaDoc(10, 0), 0)
+	c = newClient(t, base, openapi3.WithDocumentLimits(openapi3.DocumentLimits{Properties: 10}))
+	if root, err = c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	body, err := c.Raw(ctx, root["apis/x/v1"], "application/json")
+	if err != nil || !bytes.Equal(body, schemaDoc(10, 0)) {
+		t.Fatalf("Raw: %v", err)
+	}
+	if d, err := c.Document(ctx, "apis/x/v1"); err != nil || &d.JSON[0] != &body[0] {
+		t.Fatalf("Document after Raw: %v (the same bytes: %v)", err, err == nil && &d.JSON[0] == &body[0])
+	}
+	if n := h.requests.Load(); n != 2 {
+		t.Fatalf("%d downloads, want 2", n)
+	}
+}
+
+// rootOf is a root of n group-versions at ?hash= URLs, as kube-apiserver
+// lists them.
+func rootOf(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"paths":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"apis/g%05d.example.com/v1":{"serverRelativeURL":"/openapi/v3/apis/g%05d.example.com/v1?hash=%0128X"}`, i, i, i)
+	}
+	b.WriteString(`}}`)
+	return b.Bytes()
+}
+
+// TestRootPathsLimit: the root was bounded in bytes only: 64 MiB of empty
+// paths is millions of them, each a map entry of the client's (and of
+// client-go's, through openapi3/clientgo). A root over DocumentLimits.Paths
+// is refused with a *LimitError naming the root, by Paths and Raw; the
+// default bound takes a root of DefaultMaxPaths group-versions, 4.5 MB.
+func TestRootPathsLimit(t *testing.T) {
+	var served atomic.Pointer[[]byte]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(*served.Load())
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		root   []byte
+		limits openapi3.DocumentLimits
+		over   bool
+	}{
+		{"within", rootOf(10), openapi3.DocumentLimits{Paths: 10}, false},
+		{"over", rootOf(11), openapi3.DocumentLimits{Paths: 10}, true},
+		// Paths without a URL count: each is a member the client reads.
+		{"over, no URLs", []byte(`{"paths":{"a":{},"b":{},"c":{}}}`), openapi3.DocumentLimits{Paths: 2}, true},
+		{"the default bound", rootOf(openapi3.DefaultMaxPaths), openapi3.DocumentLimits{}, false},
+		{"past the default bound", rootOf(openapi3.DefaultMaxPaths + 1), openapi3.DocumentLimits{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			served.Store(&tc.root)
+			c := newClient(t, srv.URL, openapi3.WithDocumentLimits(tc.limits))
+			root, err := c.Paths(ctx)
+			_, rawErr := c.Raw(ctx, "/openapi/v3", "application/json")
+			if !tc.over {
+				if err != nil || rawErr != nil {
+					t.Fatalf("Paths: %v; Raw: %v", err, rawErr)
+				}
+				if tc.name == "the default bound" {
+					if len(root) != openapi3.DefaultMaxPaths || len(tc.root) > 5<<20 {
+						t.Fatalf("%d paths in %d bytes", len(root), len(tc.root))
+					}
+					t.Logf("a root of %d paths: %d bytes", len(root), len(tc.root))
+				}
+				return
+			}
+			for name, err := range map[string]error{"Paths": err, "Raw": rawErr} {
+				var le *openapi3.LimitError
+				if !errors.As(err, &le) || le.Limit != "paths" || !errors.Is(err, openapi3.ErrTooLarge) {
+					t.Fatalf("%s: err = %v, want a LimitError of paths", name, err)
+				}
+				if !strings.Contains(err.Error(), srv.URL+"/openapi/v3") {
+					t.Fatalf("%s: the error does not name the root: %v", name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRootFailureIsRemembered: a client without a root read the root again
+// on every call, so a root over its bounds (up to 64 MiB) was downloaded
+// by every Paths, Document or Kind. Its failure is now remembered: asked
+// again after 1s, then 2s, ... (a root has no hash to wait for a new one
+// of); RefreshRoot reads it at once; a root read forgets it.
+func TestRootFailureIsRemembered(t *testing.T) {
+	var roots atomic.Int64
+	var served atomic.Pointer[[]byte]
+	over := rootOf(11)
+	served.Store(&over)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		roots.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(*served.Load())
+	}))
+	defer srv.Close()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	c := newClient(t, srv.URL, openapi3.WithClock(clk), openapi3.WithDocumentLimits(openapi3.DocumentLimits{Paths: 10}))
+	ctx := context.Background()
+	step := func(d time.Duration, wantRoots int64, wantRemembered bool) {
+		t.Helper()
+		clk.SetTime(clk.Now().Add(d))
+		_, err := c.Document(ctx, "apis/g00000.example.com/v1")
+		if !errors.As(err, new(*openapi3.LimitError)) || errors.Is(err, openapi3.ErrRemembered) != wantRemembered {
+			t.Fatalf("after %v: err = %v, want the paths bound, remembered: %v", d, err, wantRemembered)
+		}
+		if n := roots.Load(); n != wantRoots {
+			t.Fatalf("after %v: %d reads of the root, want %d", d, n, wantRoots)
+		}
+	}
+	step(0, 1, false)
+	for range 10 {
+		step(0, 1, true)
+	}
+	step(999*time.Millisecond, 1, true)
+	step(time.Millisecond, 2, false)
+	step(time.Second, 2, true) // the second failure waits 2s
+	step(time.Second, 3, false)
+	if _, err := c.RefreshRoot(ctx); errors.Is(err, openapi3.ErrRemembered) || roots.Load() != 4 {
+		t.Fatalf("RefreshRoot: %v after %d reads, want the root read", err, roots.Load())
+	}
+	within := rootOf(10)
+	served.Store(&within)
+	clk.SetTime(clk.Now().Add(5 * time.Minute))
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatalf("the server mended: %v", err)
+	}
+}
+
+// TestRawPathFromTheRoot: Raw knows a document by the path the root lists
+// at its URL, whatever the URL looks like, so that its failure is the
+// group-version's, remembered for Document too.
+func TestRawPathFromTheRoot(t *testing.T) {
+	doc := schemaDoc(20, 0)
+	hash := fmt.Sprintf("%X", sha512.Sum512(doc))
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/openapi/v3" {
+			fmt.Fprintf(w, `{"paths":{"apis/x/v1":{"serverRelativeURL":"/openapi/v3/elsewhere?hash=%s"}}}`, hash)
+			return
+		}
+		requests.Add(1)
+		w.Write(doc)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, openapi3.WithDocumentLimits(openapi3.DocumentLimits{Properties: 10}))
+	ctx := context.Background()
+	root, err := c.Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Raw(ctx, root["apis/x/v1"], "application/json")
+	var de *openapi3.DocumentError
+	if !errors.As(err, &de) || de.Path != "apis/x/v1" {
+		t.Fatalf("err = %v, want a DocumentError of apis/x/v1", err)
+	}
+	if _, err := c.Document(ctx, "apis/x/v1"); !errors.Is(err, openapi3.ErrRemembered) || requests.Load() != 1 {
+		t.Fatalf("Document: %v after %d requests, want Raw's failure remembered", err, requests.Load())
+	}
+}

@@ -86,7 +86,7 @@ func (c *Client) staleRoot(err error) map[string]string {
 	if !ok {
 		return nil
 	}
-	root, perr := parseRoot(body)
+	root, perr := parseRoot(body, c.opts.limits.Paths)
 	if perr != nil {
 		c.opts.disk.Delete(c.rootKey())
 		return nil

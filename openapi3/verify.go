@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kubeatlas/kubeatlas/diskcache"
 )
@@ -90,7 +88,7 @@ func storeKey(req *http.Request) diskcache.Key {
 // hash or decode the same bytes again.
 func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
 	ct := resp.Header.Get("Content-Type")
-	mt, _, _ := mime.ParseMediaType(ct)
+	mt := mediaType(ct)
 	if resp.Request == nil {
 		if mt == "application/json" && !json.Valid(body) {
 			return errors.New("a JSON body that does not parse")
@@ -105,7 +103,7 @@ func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
 		if mt != "application/json" {
 			return fmt.Errorf("%w: Content-Type %q for the root", ErrContentType, ct)
 		}
-		_, err := parseRoot(body)
+		_, err := parseRoot(body, c.opts.limits.Paths)
 		return err
 	}
 	switch mt {
@@ -122,9 +120,9 @@ func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
 			return errors.New("a JSON body that does not parse")
 		}
 	case ProtobufType, ProtobufTypeDeprecated:
-		doc, err := c.decodeGnostic(body)
+		doc, err := c.decodeGnostic(body) // within DocumentLimits
 		if err != nil {
-			return fmt.Errorf("not an OpenAPI v3 protobuf document: %w", err)
+			return err
 		}
 		noteVerdict(resp, func(v *verdict) { v.gnostic = doc })
 	default:
@@ -137,21 +135,11 @@ func (c *Client) checkBeforeStoring(resp *http.Response, body []byte) error {
 // (a wildcard does not count: what is stored is what was asked for).
 func asked(accept, mt string) bool {
 	for a := range strings.SplitSeq(accept, ",") {
-		if am, _, err := mime.ParseMediaType(strings.TrimSpace(a)); err == nil && am == mt {
+		if mediaType(a) == mt {
 			return true
 		}
 	}
 	return false
-}
-
-// decodeGnostic decodes a protobuf document.
-func (c *Client) decodeGnostic(body []byte) (*openapi_v3.Document, error) {
-	c.work.decodes.Add(1)
-	doc := &openapi_v3.Document{}
-	if err := proto.Unmarshal(body, doc); err != nil {
-		return nil, err
-	}
-	return doc, nil
 }
 
 // verdict is what checkBeforeStoring learnt of a response on its way to

@@ -258,7 +258,7 @@ func TestSharedStoreRootIsTheServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if root, err := parseRoot(raw); err != nil || !maps.Equal(root, truth) || roots.Load() != 1 {
+	if root, err := parseRoot(raw, DefaultMaxPaths); err != nil || !maps.Equal(root, truth) || roots.Load() != 1 {
 		t.Errorf("Raw of the root from a shared store: %d paths (%v) after %d root requests, want the server's %d after one", len(root), err, roots.Load(), len(truth))
 	}
 

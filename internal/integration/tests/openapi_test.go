@@ -118,3 +118,34 @@ func TestOpenAPIFromTheDiskCache(t *testing.T) {
 		t.Errorf("through a shared store: %d requests for %d documents, want the root and %s's protobuf", n, len(docs), apps)
 	}
 }
+
+// TestEveryDocumentWithinLimits pins, against the real kube-apiserver, that
+// the default DocumentLimits refuse none of its documents in any form:
+// Gnostic's, and Raw's in JSON and in protobuf as openapi3/clientgo asks
+// for it (ProtobufTypeDeprecated), which are now bounded as Document is.
+func TestEveryDocumentWithinLimits(t *testing.T) {
+	c := startCluster(t)
+	oc, err := openapi3.New(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	root, err := oc.Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(root) < 40 {
+		t.Fatalf("%d paths", len(root))
+	}
+	for p, u := range root {
+		if _, err := oc.Gnostic(ctx, p); err != nil {
+			t.Errorf("Gnostic: %v", err)
+		}
+		if _, err := oc.Raw(ctx, u, openapi3.ProtobufTypeDeprecated); err != nil {
+			t.Errorf("Raw, protobuf: %v", err)
+		}
+		if _, err := oc.Raw(ctx, u, "application/json"); err != nil {
+			t.Errorf("Raw, JSON: %v", err)
+		}
+	}
+}
