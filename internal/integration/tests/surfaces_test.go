@@ -116,6 +116,15 @@ func TestSurfacesOnRealServer(t *testing.T) {
 		_, inOpenAPI := paths["apis/"+group+"/v1"]
 		return inDiscovery && inOpenAPI, fmt.Sprintf("discovery %v, OpenAPI %v", inDiscovery, inOpenAPI)
 	})
+	// The clusters that started before the CRD leave the fleet: a round
+	// revalidates them beside the next cold start, and one that reads the
+	// new surface before that start asks for it makes it the surface read
+	// last, which the table offers a fingerprint it has not seen (a 304,
+	// right, but not the read this test is after; it failed so under load).
+	// The fleet still holds the old surface for its fingerprint.
+	for _, id := range f.IDs() {
+		f.Remove(id)
+	}
 	third, got, _ := cold()
 	if i := slices.Index(got, "/apis 200"); i < 0 {
 		t.Errorf("a cold start after a CRD: %v, want /apis read", got)
