@@ -128,7 +128,12 @@ type client struct {
 	hc      *http.Client
 	dc      *discovery.Client
 	mapper  *restmapper.Mapper
-	openapi *openapi3.Client
+
+	// The OpenAPI v3 client, built at the first Handle.OpenAPI (most
+	// identities never ask: a thousand held at once would hold a
+	// thousand unused clients, a quarter of each identity's heap).
+	openapiOnce sync.Once
+	openapi     *openapi3.Client
 
 	// Under Registry.mu.
 	refs    int
@@ -317,11 +322,32 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 	if err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
-	oa, err := openapi3.NewForHTTPClient(hc, base.String(), srv.openAPIOptions(r.opts)...)
-	if err != nil {
+	// The OpenAPI client is built at its first use (openAPI), from what
+	// the client holds; what could make that fail is refused here
+	// (New tried the options).
+	if _, err := httpx.ParseBase(base.String()); err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
-	return &client{key: k, srv: srv, hc: hc, dc: dc, mapper: m, openapi: oa, unfollow: func() {}}, nil
+	return &client{key: k, srv: srv, hc: hc, dc: dc, mapper: m, unfollow: func() {}}, nil
+}
+
+// openAPI is c's OpenAPI v3 client, built at the first call over c's HTTP
+// client, for the base URL of c's discovery client, with the server's
+// documents table: what an eager build in build would have made.
+func (c *client) openAPI(o options) *openapi3.Client {
+	c.openapiOnce.Do(func() {
+		_, cfg := c.dc.Connection()
+		base, _, err := rest.DefaultServerUrlFor(cfg)
+		if err == nil {
+			c.openapi, err = openapi3.NewForHTTPClient(c.hc, base.String(), c.srv.openAPIOptions(o)...)
+		}
+		if err != nil {
+			// Not reached: build parsed this base URL, New tried
+			// these options, and neither reads anything but them.
+			panic(fmt.Sprintf("shared: the OpenAPI client that Acquire checked: %v", err))
+		}
+	})
+	return c.openapi
 }
 
 // release drops one reference to c: the last one starts its linger, after
@@ -428,8 +454,10 @@ func (h *Handle) Discovery() *discovery.Client { return h.c.dc }
 // Mapper is the shared REST mapper.
 func (h *Handle) Mapper() *restmapper.Mapper { return h.c.mapper }
 
-// OpenAPI is the shared OpenAPI v3 client.
-func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openapi }
+// OpenAPI is the shared OpenAPI v3 client: built at the first call for
+// the handle's server and identity (Acquire builds none, and checked
+// what could make it fail), then the same for every handle on it.
+func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openAPI(h.ref.r.opts) }
 
 // Watcher is the server's watch (for its Stats) while it runs with the
 // handle's identity's credentials (see the package doc, "One watch per
