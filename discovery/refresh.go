@@ -437,7 +437,9 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		s = c.views.observe(ctx, prev, s)
 	}
 	pub, ok := c.machine.publish(seq, s)
-	c.unconfirmed.Store(nil) // confirmed, or replaced by what the server sent
+	if c.disk != nil {
+		c.disk.unconfirmed.Store(nil) // confirmed, or replaced by what the server sent
+	}
 	if !ok {
 		return pub, false, pub.err
 	}
