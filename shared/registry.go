@@ -100,6 +100,10 @@ func WithWatchOptions(opts ...watch.Option) Option {
 // shared and how long a client lives). It is safe for concurrent use.
 type Registry struct {
 	opts options
+	// userAgent is rest.DefaultKubernetesUserAgent, made once: each
+	// identity's config that names none holds this one string rather
+	// than a copy of its own.
+	userAgent string
 
 	mu      sync.Mutex
 	clients map[clientKey]*client
@@ -184,7 +188,7 @@ func New(opts ...Option) (*Registry, error) {
 	if _, err := watch.New(dc, watchOptions(o, func() {})...); err != nil {
 		return nil, fmt.Errorf("shared: WithWatchOptions: %w", err)
 	}
-	return &Registry{opts: o, clients: map[clientKey]*client{}, servers: map[serverKey]*server{}}, nil
+	return &Registry{opts: o, userAgent: rest.DefaultKubernetesUserAgent(), clients: map[clientKey]*client{}, servers: map[serverKey]*server{}}, nil
 }
 
 func newServer() *server {
@@ -308,7 +312,7 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 		// What client-go's clientsets and controller-runtime's client
 		// send: the HTTP client is handed to them.
 		cfg = rest.CopyConfig(cfg)
-		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+		cfg.UserAgent = r.userAgent
 	}
 	cfg, hc, base, err := httpx.FromConfig(cfg)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"k8s.io/client-go/rest"
 
@@ -96,5 +97,31 @@ func TestOpenAPIAtFirstUse(t *testing.T) {
 				t.Errorf("/openapi/v3 requests by token: %v, want tok-a's and tok-b's only", sent)
 			}
 		})
+	}
+}
+
+// TestUserAgentOnce: identities whose configs name no User-Agent send
+// client-go's default, made once per registry: every identity's config
+// holds the one string (64 bytes each when each made its own).
+func TestUserAgentOnce(t *testing.T) {
+	r, err := New(WithoutWatch(), WithLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents []string
+	for _, tok := range []string{"tok-a", "tok-b"} {
+		h, err := r.Acquire(&rest.Config{Host: "https://ua.invalid", BearerToken: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+		_, cfg := h.Discovery().Connection()
+		agents = append(agents, cfg.UserAgent)
+	}
+	if agents[0] != rest.DefaultKubernetesUserAgent() || agents[1] != agents[0] {
+		t.Fatalf("User-Agents %q, want client-go's default %q", agents, rest.DefaultKubernetesUserAgent())
+	}
+	if unsafe.StringData(agents[0]) != unsafe.StringData(agents[1]) {
+		t.Error("each identity holds a User-Agent of its own")
 	}
 }
