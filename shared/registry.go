@@ -106,7 +106,7 @@ type Registry struct {
 	userAgent string
 
 	mu      sync.Mutex
-	clients map[clientKey]*client
+	clients map[identityKey]*client // by clientKey.identity, which names the server too
 	servers map[serverKey]*server
 }
 
@@ -114,6 +114,7 @@ type Registry struct {
 // client's own conditional requests prove it sees, held by content (ETag,
 // generation, ?hash=) in the tables of the core packages.
 type server struct {
+	key       serverKey // in the registry's map (none for a private client's)
 	surfaces  *discovery.Surfaces
 	indexes   *restmapper.Indexes
 	documents *openapi3.Documents
@@ -126,8 +127,8 @@ type server struct {
 
 // client is one shared client: a server and an identity.
 type client struct {
-	key     clientKey
-	private bool // not in the map: a config that cannot be keyed (keyFor)
+	id      identityKey // its key in the registry's map (clientKey.identity)
+	private bool        // not in the map: a config that cannot be keyed (keyFor)
 	srv     *server
 	hc      *http.Client
 	dc      *discovery.Client
@@ -188,7 +189,7 @@ func New(opts ...Option) (*Registry, error) {
 	if _, err := watch.New(dc, watchOptions(o, func() {})...); err != nil {
 		return nil, fmt.Errorf("shared: WithWatchOptions: %w", err)
 	}
-	return &Registry{opts: o, userAgent: rest.DefaultKubernetesUserAgent(), clients: map[clientKey]*client{}, servers: map[serverKey]*server{}}, nil
+	return &Registry{opts: o, userAgent: rest.DefaultKubernetesUserAgent(), clients: map[identityKey]*client{}, servers: map[serverKey]*server{}}, nil
 }
 
 func newServer() *server {
@@ -241,7 +242,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 	}
 	c.private = !shareable
 	r.mu.Lock()
-	if held := r.clients[k]; shareable && held != nil {
+	if held := r.clients[k.identity]; shareable && held != nil {
 		r.dropServerLocked(k.server, srv, shareable)
 		r.takeLocked(held)
 		r.mu.Unlock()
@@ -249,7 +250,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 	}
 	c.refs = 1
 	if shareable {
-		r.clients[k] = c
+		r.clients[k.identity] = c
 	}
 	r.joinLocked(c)
 	r.mu.Unlock()
@@ -260,7 +261,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 func (r *Registry) take(k clientKey) *client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.clients[k]
+	c := r.clients[k.identity]
 	if c != nil {
 		r.takeLocked(c)
 	}
@@ -289,6 +290,7 @@ func (r *Registry) serverFor(k serverKey, shareable bool) *server {
 	s := r.servers[k]
 	if s == nil {
 		s = newServer()
+		s.key = k
 		r.servers[k] = s
 	}
 	s.clients++
@@ -332,7 +334,7 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 	if _, err := httpx.ParseBase(base.String()); err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
-	return &client{key: k, srv: srv, hc: hc, dc: dc, mapper: m, unfollow: func() {}}, nil
+	return &client{id: k.identity, srv: srv, hc: hc, dc: dc, mapper: m, unfollow: func() {}}, nil
 }
 
 // openAPI is c's OpenAPI v3 client, built at the first call over c's HTTP
@@ -392,10 +394,10 @@ func (r *Registry) forgetLocked(c *client) {
 	if c.private {
 		return
 	}
-	if r.clients[c.key] == c {
-		delete(r.clients, c.key)
+	if r.clients[c.id] == c {
+		delete(r.clients, c.id)
 	}
-	r.dropServerLocked(c.key.server, c.srv, true)
+	r.dropServerLocked(c.srv.key, c.srv, true)
 }
 
 // Len is how many clients the registry holds now, lingering ones
