@@ -1,8 +1,12 @@
 package discovery
 
 import (
+	"errors"
+	"log/slog"
 	"testing"
 	"unsafe"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/diskcache/diskcachetest"
 )
@@ -28,5 +32,27 @@ func TestClientHoldsNoDiskStateWithoutADiskCache(t *testing.T) {
 	}
 	if c.disk == nil {
 		t.Error("a client with a disk cache holds no state for it")
+	}
+}
+
+// TestNoFailureKeptWhenNoneFailed: a refresh in which every group-version
+// was read leaves the failure log holding nothing (it held an empty map,
+// 48 bytes of every client), and one in which some failed holds those,
+// until a refresh without them.
+func TestNoFailureKeptWhenNoneFailed(t *testing.T) {
+	var l failureLog
+	l.logger = slog.New(slog.DiscardHandler)
+	l.versionsFailed(&Snapshot{content: &content{}})
+	if l.lastFailed != nil {
+		t.Errorf("after a refresh without failures the log holds %v", l.lastFailed)
+	}
+	gv := schema.GroupVersion{Group: "example.com", Version: "v1"}
+	l.versionsFailed(&Snapshot{content: &content{err: &PartialError{Errors: []*GroupVersionError{{GroupVersion: gv, Err: errors.New("503")}}}}})
+	if len(l.lastFailed) != 1 || l.lastFailed[gv.String()] != "503" {
+		t.Errorf("after a refresh with one failure the log holds %v", l.lastFailed)
+	}
+	l.versionsFailed(&Snapshot{content: &content{}})
+	if l.lastFailed != nil {
+		t.Errorf("after the failure was read again the log holds %v", l.lastFailed)
 	}
 }
