@@ -185,15 +185,8 @@ type Client struct {
 
 	log failureLog
 
-	warm     warmStart    // the disk cache's snapshot, read once (persist.go)
-	written  persistState // what was last written to the disk cache (persist.go)
+	disk     *diskState   // with a disk cache only (WithDiskCache), else nil
 	failedAt atomic.Int64 // unix nanos of the last failed refresh
-
-	// unconfirmed is what a store others may write (any but a
-	// *diskcache.Cache) held at the warm start, until the server confirms
-	// it: never published, only what the first read's requests are
-	// conditional on (fetch). Nil once a read has published.
-	unconfirmed atomic.Pointer[Snapshot]
 
 	followers atomic.Int32 // callers following the server's discovery for c (Follow)
 	leaders   leaders      // clients whose followers vouch for c's content (FollowLeader)
@@ -268,6 +261,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		o.jsonOnly = true // what WithSurfaces says
 	}
 	c := &Client{opts: o, log: failureLog{logger: o.logger}}
+	if o.disk != nil {
+		c.disk = &diskState{}
+	}
 	c.machine = refresher{current: &c.current, timeout: o.refreshTimeout, work: c}
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).

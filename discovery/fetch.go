@@ -74,8 +74,8 @@ func (r *reader) legacyAccept() string {
 func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	cond := prev // what the requests are conditional on
 	var stored *Snapshot
-	if prev == nil {
-		stored = c.unconfirmed.Load()
+	if prev == nil && c.disk != nil {
+		stored = c.disk.unconfirmed.Load()
 	}
 	if t := c.opts.surfaces; t != nil {
 		if prev != nil {

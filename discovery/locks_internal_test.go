@@ -30,7 +30,7 @@ func TestNoLockHeldAcrossUsersCode(t *testing.T) {
 			return
 		}
 		checks.Add(1)
-		locks := map[string]*sync.Mutex{"the refresher's": &c.machine.mu, "the disk writer's": &c.written.mu, "the failure log's": &c.log.mu}
+		locks := map[string]*sync.Mutex{"the refresher's": &c.machine.mu, "the disk writer's": &c.disk.written.mu, "the failure log's": &c.log.mu}
 		c.machine.mu.Lock()
 		for i, s := range c.machine.subs {
 			locks[fmt.Sprintf("subscriber %d's", i)] = &s.mu

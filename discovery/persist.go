@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
@@ -119,7 +120,7 @@ func (c *Client) persist(s *Snapshot, seq uint64) <-chan struct{} {
 	if c.opts.disk == nil || s.core.raw == nil || s.named.raw == nil {
 		return nil
 	}
-	w := &c.written
+	w := &c.disk.written
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if seq <= w.queued {
@@ -139,7 +140,7 @@ func (c *Client) persist(s *Snapshot, seq uint64) <-chan struct{} {
 
 // writeQueued is the writer: it writes what is queued until nothing is.
 func (c *Client) writeQueued() {
-	w := &c.written
+	w := &c.disk.written
 	for {
 		w.mu.Lock()
 		q, last := w.next, w.last
@@ -343,14 +344,29 @@ func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
 // loaded is a snapshot read from the disk cache.
 func (c *Client) loaded(ct *content, h persisted) *Snapshot {
 	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, fromDisk: true}
-	c.written.mu.Lock()
-	if c.written.queued == 0 {
+	w := &c.disk.written
+	w.mu.Lock()
+	if w.queued == 0 {
 		// Read back, not written: what the first write compares with.
-		c.written.last = writtenRecord{content: ct, shared: h.Shared, at: h.Validated}
+		w.last = writtenRecord{content: ct, shared: h.Shared, at: h.Validated}
 	}
-	c.written.mu.Unlock()
+	w.mu.Unlock()
 	c.stats.diskLoads.Add(1)
 	return s
+}
+
+// diskState is what a client with a disk cache keeps of it; a client
+// without one holds none of it (a process may hold thousands of clients,
+// package shared's identities, few of them with a disk cache).
+type diskState struct {
+	warm    warmStart    // the disk cache's snapshot, read once
+	written persistState // what was last written to the disk cache
+
+	// unconfirmed is what a store others may write (any but a
+	// *diskcache.Cache) held at the warm start, until the server confirms
+	// it: never published, only what the first read's requests are
+	// conditional on (fetch). Nil once a read has published.
+	unconfirmed atomic.Pointer[Snapshot]
 }
 
 // warmStart is the one read of the disk cache at a warm start.
@@ -363,14 +379,14 @@ type warmStart struct {
 // the server, and publishes it unless a refresh published first (see
 // warmStart, in refresh.go, which calls it with a disk cache); from a
 // store others may write, it keeps it unpublished instead, for the first
-// read to confirm (Client.unconfirmed). Callers
+// read to confirm (diskState.unconfirmed). Callers
 // wait for that read until ctx ends (ctx's error), and no longer than the
 // refresh timeout: a store that does not answer by then is given up on
 // (the server is read instead; should the store answer later, what it
 // holds is published only if nothing has been). The subscribers hear of
 // it after it is published, like any other snapshot.
 func (c *Client) loadDisk(ctx context.Context) error {
-	w := &c.warm
+	w := &c.disk.warm
 	w.once.Do(func() {
 		w.done = make(chan struct{})
 		end := sync.OnceFunc(func() { close(w.done) })
@@ -393,7 +409,7 @@ func (c *Client) loadDisk(ctx context.Context) error {
 				// Not believed until the server confirms it (fetch);
 				// kept only while nothing is published (refresh drops it).
 				if c.current.Load() == nil {
-					c.unconfirmed.Store(s)
+					c.disk.unconfirmed.Store(s)
 				}
 				return
 			}

@@ -437,7 +437,9 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		s = c.views.observe(ctx, prev, s)
 	}
 	pub, ok := c.machine.publish(seq, s)
-	c.unconfirmed.Store(nil) // confirmed, or replaced by what the server sent
+	if c.disk != nil {
+		c.disk.unconfirmed.Store(nil) // confirmed, or replaced by what the server sent
+	}
 	if !ok {
 		return pub, false, pub.err
 	}
@@ -617,8 +619,9 @@ func (l *failureLog) refreshFailed(err error) {
 
 // versionsFailed logs a group-version when it starts or stops failing.
 func (l *failureLog) versionsFailed(s *Snapshot) {
-	now := map[string]string{}
-	if pe, ok := s.err.(*PartialError); ok {
+	var now map[string]string // nil when none failed: a client keeps no empty map
+	if pe, ok := s.err.(*PartialError); ok && len(pe.Errors) > 0 {
+		now = make(map[string]string, len(pe.Errors))
 		for _, gve := range pe.Errors {
 			now[gve.GroupVersion.String()] = gve.Err.Error()
 		}

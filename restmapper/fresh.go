@@ -49,7 +49,9 @@ type freshness struct {
 	clock    clock.PassiveClock
 	// after schedules the stale mark on the clock; nil when the clock
 	// cannot (a clock.PassiveClock only), and then due reads the clock.
-	after func(time.Duration, func()) clock.Timer
+	// The clock itself, not its method value: that would be an allocation
+	// of every mapper (package shared holds one per identity).
+	after clock.WithDelayedExecution
 
 	stale      atomic.Bool                        // the interval since the validation seen has passed
 	seen       atomic.Pointer[discovery.Snapshot] // the snapshot whose validation the interval counts from
@@ -64,7 +66,7 @@ type freshness struct {
 func newFreshness(interval time.Duration, c clock.PassiveClock) *freshness {
 	f := &freshness{interval: interval, clock: c}
 	if d, ok := c.(clock.WithDelayedExecution); ok {
-		f.after = d.AfterFunc
+		f.after = d
 	}
 	return f
 }
@@ -127,7 +129,7 @@ func (f *freshness) observe(snap *discovery.Snapshot, attempted bool) {
 	if remain <= 0 || f.after == nil {
 		return
 	}
-	t := f.after(remain, func() {
+	t := f.after.AfterFunc(remain, func() {
 		if f.epoch.Load() == e {
 			f.stale.Store(true)
 		}

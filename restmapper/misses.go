@@ -27,12 +27,14 @@ const (
 )
 
 // misses decides which misses refresh discovery. Misses are the rare path:
-// one mutex is enough.
+// one mutex is enough, and the budgets and backoffs are made at the first
+// miss that needs them (budgets): a mapper that never misses, as most of
+// a process's thousand identities' mappers (package shared), holds none.
 type misses struct {
 	mu       sync.Mutex
 	max      time.Duration // the longest a question's backoff grows (the interval)
-	firsts   *rate.Limiter // first misses of a question
-	repeats  *rate.Limiter // later misses, once their backoff has passed
+	firsts   *rate.Limiter // first misses of a question; nil until budgets
+	repeats  *rate.Limiter // later misses, once their backoff has passed; nil until budgets
 	backoffs map[memoKey]backoff
 }
 
@@ -42,11 +44,16 @@ type backoff struct {
 }
 
 func newMisses(interval time.Duration) misses {
-	return misses{
-		max:      interval,
-		firsts:   rate.NewLimiter(rate.Every(interval), missBurst),
-		repeats:  rate.NewLimiter(rate.Every(interval), missBurst),
-		backoffs: map[memoKey]backoff{},
+	return misses{max: interval}
+}
+
+// budgets makes the budgets, full (a rate.Limiter starts with its
+// burst: made at the first miss, they allow what they would have if made
+// with the mapper); p.mu is held.
+func (p *misses) budgets() {
+	if p.firsts == nil {
+		p.firsts = rate.NewLimiter(rate.Every(p.max), missBurst)
+		p.repeats = rate.NewLimiter(rate.Every(p.max), missBurst)
 	}
 }
 
@@ -59,6 +66,7 @@ func (p *misses) mayRefresh(k memoKey, now time.Time) bool {
 	if seen && now.Before(b.next) {
 		return false
 	}
+	p.budgets()
 	budget := p.repeats
 	if !seen {
 		budget = p.firsts
@@ -72,6 +80,9 @@ func (p *misses) mayRefresh(k memoKey, now time.Time) bool {
 	}
 	b.next = now.Add(min(b.wait, p.max))
 	b.wait = min(2*b.wait, p.max)
+	if p.backoffs == nil {
+		p.backoffs = map[memoKey]backoff{}
+	}
 	p.backoffs[k] = b
 	return true
 }
@@ -90,5 +101,6 @@ func (p *misses) found(k memoKey) {
 func (p *misses) mayRefreshStale(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.budgets()
 	return p.repeats.AllowN(now, 1)
 }

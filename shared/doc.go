@@ -57,7 +57,8 @@
 // # What is shared, and what never is
 //
 // One server and identity have one discovery.Client, one
-// restmapper.Mapper, one openapi3.Client and one HTTP client: after the
+// restmapper.Mapper, one openapi3.Client (built at the first
+// Handle.OpenAPI: most identities never ask) and one HTTP client: after the
 // first lookup they cost no request until the server changes (see "One
 // watch per server"), or the snapshot is older than its max age
 // (discovery.WithMaxAge) at a lookup, and then two 304s in the

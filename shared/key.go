@@ -22,10 +22,15 @@ type serverKey [sha256.Size]byte
 
 // clientKey names one shared client: a server, an identity on it, and
 // the settings of the HTTP client that the client's users are handed.
+// identity is a sum over the server's part and the identity's (keyFor):
+// it alone names the client, and is the registry's map key.
 type clientKey struct {
 	server   serverKey
-	identity [sha256.Size]byte
+	identity identityKey
 }
+
+// identityKey is clientKey.identity: a server and an identity on it.
+type identityKey [sha256.Size]byte
 
 // serverPart is what makes two configs reach the same server.
 type serverPart struct {

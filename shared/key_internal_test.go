@@ -104,6 +104,11 @@ func TestKey(t *testing.T) {
 			if (got == want) != tc.sameClient {
 				t.Errorf("same client = %v, want %v", got == want, tc.sameClient)
 			}
+			// The registry keys its clients by identity alone, which
+			// names the server as well.
+			if (got.identity == want.identity) != tc.sameClient {
+				t.Errorf("same identity sum = %v, want %v (same client)", got.identity == want.identity, tc.sameClient)
+			}
 		})
 	}
 	// The same transport pointer is the same client.

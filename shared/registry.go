@@ -100,9 +100,13 @@ func WithWatchOptions(opts ...watch.Option) Option {
 // shared and how long a client lives). It is safe for concurrent use.
 type Registry struct {
 	opts options
+	// userAgent is rest.DefaultKubernetesUserAgent, made once: each
+	// identity's config that names none holds this one string rather
+	// than a copy of its own.
+	userAgent string
 
 	mu      sync.Mutex
-	clients map[clientKey]*client
+	clients map[identityKey]*client // by clientKey.identity, which names the server too
 	servers map[serverKey]*server
 }
 
@@ -110,6 +114,7 @@ type Registry struct {
 // client's own conditional requests prove it sees, held by content (ETag,
 // generation, ?hash=) in the tables of the core packages.
 type server struct {
+	key       serverKey // in the registry's map (none for a private client's)
 	surfaces  *discovery.Surfaces
 	indexes   *restmapper.Indexes
 	documents *openapi3.Documents
@@ -122,13 +127,18 @@ type server struct {
 
 // client is one shared client: a server and an identity.
 type client struct {
-	key     clientKey
-	private bool // not in the map: a config that cannot be keyed (keyFor)
+	id      identityKey // its key in the registry's map (clientKey.identity)
+	private bool        // not in the map: a config that cannot be keyed (keyFor)
 	srv     *server
 	hc      *http.Client
 	dc      *discovery.Client
 	mapper  *restmapper.Mapper
-	openapi *openapi3.Client
+
+	// The OpenAPI v3 client, built at the first Handle.OpenAPI (most
+	// identities never ask: a thousand held at once would hold a
+	// thousand unused clients, a quarter of each identity's heap).
+	openapiOnce sync.Once
+	openapi     *openapi3.Client
 
 	// Under Registry.mu.
 	refs    int
@@ -179,7 +189,7 @@ func New(opts ...Option) (*Registry, error) {
 	if _, err := watch.New(dc, watchOptions(o, func() {})...); err != nil {
 		return nil, fmt.Errorf("shared: WithWatchOptions: %w", err)
 	}
-	return &Registry{opts: o, clients: map[clientKey]*client{}, servers: map[serverKey]*server{}}, nil
+	return &Registry{opts: o, userAgent: rest.DefaultKubernetesUserAgent(), clients: map[identityKey]*client{}, servers: map[serverKey]*server{}}, nil
 }
 
 func newServer() *server {
@@ -232,7 +242,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 	}
 	c.private = !shareable
 	r.mu.Lock()
-	if held := r.clients[k]; shareable && held != nil {
+	if held := r.clients[k.identity]; shareable && held != nil {
 		r.dropServerLocked(k.server, srv, shareable)
 		r.takeLocked(held)
 		r.mu.Unlock()
@@ -240,7 +250,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 	}
 	c.refs = 1
 	if shareable {
-		r.clients[k] = c
+		r.clients[k.identity] = c
 	}
 	r.joinLocked(c)
 	r.mu.Unlock()
@@ -251,7 +261,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 func (r *Registry) take(k clientKey) *client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.clients[k]
+	c := r.clients[k.identity]
 	if c != nil {
 		r.takeLocked(c)
 	}
@@ -280,6 +290,7 @@ func (r *Registry) serverFor(k serverKey, shareable bool) *server {
 	s := r.servers[k]
 	if s == nil {
 		s = newServer()
+		s.key = k
 		r.servers[k] = s
 	}
 	s.clients++
@@ -303,7 +314,7 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 		// What client-go's clientsets and controller-runtime's client
 		// send: the HTTP client is handed to them.
 		cfg = rest.CopyConfig(cfg)
-		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+		cfg.UserAgent = r.userAgent
 	}
 	cfg, hc, base, err := httpx.FromConfig(cfg)
 	if err != nil {
@@ -317,11 +328,32 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 	if err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
-	oa, err := openapi3.NewForHTTPClient(hc, base.String(), srv.openAPIOptions(r.opts)...)
-	if err != nil {
+	// The OpenAPI client is built at its first use (openAPI), from what
+	// the client holds; what could make that fail is refused here
+	// (New tried the options).
+	if _, err := httpx.ParseBase(base.String()); err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
-	return &client{key: k, srv: srv, hc: hc, dc: dc, mapper: m, openapi: oa, unfollow: func() {}}, nil
+	return &client{id: k.identity, srv: srv, hc: hc, dc: dc, mapper: m, unfollow: func() {}}, nil
+}
+
+// openAPI is c's OpenAPI v3 client, built at the first call over c's HTTP
+// client, for the base URL of c's discovery client, with the server's
+// documents table: what an eager build in build would have made.
+func (c *client) openAPI(o options) *openapi3.Client {
+	c.openapiOnce.Do(func() {
+		_, cfg := c.dc.Connection()
+		base, _, err := rest.DefaultServerUrlFor(cfg)
+		if err == nil {
+			c.openapi, err = openapi3.NewForHTTPClient(c.hc, base.String(), c.srv.openAPIOptions(o)...)
+		}
+		if err != nil {
+			// Not reached: build parsed this base URL, New tried
+			// these options, and neither reads anything but them.
+			panic(fmt.Sprintf("shared: the OpenAPI client that Acquire checked: %v", err))
+		}
+	})
+	return c.openapi
 }
 
 // release drops one reference to c: the last one starts its linger, after
@@ -362,10 +394,10 @@ func (r *Registry) forgetLocked(c *client) {
 	if c.private {
 		return
 	}
-	if r.clients[c.key] == c {
-		delete(r.clients, c.key)
+	if r.clients[c.id] == c {
+		delete(r.clients, c.id)
 	}
-	r.dropServerLocked(c.key.server, c.srv, true)
+	r.dropServerLocked(c.srv.key, c.srv, true)
 }
 
 // Len is how many clients the registry holds now, lingering ones
@@ -428,8 +460,10 @@ func (h *Handle) Discovery() *discovery.Client { return h.c.dc }
 // Mapper is the shared REST mapper.
 func (h *Handle) Mapper() *restmapper.Mapper { return h.c.mapper }
 
-// OpenAPI is the shared OpenAPI v3 client.
-func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openapi }
+// OpenAPI is the shared OpenAPI v3 client: built at the first call for
+// the handle's server and identity (Acquire builds none, and checked
+// what could make it fail), then the same for every handle on it.
+func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openAPI(h.ref.r.opts) }
 
 // Watcher is the server's watch (for its Stats) while it runs with the
 // handle's identity's credentials (see the package doc, "One watch per

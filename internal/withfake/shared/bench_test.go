@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -33,6 +34,14 @@ import (
 //     do not look sent (idle-after-change-req).
 //
 // KUBEATLAS_SHARED_BENCH_IDENTITIES sets how many (default 1000).
+// KUBEATLAS_SHARED_BENCH_HEAPPROFILE names a file for the heap profile
+// taken while every identity is held (after the GC that heap-MiB/all
+// reads), which -memprofile, written once they are released, cannot
+// show; with -memprofilerate 1 it counts every allocation still live:
+//
+//	KUBEATLAS_SHARED_BENCH_HEAPPROFILE=/tmp/held.pprof go test -run '^$' \
+//	  -bench IdentitiesWatched -benchtime 1x -memprofilerate 1 ./internal/withfake/shared/
+//	go tool pprof -sample_index=inuse_space -top /tmp/held.pprof
 func BenchmarkIdentitiesWatched(b *testing.B) {
 	n := 1000
 	if v := os.Getenv("KUBEATLAS_SHARED_BENCH_IDENTITIES"); v != "" {
@@ -88,6 +97,9 @@ func BenchmarkIdentitiesWatched(b *testing.B) {
 			return true
 		})
 		m.all += liveHeap() - min(base, liveHeap())
+		if path := os.Getenv("KUBEATLAS_SHARED_BENCH_HEAPPROFILE"); path != "" && round == 1 {
+			writeHeapProfile(b, path)
+		}
 		m.gAll += runtime.NumGoroutine() - g0
 		for _, tok := range tokens[1:] {
 			t := d.of(tok)
@@ -151,4 +163,19 @@ func BenchmarkIdentitiesWatched(b *testing.B) {
 	b.ReportMetric(m.lookDocs/k, "change-docs/looker")
 	b.ReportMetric(float64(m.lookTime.Microseconds())/k, "change-lookup-µs")
 	b.ReportMetric(m.notLook/k, "idle-after-change-req")
+}
+
+// writeHeapProfile writes the heap profile as of the last GC to path.
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
 }

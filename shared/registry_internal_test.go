@@ -1,0 +1,127 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/internal/docserver"
+	"github.com/kubeatlas/kubeatlas/openapi3"
+)
+
+// TestOpenAPIAtFirstUse pins Handle.OpenAPI's promise: Acquire builds no
+// OpenAPI client (most identities never ask for one); the first call
+// builds it, once however many call at once, the same for every handle
+// of that identity and another for another identity, each sending its
+// own credentials, with the registry's options (WithOpenAPIOptions).
+func TestOpenAPIAtFirstUse(t *testing.T) {
+	srv, err := docserver.NewServer(docserver.WithCRDs(4, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	sent := map[string]int{} // /openapi/v3 requests by token
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/openapi/v3") {
+			mu.Lock()
+			sent[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]++
+			mu.Unlock()
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	cfg := func(tok string) *rest.Config { return &rest.Config{Host: ts.URL, BearerToken: tok} }
+
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		err  error // of Paths
+	}{
+		{name: "default"},
+		{name: "with options", opts: []Option{WithOpenAPIOptions(openapi3.WithMaxResponseBytes(10))}, err: openapi3.ErrTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(append(tc.opts, WithoutWatch(), WithLinger(0))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			clear(sent)
+			mu.Unlock()
+			var hs []*Handle
+			for _, tok := range []string{"tok-a", "tok-a", "tok-b"} {
+				h, err := r.Acquire(cfg(tok))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer h.Release()
+				hs = append(hs, h)
+			}
+			for _, h := range hs {
+				if h.c.openapi != nil {
+					t.Fatal("Acquire built an OpenAPI client")
+				}
+			}
+			got := make([]*openapi3.Client, 8)
+			var wg sync.WaitGroup
+			for i := range got {
+				wg.Go(func() { got[i] = hs[i%2].OpenAPI() })
+			}
+			wg.Wait()
+			for i, c := range got {
+				if c == nil || c != got[0] {
+					t.Fatalf("call %d of the one identity's handles: %p, the first %p", i, c, got[0])
+				}
+			}
+			other := hs[2].OpenAPI()
+			if other == nil || other == got[0] {
+				t.Fatalf("another identity's client: %p, the first's %p", other, got[0])
+			}
+			ctx := context.Background()
+			for i, c := range []*openapi3.Client{got[0], other} {
+				_, err := c.Paths(ctx)
+				if tc.err == nil && err != nil || tc.err != nil && !errors.Is(err, tc.err) {
+					t.Fatalf("client %d: Paths: %v, want %v", i, err, tc.err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(sent) != 2 || sent["tok-a"] == 0 || sent["tok-b"] == 0 {
+				t.Errorf("/openapi/v3 requests by token: %v, want tok-a's and tok-b's only", sent)
+			}
+		})
+	}
+}
+
+// TestUserAgentOnce: identities whose configs name no User-Agent send
+// client-go's default, made once per registry: every identity's config
+// holds the one string (64 bytes each when each made its own).
+func TestUserAgentOnce(t *testing.T) {
+	r, err := New(WithoutWatch(), WithLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents []string
+	for _, tok := range []string{"tok-a", "tok-b"} {
+		h, err := r.Acquire(&rest.Config{Host: "https://ua.invalid", BearerToken: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+		_, cfg := h.Discovery().Connection()
+		agents = append(agents, cfg.UserAgent)
+	}
+	if agents[0] != rest.DefaultKubernetesUserAgent() || agents[1] != agents[0] {
+		t.Fatalf("User-Agents %q, want client-go's default %q", agents, rest.DefaultKubernetesUserAgent())
+	}
+	if unsafe.StringData(agents[0]) != unsafe.StringData(agents[1]) {
+		t.Error("each identity holds a User-Agent of its own")
+	}
+}
