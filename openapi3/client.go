@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"sort"
@@ -190,11 +191,15 @@ type Client struct {
 	http *httpx.Client // every request goes through it
 	opts options
 
-	rootMu    sync.Mutex // guards root, rootTried and rootStale; held only to read or swap them (never across the clock)
+	rootMu    sync.Mutex // guards root, rootTried, rootStale and the marks; held only to read or swap them (never across the clock)
 	root      map[string]string
 	rootTried time.Time // when the root was last read, or tried
 	rootStale error     // why root is the one kept on disk (WithStaleRootOnError), else nil
 	rootKept  []byte    // the root kept on disk, as far as this process knows (keepRoot)
+	// Changed's marks: how many were made, how many a read of the root
+	// has answered, and which count a read already found unchanged once
+	// (it gets one more read, a second later).
+	marks, marksRead, marksRetried uint64
 
 	// Fetches that concurrent callers share, each on its own context
 	// (bounded by fetchTimeout), cancelled when every caller has left.
@@ -289,9 +294,13 @@ var ErrTooLarge = httpx.ErrTooLarge
 // Paths lists the group-version paths of the root ("apis/apps/v1", "api/v1")
 // and their current URLs. The root is read on first use; one older than
 // the max age is answered from and read again in the background.
+//
+// After Changed, the root is read again before the answer, unless it was
+// read (or tried) less than a second before: then the first call a second
+// after that read reads it.
 func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Lock()
-	root, tried := c.root, c.rootTried
+	root, tried, marked := c.root, c.rootTried, c.marks != c.marksRead
 	c.rootMu.Unlock()
 	if root == nil {
 		root, err := c.RefreshRoot(ctx)
@@ -302,10 +311,42 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 		}
 		return root, err
 	}
-	if c.opts.clock.Since(tried) >= c.opts.maxAge {
+	age := c.opts.clock.Since(tried)
+	if marked && age >= missRefresh {
+		if fresh, err := c.RefreshRoot(ctx); err == nil {
+			return fresh, nil
+		}
+		// The read failed (it answered the marks: see readRoot): the root
+		// held answers, as when a read in the background fails.
+		return root, nil
+	}
+	if age >= c.opts.maxAge {
 		c.rootFetch.Start(struct{}{}, c.readRoot)
 	}
 	return root, nil
+}
+
+// Changed tells c that the server's APIs may have changed (a CRD's schema,
+// a group-version added or removed): the next call that needs the root
+// (Paths, Document, DocumentOf, Kind, FetchAll, Gnostic, and so
+// openapi3/typed's Converter) reads it again first, so that a changed
+// ?hash= is fetched (that group-version's document alone), a new
+// group-version is found and a removed one forgotten. The root is read at
+// most once a second however often Changed is called: a call within a
+// second of the last read is answered by the first call a second after
+// it. A read that finds the root unchanged is tried once more, a second
+// later, as a server may serve a change a moment after telling of it; a
+// read that fails answers the marks (the max age schedules the next). An
+// idle client sends nothing: the read waits for a call that needs it.
+//
+// Changed sends nothing and does not block: it is for a watch's callback
+// (discovery/watch.WithOnChange, which package shared wires), and for
+// callers that learn of a change another way (a conversion that fails on
+// a field the held schema lacks, as openapi3/typed's does).
+func (c *Client) Changed() {
+	c.rootMu.Lock()
+	c.marks++
+	c.rootMu.Unlock()
 }
 
 // RefreshRoot reads the root again now; documents whose hash changed are
@@ -325,11 +366,42 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 // readRoot reads the root, within the root timeout (a hanging server is
 // unavailable: see staleRoot). A failed read counts as a try, so that a
 // server that fails is asked again after the max age, not on every call.
+//
+// A read answers the marks Changed made before it began: at once when it
+// fails or finds a new root, and after a second read when it finds the
+// same root (the change may not be served yet). Marks made during the
+// read wait for the next one, which may begin after their change.
 func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.rootMu.Lock()
 	c.rootTried = now
+	prev, covered := c.root, c.marks
 	c.rootMu.Unlock()
+	root, body, err := c.readRootBody(ctx)
+	c.rootMu.Lock()
+	if err == nil {
+		c.root, c.rootStale = root, nil
+	}
+	if err == nil && covered != c.marksRead && c.marksRetried != covered && maps.Equal(prev, root) {
+		c.marksRetried = covered
+	} else {
+		c.marksRead = max(c.marksRead, covered)
+	}
+	c.rootMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if c.opts.staleRoot && c.ownDisk {
+		c.keepRoot(body)
+	}
+	if prev != nil {
+		c.forgetUnlisted(root)
+	}
+	return root, nil
+}
+
+// readRootBody reads and parses the root, within the root timeout.
+func (c *Client) readRootBody(ctx context.Context) (map[string]string, []byte, error) {
 	rctx, cancel := context.WithTimeoutCause(ctx, c.opts.rootTimeout, &RootTimeoutError{Timeout: c.opts.rootTimeout})
 	defer cancel()
 	body, _, err := c.get(rctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json"})
@@ -340,19 +412,27 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 			// deadline exceeded").
 			err = fmt.Errorf("%w: %w", cause, err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	root, err := parseRoot(body)
 	if err != nil {
-		return nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
+		return nil, nil, fmt.Errorf("openapi3: the root is not an OpenAPI v3 discovery document: %w", err)
 	}
-	c.rootMu.Lock()
-	c.root, c.rootStale = root, nil
-	c.rootMu.Unlock()
-	if c.opts.staleRoot && c.ownDisk {
-		c.keepRoot(body)
+	return root, body, nil
+}
+
+// forgetUnlisted drops the documents kept for group-versions root does
+// not list: the server no longer serves them, and lookups answer
+// ErrNotFound (urlFor) without them.
+func (c *Client) forgetUnlisted(root map[string]string) {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	for path, e := range c.docs {
+		if _, ok := root[path]; !ok {
+			c.recent.Remove(e)
+			delete(c.docs, path)
+		}
 	}
-	return root, nil
 }
 
 // rootOlderThan: the root was last read (or tried) at least d ago.
