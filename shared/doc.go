@@ -90,7 +90,13 @@
 //
 // Each client runs one discovery/watch (CRDs and APIServices, or the
 // served discovery API), however many handles hold it, from its first
-// Acquire until it is forgotten; WithoutWatch runs none.
+// Acquire until it is forgotten; WithoutWatch runs none. The events that
+// make the watch revalidate discovery also mark the client's
+// openapi3.Client (watch.WithOnChange, openapi3.Client.Changed), so that
+// its next answer reads the OpenAPI root again (at most once a second):
+// a CRD's new schema, which discovery does not show, reaches the typed
+// converters and explain over the handle's OpenAPI client within about a
+// second, as a new kind reaches the mapper.
 //
 // # Why a process-wide registry
 //

@@ -89,7 +89,9 @@ func WithOpenAPIOptions(opts ...openapi3.Option) Option {
 	return named("WithOpenAPIOptions", func(o *options) error { o.openapiOpts = append(o.openapiOpts, opts...); return nil })
 }
 
-// WithWatchOptions passes options to every client's watch.Watcher.
+// WithWatchOptions passes options to every client's watch.Watcher, with
+// the registry's watch.WithOnChange (which tells the client's OpenAPI
+// client of the changes the watch sees), which they may not give again.
 // Default: none.
 func WithWatchOptions(opts ...watch.Option) Option {
 	return named("WithWatchOptions", func(o *options) error { o.watchOpts = append(o.watchOpts, opts...); return nil })
@@ -172,7 +174,7 @@ func New(opts ...Option) (*Registry, error) {
 	if _, err := openapi3.NewForHTTPClient(nil, "https://shared.invalid", srv.openAPIOptions(o)...); err != nil {
 		return nil, fmt.Errorf("shared: WithOpenAPIOptions: %w", err)
 	}
-	if _, err := watch.New(dc, o.watchOpts...); err != nil {
+	if _, err := watch.New(dc, srv.watchOptions(o, func() {})...); err != nil {
 		return nil, fmt.Errorf("shared: WithWatchOptions: %w", err)
 	}
 	return &Registry{opts: o, clients: map[clientKey]*client{}, servers: map[serverKey]*server{}}, nil
@@ -192,6 +194,12 @@ func (s *server) mapperOptions(o options) []restmapper.Option {
 
 func (s *server) openAPIOptions(o options) []openapi3.Option {
 	return append([]openapi3.Option{openapi3.WithDocuments(s.documents)}, o.openapiOpts...)
+}
+
+// watchOptions are the options of a watch whose events changed (of the
+// server's APIs) go to the OpenAPI client's Changed, given as changed.
+func (s *server) watchOptions(o options, changed func()) []watch.Option {
+	return append([]watch.Option{watch.WithOnChange(changed)}, o.watchOpts...)
 }
 
 // Acquire returns a handle on the shared client for cfg's server and
@@ -318,7 +326,7 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 	}
 	c := &client{key: k, srv: srv, hc: hc, dc: dc, mapper: m, openapi: oa}
 	if !r.opts.noWatch {
-		if c.watcher, err = watch.New(dc, r.opts.watchOpts...); err != nil {
+		if c.watcher, err = watch.New(dc, srv.watchOptions(r.opts, oa.Changed)...); err != nil {
 			return nil, fmt.Errorf("shared: %w", err)
 		}
 	}
