@@ -28,7 +28,7 @@ func widgetWithExtra(t *testing.T) *unstructured.Unstructured {
 	}
 	w.SetManagedFields([]metav1.ManagedFieldsEntry{{
 		Manager: "tool", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "stable.example.com/v1",
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:extra":{}}}`)},
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:extra":{}}}`),
 	}})
 	return w
 }
