@@ -118,45 +118,52 @@ func TestChangedFloodReadsTheRootOnceASecond(t *testing.T) {
 	}
 }
 
-// TestChangedUnchangedRootReadOnceMore: a mark whose read finds the root
+// TestChangedUnchangedRootReadAgain: a mark whose read finds the root
 // unchanged (a server that serves the change a moment after its watch
-// event) gets one more read a second later, which finds the change; a
-// mark for a change that never shows costs those two reads, no more.
-func TestChangedUnchangedRootReadOnceMore(t *testing.T) {
+// event: a real one, a second or so after, later under load) gets more
+// reads, 1, 2 and 4 s apart, the next of which finds the change; a mark
+// for a change that never shows costs four reads over 7 s, no more.
+func TestChangedUnchangedRootReadAgain(t *testing.T) {
 	srv, c, clk := changedClient(t)
 	ctx := context.Background()
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
 	held, _ := c.Paths(ctx)
 	clk.SetTime(clk.Now().Add(2 * time.Second))
 	c.Changed()
-	if _, err := c.Paths(ctx); err != nil {
+	reads := func(seconds int) []int { // root reads after each second
+		var out []int
+		for range seconds {
+			if _, err := c.Paths(ctx); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rootReads(srv))
+			clk.SetTime(clk.Now().Add(time.Second))
+		}
+		return out
+	}
+	// Reads at 0 and 1 s find nothing; none at 2 s (the wait doubled).
+	if got := reads(3); !slices.Equal(got, []int{1, 2, 2}) {
+		t.Errorf("root reads by second %v; want [1 2 2]", got)
+	}
+	if err := srv.ChangeSchema(apps); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.ChangeSchema(apps); err != nil { // served after the first read
-		t.Fatal(err)
-	}
-	clk.SetTime(clk.Now().Add(time.Second))
-	root, err := c.Paths(ctx)
+	root, err := c.Paths(ctx) // at 3 s
 	if err != nil {
 		t.Fatal(err)
 	}
 	if root[openapi3.PathFor(apps)] == held[openapi3.PathFor(apps)] {
-		t.Error("the change served after the mark's first read was not found by its second")
+		t.Error("the change served 2 s after the mark was not found by its third read")
 	}
-	if n := rootReads(srv); n != 2 {
-		t.Errorf("%d root reads; want 2", n)
+	if n := rootReads(srv); n != 3 {
+		t.Errorf("%d root reads; want 3", n)
 	}
 
 	srv.ResetRequests()
+	clk.SetTime(clk.Now().Add(time.Second))
 	c.Changed() // a change that never shows
-	for range 5 {
-		if _, err := c.Paths(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clk.SetTime(clk.Now().Add(time.Second))
-	}
-	if n := rootReads(srv); n != 2 {
-		t.Errorf("%d root reads for a mark whose change never shows; want 2", n)
+	if got := reads(20); !slices.Equal(got[:8], []int{1, 2, 2, 3, 3, 3, 3, 4}) || got[19] != 4 {
+		t.Errorf("root reads by second %v for a mark whose change never shows; want reads at 0, 1, 3 and 7 s, then none", got)
 	}
 }
 

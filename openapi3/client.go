@@ -197,9 +197,10 @@ type Client struct {
 	rootStale error     // why root is the one kept on disk (WithStaleRootOnError), else nil
 	rootKept  []byte    // the root kept on disk, as far as this process knows (keepRoot)
 	// Changed's marks: how many were made, how many a read of the root
-	// has answered, and which count a read already found unchanged once
-	// (it gets one more read, a second later).
-	marks, marksRead, marksRetried uint64
+	// has answered; and how many reads found the root unchanged since
+	// marksTried marks were made (they get markReads in all).
+	marks, marksRead, marksTried uint64
+	marksUnchanged               int
 
 	// Fetches that concurrent callers share, each on its own context
 	// (bounded by fetchTimeout), cancelled when every caller has left.
@@ -297,10 +298,10 @@ var ErrTooLarge = httpx.ErrTooLarge
 //
 // After Changed, the root is read again before the answer, unless it was
 // read (or tried) less than a second before: then the first call a second
-// after that read reads it.
+// after that read reads it (see Changed for a root found unchanged).
 func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Lock()
-	root, tried, marked := c.root, c.rootTried, c.marks != c.marksRead
+	root, tried, marked, wait := c.root, c.rootTried, c.marks != c.marksRead, c.markWaitLocked()
 	c.rootMu.Unlock()
 	if root == nil {
 		root, err := c.RefreshRoot(ctx)
@@ -312,7 +313,7 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 		return root, err
 	}
 	age := c.opts.clock.Since(tried)
-	if marked && age >= missRefresh {
+	if marked && age >= wait {
 		if fresh, err := c.RefreshRoot(ctx); err == nil {
 			return fresh, nil
 		}
@@ -334,10 +335,11 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // group-version is found and a removed one forgotten. The root is read at
 // most once a second however often Changed is called: a call within a
 // second of the last read is answered by the first call a second after
-// it. A read that finds the root unchanged is tried once more, a second
-// later, as a server may serve a change a moment after telling of it; a
-// read that fails answers the marks (the max age schedules the next). An
-// idle client sends nothing: the read waits for a call that needs it.
+// it. A read that finds the root unchanged is tried again, 1, 2 and 4 s
+// later at most, as a server serves a change a moment after telling of
+// it (a second or so, for a CRD's schema); a read that fails answers the
+// marks (the max age schedules the next). An idle client sends nothing:
+// the read waits for a call that needs it.
 //
 // Changed sends nothing and does not block: it is for a watch's callback
 // (discovery/watch.WithOnChange, which package shared wires), and for
@@ -368,9 +370,9 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 // server that fails is asked again after the max age, not on every call.
 //
 // A read answers the marks Changed made before it began: at once when it
-// fails or finds a new root, and after a second read when it finds the
-// same root (the change may not be served yet). Marks made during the
-// read wait for the next one, which may begin after their change.
+// fails or finds a new root, and after markReads reads that find the same
+// root (the change may not be served yet). Marks made during the read
+// wait for the next one, which may begin after their change.
 func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.rootMu.Lock()
@@ -382,8 +384,13 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	if err == nil {
 		c.root, c.rootStale = root, nil
 	}
-	if err == nil && covered != c.marksRead && c.marksRetried != covered && maps.Equal(prev, root) {
-		c.marksRetried = covered
+	if err == nil && covered != c.marksRead && maps.Equal(prev, root) {
+		if c.marksTried != covered {
+			c.marksTried, c.marksUnchanged = covered, 0
+		}
+		if c.marksUnchanged++; c.marksUnchanged >= markReads {
+			c.marksRead = covered
+		}
 	} else {
 		c.marksRead = max(c.marksRead, covered)
 	}
@@ -446,6 +453,25 @@ func (c *Client) rootOlderThan(d time.Duration) bool {
 // missRefresh is how often at most a path the root does not list makes the
 // client read the root again.
 const missRefresh = time.Second
+
+// markReads is how many reads marks (Changed) get while the root stays
+// the same, the first at once (a second after the last read at the
+// earliest), then after 1, 2 and 4 s: a real kube-apiserver v1.36.3
+// serves a CRD's new schema 0.35 to 1.1 s after the watch event for it
+// (and later under load, at its start), so the first read often comes
+// too early. Four cover a server up to 7 s behind its events, at a cost
+// of four root reads for a change that never shows.
+const markReads = 4
+
+// markWaitLocked is how long after the last read the marks may make the
+// next: a second, doubling with each read since the last new mark that
+// found the root unchanged.
+func (c *Client) markWaitLocked() time.Duration {
+	if c.marksTried != c.marks || c.marksUnchanged == 0 {
+		return missRefresh
+	}
+	return missRefresh << (c.marksUnchanged - 1)
+}
 
 // fetchTimeout bounds a fetch that concurrent callers share.
 const fetchTimeout = 2 * time.Minute
