@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"sort"
@@ -193,7 +194,7 @@ type Client struct {
 	http *httpx.Client // every request goes through it
 	opts options
 
-	rootMu    sync.Mutex // guards root, rootTried, rootStale and rootFailed; held only to read or swap them (never across the clock)
+	rootMu    sync.Mutex // guards root, rootTried, rootStale, rootFailed and the marks; held only to read or swap them (never across the clock)
 	root      map[string]string
 	rootTried time.Time // when the root was last read, or tried
 	rootStale error     // why root is the one kept on disk (WithStaleRootOnError), else nil
@@ -201,6 +202,11 @@ type Client struct {
 	// rootFailed is the last read's failure when the root's bytes were at
 	// fault (over its bounds, not a root), else nil: see Paths.
 	rootFailed *failure
+	// Changed's marks: how many were made, how many a read of the root
+	// has answered; and how many reads found the root unchanged since
+	// marksTried marks were made (they get markReads in all).
+	marks, marksRead, marksTried uint64
+	marksUnchanged               int
 
 	// Fetches that concurrent callers share, each on its own context
 	// (bounded by fetchTimeout), cancelled when every caller has left.
@@ -310,9 +316,14 @@ var ErrTooLarge = httpx.ErrTooLarge
 // Bytes or Paths, or not a root) is not read again for 1s, doubling with
 // each such failure up to 5 minutes: its error comes back, wrapped with
 // ErrRemembered. RefreshRoot reads it at once.
+//
+// After Changed, the root is read again before the answer, unless it was
+// read (or tried) less than a second before: then the first call a second
+// after that read reads it (see Changed for a root found unchanged).
 func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 	c.rootMu.Lock()
 	root, tried, failed := c.root, c.rootTried, c.rootFailed
+	marked, wait := c.marks != c.marksRead, c.markWaitLocked()
 	c.rootMu.Unlock()
 	if root == nil {
 		if failed != nil {
@@ -328,10 +339,43 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 		}
 		return root, err
 	}
-	if c.opts.clock.Since(tried) >= c.opts.maxAge {
+	age := c.opts.clock.Since(tried)
+	if marked && age >= wait {
+		if fresh, err := c.RefreshRoot(ctx); err == nil {
+			return fresh, nil
+		}
+		// The read failed (it answered the marks: see readRoot): the root
+		// held answers, as when a read in the background fails.
+		return root, nil
+	}
+	if age >= c.opts.maxAge {
 		c.rootFetch.Start(struct{}{}, c.readRoot)
 	}
 	return root, nil
+}
+
+// Changed tells c that the server's APIs may have changed (a CRD's schema,
+// a group-version added or removed): the next call that needs the root
+// (Paths, Document, DocumentOf, Kind, FetchAll, Gnostic, and so
+// openapi3/typed's Converter) reads it again first, so that a changed
+// ?hash= is fetched (that group-version's document alone), a new
+// group-version is found and a removed one forgotten. The root is read at
+// most once a second however often Changed is called: a call within a
+// second of the last read is answered by the first call a second after
+// it. A read that finds the root unchanged is tried again, 1, 2 and 4 s
+// later at most, as a server serves a change a moment after telling of
+// it (a second or so, for a CRD's schema); a read that fails answers the
+// marks (the max age schedules the next). An idle client sends nothing:
+// the read waits for a call that needs it.
+//
+// Changed sends nothing and does not block: it is for a watch's callback
+// (discovery/watch.WithOnChange, which package shared wires), and for
+// callers that learn of a change another way (a conversion that fails on
+// a field the held schema lacks, as openapi3/typed's does).
+func (c *Client) Changed() {
+	c.rootMu.Lock()
+	c.marks++
+	c.rootMu.Unlock()
 }
 
 // RefreshRoot reads the root again now; documents whose hash changed are
@@ -351,11 +395,50 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 // readRoot reads the root, within the root timeout (a hanging server is
 // unavailable: see staleRoot). A failed read counts as a try, so that a
 // server that fails is asked again after the max age, not on every call.
+//
+// A read answers the marks Changed made before it began: at once when it
+// fails or finds a new root, and after markReads reads that find the same
+// root (the change may not be served yet). Marks made during the read
+// wait for the next one, which may begin after their change.
 func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.rootMu.Lock()
 	c.rootTried = now
+	prev, covered := c.root, c.marks
 	c.rootMu.Unlock()
+	root, body, err := c.readRootBody(ctx)
+	if err != nil {
+		c.rootFailure(now, err)
+	}
+	c.rootMu.Lock()
+	if err == nil {
+		c.root, c.rootStale, c.rootFailed = root, nil, nil
+	}
+	if err == nil && covered != c.marksRead && maps.Equal(prev, root) {
+		if c.marksTried != covered {
+			c.marksTried, c.marksUnchanged = covered, 0
+		}
+		if c.marksUnchanged++; c.marksUnchanged >= markReads {
+			c.marksRead = covered
+		}
+	} else {
+		c.marksRead = max(c.marksRead, covered)
+	}
+	c.rootMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if c.opts.staleRoot && c.ownDisk {
+		c.keepRoot(body)
+	}
+	if prev != nil {
+		c.forgetUnlisted(root)
+	}
+	return root, nil
+}
+
+// readRootBody reads and parses the root, within the root timeout.
+func (c *Client) readRootBody(ctx context.Context) (map[string]string, []byte, error) {
 	rctx, cancel := context.WithTimeoutCause(ctx, c.opts.rootTimeout, &RootTimeoutError{Timeout: c.opts.rootTimeout})
 	defer cancel()
 	body, _, err := c.get(rctx, httpx.Request{Ref: "/openapi/v3", Accept: "application/json"})
@@ -366,21 +449,27 @@ func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 			// deadline exceeded").
 			err = fmt.Errorf("%w: %w", cause, err)
 		}
-		c.rootFailure(now, err)
-		return nil, err
+		return nil, nil, err
 	}
 	root, err := c.parseRoot(body)
 	if err != nil {
-		c.rootFailure(now, err)
-		return nil, err
+		return nil, nil, err
 	}
-	c.rootMu.Lock()
-	c.root, c.rootStale, c.rootFailed = root, nil, nil
-	c.rootMu.Unlock()
-	if c.opts.staleRoot && c.ownDisk {
-		c.keepRoot(body)
+	return root, body, nil
+}
+
+// forgetUnlisted drops the documents kept for group-versions root does
+// not list: the server no longer serves them, and lookups answer
+// ErrNotFound (urlFor) without them.
+func (c *Client) forgetUnlisted(root map[string]string) {
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	for path, e := range c.docs {
+		if _, ok := root[path]; !ok {
+			c.recent.Remove(e)
+			delete(c.docs, path)
+		}
 	}
-	return root, nil
 }
 
 // rootFailure remembers a read of the root at now that failed with err,
@@ -425,6 +514,25 @@ func (c *Client) rootOlderThan(d time.Duration) bool {
 // missRefresh is how often at most a path the root does not list makes the
 // client read the root again.
 const missRefresh = time.Second
+
+// markReads is how many reads marks (Changed) get while the root stays
+// the same, the first at once (a second after the last read at the
+// earliest), then after 1, 2 and 4 s: a real kube-apiserver v1.36.3
+// serves a CRD's new schema 0.35 to 1.1 s after the watch event for it
+// (and later under load, at its start), so the first read often comes
+// too early. Four cover a server up to 7 s behind its events, at a cost
+// of four root reads for a change that never shows.
+const markReads = 4
+
+// markWaitLocked is how long after the last read the marks may make the
+// next: a second, doubling with each read since the last new mark that
+// found the root unchanged.
+func (c *Client) markWaitLocked() time.Duration {
+	if c.marksTried != c.marks || c.marksUnchanged == 0 {
+		return missRefresh
+	}
+	return missRefresh << (c.marksUnchanged - 1)
+}
 
 // fetchTimeout bounds a fetch that concurrent callers share.
 const fetchTimeout = 2 * time.Minute

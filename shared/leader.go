@@ -43,10 +43,10 @@ type lead struct {
 }
 
 // watchOptions is the registry's options for a watch, with onForbidden
-// told of a 403 (New tries them, so that a user's WithOnForbidden is its
-// error).
-func watchOptions(o options, onForbidden func()) []watch.Option {
-	return append(slices.Clip(o.watchOpts), watch.WithOnForbidden(onForbidden))
+// told of a 403 and onChange of each change it sees (New tries them, so
+// that a user's WithOnForbidden or WithOnChange is its error).
+func watchOptions(o options, onForbidden, onChange func()) []watch.Option {
+	return append(slices.Clip(o.watchOpts), watch.WithOnForbidden(onForbidden), watch.WithOnChange(onChange))
 }
 
 // joinLocked makes c, just held, a member of its server's watch: it
@@ -111,7 +111,7 @@ func (r *Registry) leadLocked(s *server, c *client) {
 		}
 	}
 	l := &lead{c: c, done: make(chan struct{})}
-	w, err := watch.New(c.dc, watchOptions(r.opts, func() { r.refuse(s, l) })...)
+	w, err := watch.New(c.dc, watchOptions(r.opts, func() { r.refuse(s, l) }, func() { r.changed(s) })...)
 	if err != nil {
 		// New tried these options: not reached. Without a watch the
 		// members prove their views as with WithoutWatch.
@@ -149,5 +149,18 @@ func (r *Registry) refuse(s *server, l *lead) {
 			r.leadLocked(s, m)
 			return
 		}
+	}
+}
+
+// changed is told by the server's watch of a change it saw (a CRD's new
+// schema, which discovery does not show, included): every member's
+// OpenAPI client reads its root again at its next call that needs it,
+// at most once a second, with its own credentials (openapi3.Client.
+// Changed, a mark that sends nothing); a member not used sends nothing.
+func (r *Registry) changed(s *server) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for m := range s.members {
+		m.openapi.Changed()
 	}
 }

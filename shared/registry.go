@@ -89,7 +89,9 @@ func WithOpenAPIOptions(opts ...openapi3.Option) Option {
 }
 
 // WithWatchOptions passes options to every server's watch.Watcher, with
-// the registry's watch.WithOnForbidden, which they may not give again.
+// the registry's watch.WithOnForbidden and watch.WithOnChange (which tells
+// the clients' OpenAPI clients of the changes the watch sees), which they
+// may not give again.
 // Default: none.
 func WithWatchOptions(opts ...watch.Option) Option {
 	return named("WithWatchOptions", func(o *options) error { o.watchOpts = append(o.watchOpts, opts...); return nil })
@@ -186,7 +188,7 @@ func New(opts ...Option) (*Registry, error) {
 	if _, err := openapi3.NewForHTTPClient(nil, "https://shared.invalid", srv.openAPIOptions(o)...); err != nil {
 		return nil, fmt.Errorf("shared: WithOpenAPIOptions: %w", err)
 	}
-	if _, err := watch.New(dc, watchOptions(o, func() {})...); err != nil {
+	if _, err := watch.New(dc, watchOptions(o, func() {}, func() {})...); err != nil {
 		return nil, fmt.Errorf("shared: WithWatchOptions: %w", err)
 	}
 	return &Registry{opts: o, userAgent: rest.DefaultKubernetesUserAgent(), clients: map[identityKey]*client{}, servers: map[serverKey]*server{}}, nil

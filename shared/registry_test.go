@@ -443,10 +443,11 @@ func TestUncomparableConfigIsNotShared(t *testing.T) {
 
 func TestOptions(t *testing.T) {
 	for name, opts := range map[string][]shared.Option{
-		"twice":            {shared.WithLinger(0), shared.WithLinger(time.Second)},
-		"negative linger":  {shared.WithLinger(-time.Second)},
-		"registry's table": {shared.WithDiscoveryOptions(discoveryWithSurfaces())},
-		"registry's 403":   {shared.WithWatchOptions(watch.WithOnForbidden(func() {}))},
+		"twice":                  {shared.WithLinger(0), shared.WithLinger(time.Second)},
+		"negative linger":        {shared.WithLinger(-time.Second)},
+		"registry's table":       {shared.WithDiscoveryOptions(discoveryWithSurfaces())},
+		"registry's 403":         {shared.WithWatchOptions(watch.WithOnForbidden(func() {}))},
+		"registry's change func": {shared.WithWatchOptions(watch.WithOnChange(func() {}))},
 	} {
 		if _, err := shared.New(opts...); err == nil {
 			t.Errorf("%s: New succeeded", name)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,13 +268,21 @@ func (b *Backend) SetStale(gv schema.GroupVersion, stale bool) error {
 }
 
 // ChangeSchema changes a group-version's OpenAPI document, and so its
-// ?hash=, without changing discovery.
+// ?hash=, without changing discovery. A CRD that serves gv changes its
+// spec (the version's schema) with it, and so its generation, as
+// editing a CRD's schema on a real server does: a watch of CRDs sees it.
 func (b *Backend) ChangeSchema(gv schema.GroupVersion) error {
 	return b.mutate(func(c *content) error {
 		if c.version(gv) == nil {
 			return fmt.Errorf("discoverytest: no group-version %s", gv)
 		}
 		c.schemaRevision[gv]++
+		for name, crd := range c.crds {
+			if crd.Group == gv.Group && slices.Contains(crd.Versions, gv.Version) {
+				crd.schemaRevision++
+				c.crds[name] = crd
+			}
+		}
 		return nil
 	})
 }

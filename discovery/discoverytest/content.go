@@ -230,6 +230,10 @@ type CRD struct {
 	Categories []string
 	// Status and Scale add the status and scale subresources.
 	Status, Scale bool
+
+	// schemaRevision counts ChangeSchema's changes of the CRD's
+	// group-versions: the schema in its spec, so its generation changes.
+	schemaRevision int
 }
 
 // name is the CRD's object name, "<plural>.<group>"; crd has its defaults.
@@ -319,7 +323,9 @@ func (c *content) addCRD(crd CRD) error {
 		}
 		c.schemaRevision[gv]++
 	}
-	c.crds[crd.name()] = crd.clone()
+	kept := crd.clone()
+	kept.schemaRevision = c.crds[crd.name()].schemaRevision // its schema, which CRD does not carry
+	c.crds[crd.name()] = kept
 	return nil
 }
 

@@ -26,7 +26,8 @@
 //     (1.26–1.29), v2 and v2beta1 (1.30–1.32), v2 (1.33 and later).
 //   - changes at run time: Server.AddCRD, RemoveCRD, SetGroupVersion,
 //     RemoveGroupVersion, RemoveGroup, SetStale (an unreachable aggregated
-//     API server) and ChangeSchema (a new OpenAPI ?hash=).
+//     API server) and ChangeSchema (a new OpenAPI ?hash=, and a new
+//     generation of the CRDs that serve the group-version).
 //   - HA: WithBackends puts several API servers behind one URL, round-robin
 //     or sticky per connection; Server.Backends changes one of them. Each
 //     tells about itself as a real cluster's servers do: its own /version

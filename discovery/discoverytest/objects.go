@@ -95,7 +95,11 @@ type (
 		Name         string           `json:"name"`
 		Served       bool             `json:"served"`
 		Storage      bool             `json:"storage"`
+		Schema       *crdValidation   `json:"schema,omitempty"`
 		Subresources *crdSubresources `json:"subresources,omitempty"`
+	}
+	crdValidation struct {
+		OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
 	}
 	crdSubresources struct {
 		Status *struct{} `json:"status,omitempty"`
@@ -293,6 +297,9 @@ func crdSpecOf(crd CRD) crdSpec {
 	}
 	for i, v := range crd.Versions {
 		cv := crdVersion{Name: v, Served: true, Storage: i == 0}
+		if crd.schemaRevision > 0 { // ChangeSchema's
+			cv.Schema = &crdValidation{OpenAPIV3Schema: map[string]any{"type": "object", "description": fmt.Sprintf("revision %d", crd.schemaRevision)}}
+		}
 		if crd.Status || crd.Scale {
 			cv.Subresources = &crdSubresources{}
 			if crd.Status {

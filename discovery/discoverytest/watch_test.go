@@ -258,6 +258,17 @@ func TestMetadataInformerSeesCRDChanges(t *testing.T) {
 				t.Errorf("label update: generation %d, labels %v", c.obj.GetGeneration(), c.obj.GetLabels())
 			}
 
+			// A new schema is a new spec, as on a real server.
+			if err := srv.ChangeSchema(schema.GroupVersion{Group: group, Version: "v1"}); err != nil {
+				t.Fatal(err)
+			}
+			if c := expect(t, changes, "update", name); c.obj.GetGeneration() != 3 {
+				t.Errorf("schema change: generation %d, want 3", c.obj.GetGeneration())
+			}
+			if err := srv.AddCRD(crd); err != nil { // the same again, its schema kept: no change
+				t.Fatal(err)
+			}
+
 			if err := srv.RemoveCRD(group, "gadgets"); err != nil {
 				t.Fatal(err)
 			}

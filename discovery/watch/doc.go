@@ -17,6 +17,9 @@
 //	go watch.Run(ctx, c) // until ctx ends
 //
 // A [Watcher] (New) is the same with its counters readable ([Watcher.Stats]).
+// [WithOnChange] tells what lies beside discovery of the same events
+// (openapi3.Client.Changed: a CRD's new schema, which discovery does not
+// show).
 //
 // It is a package of its own, over the client's public API alone (its
 // Connection, Snapshot, Current, Refresh, Poll and Follow), so that a

@@ -91,6 +91,7 @@ type watchOptions struct {
 	refreshBurst                                int
 	logger                                      *slog.Logger
 	onForbidden                                 func()
+	onChange                                    func()
 
 	given optset.Given // the options given, by name (named)
 }
@@ -183,6 +184,27 @@ func WithOnForbidden(fn func()) Option {
 			return errors.New("discovery/watch: nil forbidden func")
 		}
 		o.onForbidden = fn
+		return nil
+	})
+}
+
+// WithOnChange calls fn when events tell of a change that may change the
+// server's APIs (the events that make Run revalidate discovery: a CRD
+// created, deleted or with a new spec generation, an APIService changed,
+// any change of the served API), once for each refresh they ask for, as
+// it begins: after the debounce and the refresh limit, so a flood of
+// events calls it about once a second. It is how what lies beside
+// discovery follows the same events: openapi3.Client.Changed, which
+// package shared passes, makes the OpenAPI client read its root again, so
+// that a CRD's new schema (which discovery does not show) is fetched. fn
+// is called on Run's goroutine, never while it holds a lock, and must
+// return promptly. Default: none.
+func WithOnChange(fn func()) Option {
+	return named("WithOnChange", func(o *watchOptions) error {
+		if fn == nil {
+			return errors.New("discovery/watch: nil change func")
+		}
+		o.onChange = fn
 		return nil
 	})
 }
@@ -462,6 +484,7 @@ type watcher struct {
 	mu      sync.Mutex
 	pending []expectation
 	seq     uint64 // of the last expectation
+	changes uint64 // events that asked for a refresh (expect), not the catch-up after the lists
 
 	wake chan struct{} // an event came
 
@@ -624,7 +647,7 @@ func (w *watcher) runInformers(ctx context.Context, f *follower, unavailable <-c
 			f.sync()
 			w.stats.watching.Add(1)
 			w.stats.forbidden.Store(false)
-			w.expect(expectation{rounds: 1})
+			w.catchUp()
 		}
 	}()
 	return w.loop(ctx, f, forbidden, unavailable)
@@ -653,6 +676,7 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 	}()
 	backoff := 100 * time.Millisecond
 	throttled := false // the next round waits for the rate limit
+	var told uint64    // the changes told to WithOnChange's func
 	for {
 		select {
 		case <-ctx.Done():
@@ -685,8 +709,12 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			// Expectations that arrive during the refresh are judged by
 			// the next round: this one may have begun before their change.
 			w.mu.Lock()
-			upTo := w.seq
+			upTo, changes := w.seq, w.changes
 			w.mu.Unlock()
+			if changes != told && w.o.onChange != nil {
+				w.o.onChange()
+			}
+			told = changes
 			f.refresh(ctx)
 			idle.Reset(w.o.upgradePoll)
 			if w.settle(upTo) {
@@ -743,8 +771,15 @@ func (e expectation) metBy(s *discovery.Snapshot) bool {
 	return found == e.present
 }
 
+// catchUp asks for one refresh once the informers have synced, for what
+// changed before their lists (no event tells of it).
+func (w *watcher) catchUp() { w.record(expectation{rounds: 1}, false) }
+
 // expect records what an event leads to expect and wakes the loop.
-func (w *watcher) expect(e expectation) {
+func (w *watcher) expect(e expectation) { w.record(e, true) }
+
+// record records e, of an event (change) or not, and wakes the loop.
+func (w *watcher) record(e expectation, change bool) {
 	w.stats.triggers.Add(1)
 	if s := w.c.Current(); s != nil {
 		e.since = s.Generation()
@@ -757,6 +792,9 @@ func (w *watcher) expect(e expectation) {
 	}
 	w.mu.Lock()
 	w.seq++
+	if change {
+		w.changes++
+	}
 	e.seq = w.seq
 	w.pending = coalesce(w.pending, e)
 	w.mu.Unlock()

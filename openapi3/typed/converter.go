@@ -155,7 +155,12 @@ func kubeOpenAPIKinds(ext spec.Extensions) []schema.GroupVersionKind {
 // managedfields' converter does. A kind without a schema gets the error
 // managedfields' own converter gives, which the field manager's version
 // converter recognises (it skips managed fields of versions the server no
-// longer serves). Fetching the document is bounded by WithTimeout.
+// longer serves). An object the kind's type refuses (a field it does not
+// declare, a value of another type) may be one of a schema changed since
+// the document was read: the root is read again, as for a kind the
+// document lacks (at most once a second, openapi3.Client.Changed), and
+// the object converted again with the new document's type when the
+// server gives one. Fetching the document is bounded by WithTimeout.
 func (c *Converter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	ctx := newLazyTimeout(c.opts.timeout)
@@ -167,10 +172,34 @@ func (c *Converter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOp
 	if err != nil {
 		return nil, err
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return t.FromUnstructured(u.UnstructuredContent(), opts...)
+	convert := func(t *typed.ParseableType) (*typed.TypedValue, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			return t.FromUnstructured(u.UnstructuredContent(), opts...)
+		}
+		return t.FromStructured(obj, opts...)
 	}
-	return t.FromStructured(obj, opts...)
+	v, err := convert(t)
+	if err == nil {
+		return v, nil
+	}
+	if newer := c.newerType(ctx, gvk, t); newer != nil {
+		return convert(newer)
+	}
+	return nil, err
+}
+
+// newerType is gvk's type once the root is read again (Client.Changed:
+// unless it was read within a second), if the server now gives gvk a
+// schema other than t's; else nil. It is how an object that t refuses is
+// tried against a schema changed since (a field added to a CRD), on the
+// same bounded schedule as a kind the document lacks.
+func (c *Converter) newerType(ctx context.Context, gvk schema.GroupVersionKind, t *typed.ParseableType) *typed.ParseableType {
+	c.client.Changed()
+	newer, err := c.Type(ctx, gvk)
+	if err != nil || newer == t {
+		return nil
+	}
+	return newer
 }
 
 // TypedToObject converts a typed value into an *unstructured.Unstructured,

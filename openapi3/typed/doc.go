@@ -33,6 +33,18 @@
 // starts warm reads the root (one request, which carries the hashes; the
 // server sends it uncacheable) and no unchanged document.
 //
+// # As fresh as the mapper
+//
+// The document a Converter uses is the one the client's root names now.
+// Where a watch runs beside the client (package shared wires
+// discovery/watch.WithOnChange to [openapi3.Client.Changed]), a CRD's new
+// schema, a new group-version and a removed one reach the converter's next
+// call within about a second. Without one, a kind the held document lacks,
+// and an object its type refuses (a field it does not declare: a CRD
+// upgraded since), make the client read the root again, at most once a
+// second, and the object is converted (or extracted from) again with the
+// new document's types when its hash changed.
+//
 // # Why a package of its own
 //
 // Building types links structured-merge-diff, schemaconv, managedfields and

@@ -26,7 +26,9 @@ func (c *Converter) Extractor() *Extractor { return &Extractor{c: c} }
 // managedFields entry of operation Apply, not a subresource's), with u's
 // apiVersion, kind, name and namespace: what the manager would apply to
 // keep them, as client-go's extractor returns it (managedfields.ExtractInto).
-// Fetching the document is bounded by WithTimeout.
+// An object the kind's type refuses is tried again against a schema
+// changed since, as by Converter.ObjectToTyped. Fetching the document is
+// bounded by WithTimeout.
 func (e *Extractor) Extract(u *unstructured.Unstructured, fieldManager string) (*unstructured.Unstructured, error) {
 	return e.extract(u, fieldManager, "")
 }
@@ -49,7 +51,16 @@ func (e *Extractor) extract(u *unstructured.Unstructured, fieldManager, subresou
 	}
 	result := &unstructured.Unstructured{}
 	if err := managedfields.ExtractInto(u, *t, fieldManager, result, subresource); err != nil { //nolint:forbidigo // as client-go's extractor
-		return nil, fmt.Errorf("failed calling ExtractInto for unstructured: %w", err)
+		// An object the type refuses may be of a schema changed since
+		// (ObjectToTyped, newerType).
+		newer := e.c.newerType(ctx, gvk, t)
+		if newer == nil {
+			return nil, fmt.Errorf("failed calling ExtractInto for unstructured: %w", err)
+		}
+		result = &unstructured.Unstructured{}
+		if err := managedfields.ExtractInto(u, *newer, fieldManager, result, subresource); err != nil { //nolint:forbidigo // as client-go's extractor
+			return nil, fmt.Errorf("failed calling ExtractInto for unstructured: %w", err)
+		}
 	}
 	result.SetName(u.GetName())
 	result.SetNamespace(u.GetNamespace())
