@@ -118,13 +118,14 @@
 // lookups as without a watch. Handle.Watcher is the watch only for the
 // handle whose identity runs it.
 //
-// The watch also marks every client's openapi3.Client (watch.WithOnChange,
-// openapi3.Client.Changed) at each change it sees, so that each reads its
-// OpenAPI root again at its next call that needs it (at most once a
-// second), with its own credentials: a CRD's new schema, which discovery
-// does not show, reaches the typed converters and explain over a handle's
-// OpenAPI client within about a second, as a new kind reaches the mapper.
-// A client whose OpenAPI client is not used sends nothing.
+// The watch also marks every client's openapi3.Client, once built
+// (watch.WithOnChange, openapi3.Client.Changed), at each change it sees,
+// so that each reads its OpenAPI root again at its next call that needs
+// it (at most once a second), with its own credentials: a CRD's new
+// schema, which discovery does not show, reaches the typed converters
+// and explain over a handle's OpenAPI client within about a second, as a
+// new kind reaches the mapper. A client whose OpenAPI client is not used
+// sends nothing.
 //
 // # Why a process-wide registry
 //

@@ -156,11 +156,15 @@ func (r *Registry) refuse(s *server, l *lead) {
 // schema, which discovery does not show, included): every member's
 // OpenAPI client reads its root again at its next call that needs it,
 // at most once a second, with its own credentials (openapi3.Client.
-// Changed, a mark that sends nothing); a member not used sends nothing.
+// Changed, a mark that sends nothing); a member not used sends nothing,
+// and one whose OpenAPI client is not built yet needs no mark (it reads
+// the root at its first use).
 func (r *Registry) changed(s *server) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for m := range s.members {
-		m.openapi.Changed()
+		if oa := m.openapi.Load(); oa != nil {
+			oa.Changed()
+		}
 	}
 }

@@ -138,9 +138,11 @@ type client struct {
 
 	// The OpenAPI v3 client, built at the first Handle.OpenAPI (most
 	// identities never ask: a thousand held at once would hold a
-	// thousand unused clients, a quarter of each identity's heap).
+	// thousand unused clients, a quarter of each identity's heap). A
+	// pointer, so that the server's watch marks it (Registry.changed)
+	// once built, without building it.
 	openapiOnce sync.Once
-	openapi     *openapi3.Client
+	openapi     atomic.Pointer[openapi3.Client]
 
 	// Under Registry.mu.
 	refs    int
@@ -346,16 +348,18 @@ func (c *client) openAPI(o options) *openapi3.Client {
 	c.openapiOnce.Do(func() {
 		_, cfg := c.dc.Connection()
 		base, _, err := rest.DefaultServerUrlFor(cfg)
+		var oa *openapi3.Client
 		if err == nil {
-			c.openapi, err = openapi3.NewForHTTPClient(c.hc, base.String(), c.srv.openAPIOptions(o)...)
+			oa, err = openapi3.NewForHTTPClient(c.hc, base.String(), c.srv.openAPIOptions(o)...)
 		}
 		if err != nil {
 			// Not reached: build parsed this base URL, New tried
 			// these options, and neither reads anything but them.
 			panic(fmt.Sprintf("shared: the OpenAPI client that Acquire checked: %v", err))
 		}
+		c.openapi.Store(oa)
 	})
-	return c.openapi
+	return c.openapi.Load()
 }
 
 // release drops one reference to c: the last one starts its linger, after

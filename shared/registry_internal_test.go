@@ -65,7 +65,7 @@ func TestOpenAPIAtFirstUse(t *testing.T) {
 				hs = append(hs, h)
 			}
 			for _, h := range hs {
-				if h.c.openapi != nil {
+				if h.c.openapi.Load() != nil {
 					t.Fatal("Acquire built an OpenAPI client")
 				}
 			}
