@@ -105,59 +105,13 @@ func TestEachDocumentHashedAndDecodedOnce(t *testing.T) {
 // the server, once, instead of being served until it expires.
 func TestForeignEntriesAreCheckedOnRead(t *testing.T) {
 	const path = "apis/apps/v1"
-	srv, err := docserver.NewServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged := []byte(`{"openapi":"3.0.0","paths":{},"components":{"schemas":{"forged":{}}}}`)
-	var forging atomic.Bool
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if forging.Load() && r.URL.Path == "/openapi/v3/"+path {
-			rec := httptest.NewRecorder()
-			srv.ServeHTTP(rec, r)
-			maps.Copy(w.Header(), rec.Header())
-			w.Header().Set("Content-Length", strconv.Itoa(len(forged)))
-			w.Write(forged)
-			return
-		}
-		srv.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	dc, err := diskcache.Open(t.TempDir(), ts.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, _, dc := plantForgedEntry(t, path)
 	ctx := context.Background()
-	c, err := NewForHTTPClient(nil, ts.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := c.urlFor(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The other writer stores what it is served under openapi3's key,
-	// unchecked.
-	unchecked := &http.Client{Transport: diskcache.NewTransport(nil, dc, diskcache.WithKey(storeKey),
-		diskcache.WithCheck(func(*http.Response, []byte) error { return nil }))}
-	req, err := http.NewRequest(http.MethodGet, ts.URL+u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json")
-	forging.Store(true)
-	resp, err := unchecked.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	forging.Store(false)
 	if dc.Stats().Writes != 1 {
 		t.Fatalf("the other writer stored nothing: %+v", dc.Stats())
 	}
 
-	reader, err := NewForHTTPClient(nil, ts.URL, WithDiskCache(sharedStore{dc}))
+	reader, err := NewForHTTPClient(nil, base, WithDiskCache(sharedStore{dc}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +122,7 @@ func TestForeignEntriesAreCheckedOnRead(t *testing.T) {
 	if strings.Contains(string(d.JSON), "forged") {
 		t.Errorf("a foreign entry that is not its hash's was used")
 	}
-	again, err := NewForHTTPClient(nil, ts.URL, WithDiskCache(sharedStore{dc}))
+	again, err := NewForHTTPClient(nil, base, WithDiskCache(sharedStore{dc}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,57 +252,17 @@ func TestSharedStoreRootIsTheServers(t *testing.T) {
 // does: a forged entry is dropped and the server's document read, once.
 func TestRawChecksSharedEntries(t *testing.T) {
 	const path = "apis/apps/v1"
-	srv, err := docserver.NewServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged := []byte(`{"openapi":"3.0.0","paths":{},"components":{"schemas":{"forged":{}}}}`)
-	var forging atomic.Bool
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if forging.Load() && r.URL.Path == "/openapi/v3/"+path {
-			rec := httptest.NewRecorder()
-			srv.ServeHTTP(rec, r)
-			maps.Copy(w.Header(), rec.Header())
-			w.Header().Set("Content-Length", strconv.Itoa(len(forged)))
-			w.Write(forged)
-			return
-		}
-		srv.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	dc, err := diskcache.Open(t.TempDir(), ts.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, u, dc := plantForgedEntry(t, path)
 	ctx := context.Background()
-	u, err := clientOf(t, ts.URL).urlFor(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unchecked := &http.Client{Transport: diskcache.NewTransport(nil, dc, diskcache.WithKey(storeKey),
-		diskcache.WithCheck(func(*http.Response, []byte) error { return nil }))}
-	req, err := http.NewRequest(http.MethodGet, ts.URL+u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json")
-	forging.Store(true)
-	resp, err := unchecked.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	forging.Store(false)
 
-	body, err := clientOf(t, ts.URL, WithDiskCache(sharedStore{dc})).Raw(ctx, u, "application/json")
+	body, err := clientOf(t, base, WithDiskCache(sharedStore{dc})).Raw(ctx, u, "application/json")
 	if err != nil {
 		t.Fatalf("a foreign entry made Raw fail: %v", err)
 	}
 	if strings.Contains(string(body), "forged") {
 		t.Errorf("Raw handed on a foreign entry that is not its hash's")
 	}
-	body, err = clientOf(t, ts.URL, WithDiskCache(sharedStore{dc})).Raw(ctx, u, "application/json")
+	body, err = clientOf(t, base, WithDiskCache(sharedStore{dc})).Raw(ctx, u, "application/json")
 	if err != nil || strings.Contains(string(body), "forged") {
 		t.Errorf("the next Raw: %v (forged: %v): the real document was not filed in its place", err, err == nil && strings.Contains(string(body), "forged"))
 	}
@@ -445,4 +359,53 @@ func TestFromShared(t *testing.T) {
 			t.Errorf("fromShared(%q, %q) = revalidate %v, no-store %v; want %v, %v", tc.ref, tc.accept, r, n, tc.revalidate, tc.noStore)
 		}
 	}
+}
+
+// plantForgedEntry starts a server of path's document and has another
+// writer of a disk cache (another cluster of a fleet, another host's
+// Redis) file a forged document for it under openapi3's key, unchecked:
+// what a reader of that store must not hand on. It returns the server's
+// base URL, the document's URL as the root lists it, and the cache.
+func plantForgedEntry(t *testing.T, path string) (base, u string, dc *diskcache.Cache) {
+	t.Helper()
+	srv, err := docserver.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := []byte(`{"openapi":"3.0.0","paths":{},"components":{"schemas":{"forged":{}}}}`)
+	var forging atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if forging.Load() && r.URL.Path == "/openapi/v3/"+path {
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, r)
+			maps.Copy(w.Header(), rec.Header())
+			w.Header().Set("Content-Length", strconv.Itoa(len(forged)))
+			w.Write(forged)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	if dc, err = diskcache.Open(t.TempDir(), ts.URL); err != nil {
+		t.Fatal(err)
+	}
+	if u, err = clientOf(t, ts.URL).urlFor(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	unchecked := &http.Client{Transport: diskcache.NewTransport(nil, dc, diskcache.WithKey(storeKey),
+		diskcache.WithCheck(func(*http.Response, []byte) error { return nil }))}
+	req, err := http.NewRequest(http.MethodGet, ts.URL+u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	forging.Store(true)
+	resp, err := unchecked.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	forging.Store(false)
+	return ts.URL, u, dc
 }
