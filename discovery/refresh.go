@@ -92,15 +92,7 @@ func (c *Client) FollowLeader(leader *Client) (stop func()) {
 // its lookups tells it of (restmapper's lookups without a version) need
 // not. One atomic load, and a few more for each leader.
 func (c *Client) Following() bool {
-	if c.followers.Load() > 0 {
-		return true
-	}
-	for _, l := range c.leaders.list() {
-		if l.followers.Load() > 0 && sameContent(l.current.Load(), c.current.Load()) {
-			return true
-		}
-	}
-	return false
+	return c.followers.Load() > 0 || c.leaderHolds(c.current.Load())
 }
 
 // leaderShows says whether a followed leader (FollowLeader) holds s's
@@ -110,9 +102,12 @@ func (c *Client) Following() bool {
 // again on new connections. Only the refresh machine calls it (it reads
 // c.views, as observe does).
 func (c *Client) leaderShows(s *Snapshot) bool {
-	if c.views.history != nil {
-		return false
-	}
+	return c.views.history == nil && c.leaderHolds(s)
+}
+
+// leaderHolds says whether a leader of c (FollowLeader) is followed and
+// holds s's content.
+func (c *Client) leaderHolds(s *Snapshot) bool {
 	for _, l := range c.leaders.list() {
 		if l.followers.Load() > 0 && sameContent(l.current.Load(), s) {
 			return true
