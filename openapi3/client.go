@@ -321,9 +321,17 @@ var ErrTooLarge = httpx.ErrTooLarge
 // read (or tried) less than a second before: then the first call a second
 // after that read reads it (see Changed for a root found unchanged).
 func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
+	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.rootMu.Lock()
 	root, tried, failed := c.root, c.rootTried, c.rootFailed
-	marked, wait := c.marks != c.marksRead, c.markWaitLocked()
+	age := now.Sub(tried)
+	// Marks due a read claim it as they decide (see missRead): callers
+	// that miss at once read the root once, however many; one whose
+	// context has ended claims nothing.
+	markDue := root != nil && ctx.Err() == nil && c.marks != c.marksRead && age >= c.markWaitLocked()
+	if markDue {
+		c.rootTried = now
+	}
 	c.rootMu.Unlock()
 	if root == nil {
 		if failed != nil {
@@ -339,8 +347,7 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 		}
 		return root, err
 	}
-	age := c.opts.clock.Since(tried)
-	if marked && age >= wait {
+	if markDue {
 		if fresh, err := c.RefreshRoot(ctx); err == nil {
 			return fresh, nil
 		}
@@ -503,16 +510,37 @@ func (c *Client) parseRoot(body []byte) (map[string]string, error) {
 	return root, nil
 }
 
-// rootOlderThan: the root was last read (or tried) at least d ago.
-func (c *Client) rootOlderThan(d time.Duration) bool {
+// missRead reads the root again for a miss (a path the root does not
+// list, a kind or field the held document lacks) unless it was read, or
+// tried, within missRefresh; read says whether this call read it. The
+// check and the claim of the read are one step under rootMu: callers that
+// miss at once, or one after another while a read ends, read the root
+// once a second however many they are, where a check apart from the read
+// let a caller that checked before a read ended start another after it.
+//
+// A caller whose context has ended claims nothing (it would cancel the
+// read it claimed, and hold the others' off for a second): it gets its
+// context's error.
+func (c *Client) missRead(ctx context.Context) (root map[string]string, read bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.rootMu.Lock()
-	tried := c.rootTried
+	due := now.Sub(c.rootTried) >= missRefresh
+	if due {
+		c.rootTried = now
+	}
 	c.rootMu.Unlock()
-	return c.opts.clock.Since(tried) >= d
+	if !due {
+		return nil, false, nil
+	}
+	root, err = c.RefreshRoot(ctx)
+	return root, true, err
 }
 
-// missRefresh is how often at most a path the root does not list makes the
-// client read the root again.
+// missRefresh is how often at most a miss (missRead) makes the client
+// read the root again.
 const missRefresh = time.Second
 
 // markReads is how many reads marks (Changed) get while the root stays
@@ -722,11 +750,12 @@ func (c *Client) urlFor(ctx context.Context, path string) (string, error) {
 	}
 	u, ok := root[path]
 	if !ok {
-		if c.rootOlderThan(missRefresh) {
-			if root, err = c.RefreshRoot(ctx); err != nil {
-				return "", err
-			}
-			u, ok = root[path]
+		fresh, read, err := c.missRead(ctx)
+		if err != nil {
+			return "", err
+		}
+		if read {
+			u, ok = fresh[path]
 		}
 	}
 	if !ok {

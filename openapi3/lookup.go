@@ -29,9 +29,41 @@ var ErrNotFound = errors.New("openapi3: not found")
 
 // Kind finds the schema that carries gvk in its x-kubernetes-group-version-kind,
 // in its group-version's document ([Client.DocumentOf]).
-func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind) (*Schema, error) {
+//
+// With a field path ("spec", "template"), Kind looks for it below the
+// kind's schema, as [Schema.Field] does, and a path the held schema lacks
+// is a miss as a kind the held document lacks is: the client reads the
+// root again (at most once a second) and, when the root gives the
+// group-version a new document, answers with the kind's schema in it. A
+// field added to a CRD since the document was read is so found at once
+// with no watch to tell the client, and a field that does not exist costs
+// at most a root read a second. A path still absent is no error of Kind's
+// (the schema is returned; its Field names the missing field), unless the
+// root could not be read again: then the error is both the field's
+// ErrNotFound and the read's error.
+func (c *Client) Kind(ctx context.Context, gvk schema.GroupVersionKind, path ...string) (*Schema, error) {
 	d, err := c.DocumentOf(ctx, gvk)
 	if err != nil {
+		return nil, err
+	}
+	k, err := d.Kind(gvk)
+	if err != nil || len(path) == 0 {
+		return k, err
+	}
+	_, _, ferr := k.Field(path...)
+	if !errors.Is(ferr, ErrNotFound) {
+		return k, nil
+	}
+	u, err := c.reread(ctx, d)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, err // the group-version is gone
+	case err != nil:
+		return nil, fmt.Errorf("%w; reading the OpenAPI root again to look for it: %w", ferr, err)
+	case u == "":
+		return k, nil
+	}
+	if d, err = c.DocumentAt(ctx, d.Path, u); err != nil {
 		return nil, err
 	}
 	return d.Kind(gvk)
@@ -51,39 +83,55 @@ func (c *Client) DocumentOf(ctx context.Context, gvk schema.GroupVersionKind) (*
 	if gvk.Version == "" || gvk.Kind == "" {
 		return nil, fmt.Errorf("%w: %q is no kind: it needs a version and a kind name (is the object's apiVersion or kind empty or malformed?)", ErrNotFound, gvk.String())
 	}
-	path := PathFor(gvk.GroupVersion())
-	d, err := c.Document(ctx, path)
+	d, err := c.Document(ctx, PathFor(gvk.GroupVersion()))
 	if err != nil {
 		return nil, err
 	}
 	_, err = d.kindSchema(gvk)
-	if !errors.Is(err, ErrNotFound) || !c.rootOlderThan(missRefresh) {
+	if !errors.Is(err, ErrNotFound) {
 		if err != nil {
 			return nil, err
 		}
 		return d, nil
 	}
-	root, rerr := c.RefreshRoot(ctx)
-	if rerr != nil {
+	u, rerr := c.reread(ctx, d)
+	switch {
+	case errors.Is(rerr, ErrNotFound):
+		return nil, rerr // the group-version is gone
+	case rerr != nil:
 		// Both: the kind is not found, and why the root that may list it
 		// by now could not be read.
 		return nil, fmt.Errorf("%w; reading the OpenAPI root again to look for it: %w", err, rerr)
-	}
-	if root[path] == d.URL {
+	case u == "":
 		return nil, err
 	}
-	u, ok := root[path]
-	if !ok {
-		// The group-version is gone since d was read.
-		return nil, fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, path)
-	}
-	if d, err = c.DocumentAt(ctx, path, u); err != nil {
+	if d, err = c.DocumentAt(ctx, d.Path, u); err != nil {
 		return nil, err
 	}
 	if _, err = d.kindSchema(gvk); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// reread is the URL of d's group-version's document once the root is
+// read again for a miss in d (missRead: not within a second of the last
+// read), if it is not d's; "" when the root gives d's, or was not read. A
+// group-version the root no longer lists is an ErrNotFound.
+func (c *Client) reread(ctx context.Context, d *Document) (string, error) {
+	root, read, err := c.missRead(ctx)
+	if err != nil || !read {
+		return "", err
+	}
+	u, ok := root[d.Path]
+	switch {
+	case !ok:
+		// The group-version is gone since d was read.
+		return "", fmt.Errorf("%w: the server lists no OpenAPI document for %q", ErrNotFound, d.Path)
+	case u == d.URL:
+		return "", nil
+	}
+	return u, nil
 }
 
 // maxRefDepth bounds reference chains, against cycles in server data.

@@ -381,7 +381,9 @@ func (s *Server) SetStale(gv schema.GroupVersion, stale bool) error {
 }
 
 // ChangeSchema gives gv's OpenAPI document new content, and so a new
-// ?hash=, without changing discovery.
+// ?hash=, without changing discovery: each kind's spec declares one field
+// named for the revision, revision1 after the first change, revision2
+// after the second (and no longer revision1), as a CRD's schema changes.
 func (s *Server) ChangeSchema(gv schema.GroupVersion) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -450,9 +452,14 @@ func (s *Server) publishLocked() error {
 
 // openAPIDocument is a small document for gv: one schema per kind, with
 // the x-kubernetes-group-version-kind clients index kinds by, and the
-// revision in its description so that ChangeSchema changes the hash.
+// revision in its description and its spec's one field (from the first
+// revision) so that ChangeSchema changes the hash and the kinds' fields.
 func openAPIDocument(gv schema.GroupVersion, v apidiscoveryv2.APIVersionDiscovery, revision int) (*spec3.OpenAPI, error) {
 	schemas := map[string]any{}
+	spec := map[string]any{"type": "object"}
+	if revision > 0 {
+		spec["properties"] = map[string]any{fmt.Sprintf("revision%d", revision): map[string]any{"type": "string"}}
+	}
 	for _, r := range v.Resources {
 		if r.ResponseKind == nil {
 			continue
@@ -463,7 +470,7 @@ func openAPIDocument(gv schema.GroupVersion, v apidiscoveryv2.APIVersionDiscover
 			"properties": map[string]any{
 				"apiVersion": map[string]any{"type": "string"},
 				"kind":       map[string]any{"type": "string"},
-				"spec":       map[string]any{"type": "object"},
+				"spec":       spec,
 			},
 			"x-kubernetes-group-version-kind": []any{map[string]any{"group": gv.Group, "version": gv.Version, "kind": r.ResponseKind.Kind}},
 		}
