@@ -45,7 +45,10 @@ const Usage = "explain [flags] RESOURCE[.FIELD.PATH]"
 // and oc reads the kind's document (from its cache, when it has one).
 // Where the server cannot be reached it goes on with the cached discovery
 // and, when oc keeps its root (openapi3.WithStaleRootOnError), the cached
-// documents, and says so on stderr.
+// documents, and says so on stderr. A field path the kind's held schema
+// lacks reads oc's root again, at most once a second (openapi3.Client.Kind
+// with the path): an oc kept across runs explains a field a CRD gained
+// since it read the kind's document, with no watch to tell it.
 func Run(ctx context.Context, dc *discovery.Client, mapper meta.RESTMapper, oc *openapi3.Client, in string, o Options, stdout, stderr io.Writer) error {
 	if snap, err := dc.Refresh(ctx); snap == nil {
 		return err
@@ -56,7 +59,10 @@ func Run(ctx context.Context, dc *discovery.Client, mapper meta.RESTMapper, oc *
 	if err != nil {
 		return err
 	}
-	kind, err := oc.Kind(ctx, gvk)
+	// With the field path, so that a field the held schema lacks (a CRD
+	// changed since oc read it, when oc is long-lived) reads the root
+	// again (at most once a second) before it is said not to exist.
+	kind, err := oc.Kind(ctx, gvk, fields...)
 	if err != nil {
 		return err
 	}
