@@ -48,8 +48,11 @@ func (c *pausingClock) pause() {
 	<-release
 }
 
-func (c *pausingClock) Now() time.Time                  { c.pause(); return c.FakePassiveClock.Now() }
-func (c *pausingClock) Since(t time.Time) time.Duration { c.pause(); return c.FakePassiveClock.Since(t) }
+func (c *pausingClock) Now() time.Time { c.pause(); return c.FakePassiveClock.Now() }
+func (c *pausingClock) Since(t time.Time) time.Duration {
+	c.pause()
+	return c.FakePassiveClock.Since(t)
+}
 
 // TestReadDecidedWithItsClaim: a caller that decides the root is due a
 // read (a miss, or marks of Changed) and is held between its look at the

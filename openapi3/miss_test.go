@@ -164,7 +164,10 @@ func TestMissesReadTheRootOnceASecond(t *testing.T) {
 	cancel()
 	misses := []func(context.Context) error{
 		func(ctx context.Context) error { _, err := c.Document(ctx, "apis/none.example.com/v1"); return err },
-		func(ctx context.Context) error { _, err := c.DocumentOf(ctx, deployment.GroupVersion().WithKind("None")); return err },
+		func(ctx context.Context) error {
+			_, err := c.DocumentOf(ctx, deployment.GroupVersion().WithKind("None"))
+			return err
+		},
 		func(ctx context.Context) error { _, err := c.Kind(ctx, deployment, "spec", "none"); return err },
 	}
 	srv.ResetRequests()
