@@ -39,8 +39,10 @@ func WithPreserveUnknownFields(preserve bool) Option {
 }
 
 // WithTimeout bounds the fetch of a document by the methods that take no
-// context (ObjectToTyped, TypedToObject, Extract, ExtractStatus). Default:
-// DefaultTimeout (30s). Type and PatchMeta take the caller's context.
+// context (ObjectToTyped, TypedToObject, Extract, ExtractStatus, and the
+// lookups of PatchMeta's answer, which read the root again for a field
+// its schema lacks). Default: DefaultTimeout (30s). Type and PatchMeta
+// take the caller's context.
 func WithTimeout(d time.Duration) Option {
 	return named("WithTimeout", func(o *options) error {
 		if d <= 0 {

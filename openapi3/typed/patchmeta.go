@@ -36,31 +36,162 @@ import (
 //
 // A kind the held document lacks reads the root again, as Type does
 // (openapi3.Client.DocumentOf); a kind no document lists is an
-// openapi3.ErrNotFound.
+// openapi3.ErrNotFound. A field the answer's schema lacks, when
+// strategicpatch looks it up (a patch that sets a list the server's
+// schema gained since the document was read), is tried once more in the
+// group-version's document once the root is read again, as ObjectToTyped
+// tries an object its type refuses (openapi3.Client.Changed: at most once
+// a second, bounded by WithTimeout): with the new document's merge keys
+// and strategies where the server gives one, where strategicpatch would
+// fail with "unable to find api field".
 func (c *Converter) PatchMeta(ctx context.Context, gvk schema.GroupVersionKind) (strategicpatch.LookupPatchMeta, error) {
 	d, err := c.client.DocumentOf(ctx, gvk)
 	if err != nil {
 		return nil, err
 	}
-	k, err := d.Kind(gvk)
+	m, err := checkedPatchMeta(d, gvk)
 	if err != nil {
 		return nil, err
+	}
+	return &patchMeta{meta: m, doc: d, conv: c, gvk: gvk}, nil
+}
+
+// checkedPatchMeta is the metadata of gvk's schema in d, checked.
+func checkedPatchMeta(d *openapi3.Document, gvk schema.GroupVersionKind) (strategicpatch.PatchMetaFromOpenAPIV3, error) {
+	none := strategicpatch.PatchMetaFromOpenAPIV3{}
+	k, err := d.Kind(gvk)
+	if err != nil {
+		return none, err
 	}
 	all, err := d.Derived(schemaListKey{}, func(d *openapi3.Document) (any, error) {
 		m, err := d.Schemas()
 		return m, err
 	})
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	list := all.(map[string]*spec.Schema)
 	// Checked once per kind's schema and document content.
 	if _, err := d.Derived(patchCheckKey{k.Name}, func(*openapi3.Document) (any, error) {
 		return nil, checkPatchMeta(list, k.Schema)
 	}); err != nil {
-		return nil, fmt.Errorf("typed: %s in %s: %w", gvk, d.Path, err)
+		return none, fmt.Errorf("typed: %s in %s: %w", gvk, d.Path, err)
 	}
 	return strategicpatch.PatchMetaFromOpenAPIV3{SchemaList: list, Schema: k.Schema}, nil
+}
+
+// patchMeta is PatchMeta's answer, and what its lookups return: the
+// metadata strategicpatch reads (meta, at one schema of doc), and how it
+// was reached from the kind's schema (at), so that a field meta lacks can
+// be looked up at the same place in a newer document.
+type patchMeta struct {
+	meta strategicpatch.PatchMetaFromOpenAPIV3
+	doc  *openapi3.Document
+	at   *patchStep // nil at the kind's schema
+	conv *Converter
+	gvk  schema.GroupVersionKind
+}
+
+// patchStep is one lookup on the way from the kind's schema: a field, as
+// a struct's or as a list's.
+type patchStep struct {
+	parent *patchStep
+	key    string
+	slice  bool
+}
+
+var _ strategicpatch.LookupPatchMeta = (*patchMeta)(nil)
+
+func (p *patchMeta) LookupPatchMetadataForStruct(key string) (strategicpatch.LookupPatchMeta, strategicpatch.PatchMeta, error) {
+	return p.lookup(key, false)
+}
+
+func (p *patchMeta) LookupPatchMetadataForSlice(key string) (strategicpatch.LookupPatchMeta, strategicpatch.PatchMeta, error) {
+	return p.lookup(key, true)
+}
+
+func (p *patchMeta) Name() string { return p.meta.Name() }
+
+// lookup is strategicpatch's lookup of key in p's schema, tried once more
+// in a newer document when p's schema lacks key (strategicpatch's
+// "unable to find api field"), and newer finds one that may have it.
+func (p *patchMeta) lookup(key string, slice bool) (strategicpatch.LookupPatchMeta, strategicpatch.PatchMeta, error) {
+	l, m, err := p.lookupHere(key, slice)
+	if err == nil || !p.lacks(key) {
+		return l, m, err
+	}
+	if newer := p.newer(); newer != nil {
+		if nl, nm, nerr := newer.lookupHere(key, slice); nerr == nil {
+			return nl, nm, nil
+		}
+	}
+	return l, m, err
+}
+
+// lookupHere is strategicpatch's lookup of key in p's schema, its answer
+// wrapped to carry on the way it was reached.
+func (p *patchMeta) lookupHere(key string, slice bool) (strategicpatch.LookupPatchMeta, strategicpatch.PatchMeta, error) {
+	var (
+		l   strategicpatch.LookupPatchMeta
+		m   strategicpatch.PatchMeta
+		err error
+	)
+	if slice {
+		l, m, err = p.meta.LookupPatchMetadataForSlice(key)
+	} else {
+		l, m, err = p.meta.LookupPatchMetadataForStruct(key)
+	}
+	next, ok := l.(strategicpatch.PatchMetaFromOpenAPIV3)
+	if err != nil || !ok || next.Schema == nil {
+		// As strategicpatch answers: a failed lookup's value is unused,
+		// and one of no schema is its zero value.
+		return l, m, err
+	}
+	return &patchMeta{meta: next, doc: p.doc, at: &patchStep{parent: p.at, key: key, slice: slice}, conv: p.conv, gvk: p.gvk}, m, nil
+}
+
+// lacks says whether p's schema does not have key, where strategicpatch
+// looks for it (a field of a schema it has, not one of no schema, which
+// strategicpatch takes for no metadata at all).
+func (p *patchMeta) lacks(key string) bool {
+	if p.meta.Schema == nil {
+		return false
+	}
+	_, ok := p.meta.Schema.Properties[key]
+	return !ok
+}
+
+// newer is p's place in the group-version's document once the root is
+// read again (openapi3.Client.Changed, as ObjectToTyped's newerType: at
+// most once a second), if the server gives another document than p's
+// and it has that place; else nil. The new document's metadata is checked
+// as PatchMeta checks it.
+func (p *patchMeta) newer() *patchMeta {
+	ctx := newLazyTimeout(p.conv.opts.timeout)
+	defer ctx.stop()
+	p.conv.client.Changed()
+	d, err := p.conv.client.DocumentOf(ctx, p.gvk)
+	if err != nil || d == p.doc {
+		return nil
+	}
+	m, err := checkedPatchMeta(d, p.gvk)
+	if err != nil {
+		return nil
+	}
+	var steps []*patchStep
+	for s := p.at; s != nil; s = s.parent {
+		steps = append(steps, s)
+	}
+	cur := &patchMeta{meta: m, doc: d, conv: p.conv, gvk: p.gvk}
+	for i := len(steps) - 1; i >= 0; i-- {
+		l, _, err := cur.lookupHere(steps[i].key, steps[i].slice)
+		next, ok := l.(*patchMeta)
+		if err != nil || !ok {
+			return nil
+		}
+		cur = next
+	}
+	return cur
 }
 
 // schemaListKey names a document's schemas by name, kept for PatchMeta
