@@ -88,7 +88,7 @@ func benchCRDCount() int {
 // createBenchCRDs creates benchCRDCount CRDs (benchCRD, ten a group) on c
 // and waits until discovery serves every one and the OpenAPI root
 // describes every group, and returns how many it created.
-func createBenchCRDs(b *testing.B, c *cluster) int {
+func createBenchCRDs(b testing.TB, c *cluster) int {
 	b.Helper()
 	n := benchCRDCount()
 	ctx := context.Background()
