@@ -21,9 +21,10 @@
 // URL's path prefix is kept and a listed URL never leads to another host.
 // A root older than the max
 // age ([WithMaxAge], 30s) is answered from and read again in the background;
-// a group-version or kind the client has not seen reads it again at once (at
-// most once a second), so a long-lived client follows CRDs without a
-// restart.
+// a group-version or kind the client has not seen, or a field a kind's
+// schema lacks ([Client.Kind] with a field path), reads it again at once
+// (at most once a second, however many callers miss), so a long-lived
+// client follows CRDs without a restart.
 //
 // # Documents and schemas
 //

@@ -40,9 +40,11 @@
 // discovery/watch.WithOnChange to [openapi3.Client.Changed]), a CRD's new
 // schema, a new group-version and a removed one reach the converter's next
 // call within about a second. Without one, a kind the held document lacks,
-// and an object its type refuses (a field it does not declare: a CRD
-// upgraded since), make the client read the root again, at most once a
-// second, and the object is converted (or extracted from) again with the
+// an object its type refuses (a field it does not declare: a CRD upgraded
+// since), and a field a strategic merge patch looks up in PatchMeta's
+// answer that its schema lacks, make the client read the root again, at
+// most once a second however many callers miss, and the object is
+// converted (or extracted from, or the field looked up) again with the
 // new document's types when its hash changed.
 //
 // # Why a package of its own
