@@ -53,7 +53,7 @@ func (c *Converter) PatchMeta(ctx context.Context, gvk schema.GroupVersionKind) 
 	if err != nil {
 		return nil, err
 	}
-	return &patchMeta{meta: m, doc: d, conv: c, gvk: gvk}, nil
+	return &patchMeta{meta: m, doc: d, kind: &patchKind{conv: c, gvk: gvk}}, nil
 }
 
 // checkedPatchMeta is the metadata of gvk's schema in d, checked.
@@ -82,22 +82,23 @@ func checkedPatchMeta(d *openapi3.Document, gvk schema.GroupVersionKind) (strate
 
 // patchMeta is PatchMeta's answer, and what its lookups return: the
 // metadata strategicpatch reads (meta, at one schema of doc), and how it
-// was reached from the kind's schema (at), so that a field meta lacks can
-// be looked up at the same place in a newer document.
+// was reached from the kind's schema (the lookup of key, as a struct's
+// field or a list's, in parent), so that a field meta lacks can be looked
+// up at the same place in a newer document. One allocation a lookup.
 type patchMeta struct {
-	meta strategicpatch.PatchMetaFromOpenAPIV3
-	doc  *openapi3.Document
-	at   *patchStep // nil at the kind's schema
-	conv *Converter
-	gvk  schema.GroupVersionKind
-}
-
-// patchStep is one lookup on the way from the kind's schema: a field, as
-// a struct's or as a list's.
-type patchStep struct {
-	parent *patchStep
+	meta   strategicpatch.PatchMetaFromOpenAPIV3
+	doc    *openapi3.Document
+	kind   *patchKind
+	parent *patchMeta // nil at the kind's schema
 	key    string
 	slice  bool
+}
+
+// patchKind is what every patchMeta of one PatchMeta answer shares: the
+// kind, and the converter whose client reads its document again.
+type patchKind struct {
+	conv *Converter
+	gvk  schema.GroupVersionKind
 }
 
 var _ strategicpatch.LookupPatchMeta = (*patchMeta)(nil)
@@ -147,7 +148,7 @@ func (p *patchMeta) lookupHere(key string, slice bool) (strategicpatch.LookupPat
 		// and one of no schema is its zero value.
 		return l, m, err
 	}
-	return &patchMeta{meta: next, doc: p.doc, at: &patchStep{parent: p.at, key: key, slice: slice}, conv: p.conv, gvk: p.gvk}, m, nil
+	return &patchMeta{meta: next, doc: p.doc, kind: p.kind, parent: p, key: key, slice: slice}, m, nil
 }
 
 // lacks says whether p's schema does not have key, where strategicpatch
@@ -167,22 +168,23 @@ func (p *patchMeta) lacks(key string) bool {
 // and it has that place; else nil. The new document's metadata is checked
 // as PatchMeta checks it.
 func (p *patchMeta) newer() *patchMeta {
-	ctx := newLazyTimeout(p.conv.opts.timeout)
+	conv, gvk := p.kind.conv, p.kind.gvk
+	ctx := newLazyTimeout(conv.opts.timeout)
 	defer ctx.stop()
-	p.conv.client.Changed()
-	d, err := p.conv.client.DocumentOf(ctx, p.gvk)
+	conv.client.Changed()
+	d, err := conv.client.DocumentOf(ctx, gvk)
 	if err != nil || d == p.doc {
 		return nil
 	}
-	m, err := checkedPatchMeta(d, p.gvk)
+	m, err := checkedPatchMeta(d, gvk)
 	if err != nil {
 		return nil
 	}
-	var steps []*patchStep
-	for s := p.at; s != nil; s = s.parent {
+	var steps []*patchMeta
+	for s := p; s.parent != nil; s = s.parent {
 		steps = append(steps, s)
 	}
-	cur := &patchMeta{meta: m, doc: d, conv: p.conv, gvk: p.gvk}
+	cur := &patchMeta{meta: m, doc: d, kind: p.kind}
 	for i := len(steps) - 1; i >= 0; i-- {
 		l, _, err := cur.lookupHere(steps[i].key, steps[i].slice)
 		next, ok := l.(*patchMeta)
