@@ -121,8 +121,8 @@ func TestChangedFloodReadsTheRootOnceASecond(t *testing.T) {
 // TestChangedUnchangedRootReadAgain: a mark whose read finds the root
 // unchanged (a server that serves the change a moment after its watch
 // event: a real one, a second or so after, later under load) gets more
-// reads, 1, 2 and 4 s apart, the next of which finds the change; a mark
-// for a change that never shows costs four reads over 7 s, no more.
+// reads, 1, 2, 4, 8 and 16 s apart, the next of which finds the change; a
+// mark for a change that never shows costs six reads over 31 s, no more.
 func TestChangedUnchangedRootReadAgain(t *testing.T) {
 	srv, c, clk := changedClient(t)
 	ctx := context.Background()
@@ -162,8 +162,15 @@ func TestChangedUnchangedRootReadAgain(t *testing.T) {
 	srv.ResetRequests()
 	clk.SetTime(clk.Now().Add(time.Second))
 	c.Changed() // a change that never shows
-	if got := reads(20); !slices.Equal(got[:8], []int{1, 2, 2, 3, 3, 3, 3, 4}) || got[19] != 4 {
-		t.Errorf("root reads by second %v for a mark whose change never shows; want reads at 0, 1, 3 and 7 s, then none", got)
+	var want []int // reads at 0, 1, 3, 7, 15 and 31 s, then none
+	for s, n := 0, 0; s < 60; s++ {
+		if slices.Contains([]int{0, 1, 3, 7, 15, 31}, s) {
+			n++
+		}
+		want = append(want, n)
+	}
+	if got := reads(60); !slices.Equal(got, want) {
+		t.Errorf("root reads by second %v for a mark whose change never shows; want reads at 0, 1, 3, 7, 15 and 31 s, then none", got)
 	}
 }
 

@@ -369,9 +369,10 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // group-version is found and a removed one forgotten. The root is read at
 // most once a second however often Changed is called: a call within a
 // second of the last read is answered by the first call a second after
-// it. A read that finds the root unchanged is tried again, 1, 2 and 4 s
-// later at most, as a server serves a change a moment after telling of
-// it (a second or so, for a CRD's schema); a read that fails answers the
+// it. A read that finds the root unchanged is tried again, 1, 2, 4, 8 and
+// 16 s later at most (31 s in all, past DefaultMaxAge), as a server serves
+// a change a moment after telling of it (a second or so for a CRD's
+// schema, tens of seconds under load); a read that fails answers the
 // marks (the max age schedules the next). An idle client sends nothing:
 // the read waits for a call that needs it.
 //
@@ -545,12 +546,17 @@ const missRefresh = time.Second
 
 // markReads is how many reads marks (Changed) get while the root stays
 // the same, the first at once (a second after the last read at the
-// earliest), then after 1, 2 and 4 s: a real kube-apiserver v1.36.3
-// serves a CRD's new schema 0.35 to 1.1 s after the watch event for it
-// (and later under load, at its start), so the first read often comes
-// too early. Four cover a server up to 7 s behind its events, at a cost
-// of four root reads for a change that never shows.
-const markReads = 4
+// earliest), then after 1, 2, 4, 8 and 16 s: a real kube-apiserver
+// v1.36.3 serves a CRD's new schema 0.35 to 1.1 s after the watch event
+// for it, so the first read often comes too early; with 3,000 CRDs and
+// the machine loaded it served some more than 10 s after (one new
+// group-version 43 s after its CRD was created). Six cover a server up to
+// 31 s behind its events, past the default max age (30 s, after which
+// any call reads the root anyway), at a cost of six root reads, most of
+// them 304s, for a change that never shows (a CRD's status). Four (7 s)
+// left a watched client on the old schema until the max age when the
+// server was later than that.
+const markReads = 6
 
 // markWaitLocked is how long after the last read the marks may make the
 // next: a second, doubling with each read since the last new mark that
