@@ -161,7 +161,7 @@ func TestChangedUnchangedRootReadAgain(t *testing.T) {
 
 	srv.ResetRequests()
 	clk.SetTime(clk.Now().Add(time.Second))
-	c.Changed() // a change that never shows
+	c.Changed()    // a change that never shows
 	var want []int // reads at 0, 1, 3, 7, 15 and 31 s, then none
 	for s, n := 0, 0; s < 60; s++ {
 		if slices.Contains([]int{0, 1, 3, 7, 15, 31}, s) {
