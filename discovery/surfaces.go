@@ -4,6 +4,8 @@ import (
 	"sync"
 	"weak"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/weakmap"
 )
@@ -36,6 +38,7 @@ type Surfaces struct {
 	mu     sync.Mutex
 	offers map[*Client]*content  // what Offer gave a client's next refresh
 	last   weak.Pointer[content] // the surface a client read or confirmed last
+	config *rest.Config          // what clients' configs share (tableConfig), once one was given
 }
 
 // surfaceKey names a surface: its documents' ETags, and the form of each.
