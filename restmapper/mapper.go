@@ -116,7 +116,11 @@ type Mapper struct {
 	lookups atomic.Uint32
 
 	misses misses
-	fresh  *freshness // when lookups without a version revalidate (fresh.go)
+	// When lookups without a version revalidate (fresh.go), made at the
+	// first such lookup while the client is not followed (freshness): a
+	// mapper of package shared's identities, followed through the
+	// server's watch, mostly never makes one.
+	fresh atomic.Pointer[freshness]
 
 	// What Stats reports: every lookup adds to asked, and one that does
 	// not find an answer to missed or failed.
@@ -190,7 +194,7 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 	// Read only while the options apply: a client keeps no record (a
 	// process may hold thousands of clients, package shared's identities).
 	o.given = nil
-	return &Mapper{client: c, opts: o, misses: newMisses(o.missInterval), fresh: newFreshness(o.missInterval, o.clock)}, nil
+	return &Mapper{client: c, opts: o, misses: newMisses(o.missInterval)}, nil
 }
 
 // revalidateEvery is how many lookups share one look at the clock: the
@@ -244,7 +248,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	if a.err == nil {
 		// A hit without a version is answered from discovery validated
 		// within the interval, or followed (fresh.go).
-		if versionless(k, versions) && m.fresh.due(m.client) {
+		if versionless(k, versions) && m.due() {
 			if st2 := m.revalidate(ctx); st2 != nil && st2 != st {
 				a = st2.answer(k, versions)
 			}
@@ -277,18 +281,19 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 // misses, and returns the state to answer from; nil when another lookup
 // is revalidating (it is not waited for) or did meanwhile.
 func (m *Mapper) revalidate(ctx context.Context) *state {
-	if !m.fresh.refreshing.CompareAndSwap(false, true) {
+	f := m.freshness()
+	if !f.refreshing.CompareAndSwap(false, true) {
 		return nil
 	}
-	defer m.fresh.refreshing.Store(false)
-	if !m.fresh.due(m.client) {
+	defer f.refreshing.Store(false)
+	if !f.due(m.client) {
 		return nil
 	}
 	if m.misses.mayRefreshStale(m.opts.clock.Now()) {
 		m.staleRefreshes.Add(1)
 		_, _ = m.client.Refresh(ctx)
 	}
-	m.fresh.observe(m.client.Current(), true)
+	f.observe(m.client.Current(), true)
 	st, _ := m.current(ctx)
 	return st
 }
