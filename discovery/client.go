@@ -60,6 +60,11 @@ func named(name string, set func(*options) error) Option {
 	}
 }
 
+// discard is the default logger: one for every client, which a logger
+// of each would not be (clients whose options are alike share them:
+// Surfaces.sharedOptions). A *slog.Logger is immutable.
+var discard = slog.New(slog.DiscardHandler)
+
 // Option configures a Client.
 type Option func(*building) error
 
@@ -178,7 +183,7 @@ func (o *options) contradictions() error {
 // another caller started, unless there is no snapshot yet.
 type Client struct {
 	http *httpx.Client // sends every request; Connection hands out its HC
-	opts options
+	opts *options      // read only; the Surfaces table's when its clients' are alike
 	// config, when the client was built from one, backs the client-go
 	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2):
 	// see Connection.
@@ -248,7 +253,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 		legacyParallel:   defaultLegacyParallel,
 		maxResponseBytes: httpx.DefaultMaxResponseBytes,
 		maxRetries:       httpx.DefaultMaxRetries,
-		logger:           slog.New(slog.DiscardHandler),
+		logger:           discard,
 		clock:            clock.RealClock{},
 	}}
 	for _, opt := range opts {
@@ -263,7 +268,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	if o.surfaces != nil {
 		o.jsonOnly = true // what WithSurfaces says
 	}
-	c := &Client{opts: o, log: failureLog{logger: o.logger}}
+	c := &Client{opts: o.surfaces.sharedOptions(&o)}
 	if o.disk != nil {
 		c.disk = &diskState{}
 	}
@@ -271,6 +276,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).
 	c.http = httpx.NewClient(hc, base, httpx.DefaultMaxRedirects)
+	c.http.Base = o.surfaces.sharedBase(c.http.Base)
 	next := c.http.HC.Transport
 	if next == nil {
 		next = http.DefaultTransport
@@ -281,7 +287,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	// Without a disk cache no body outlives its decoding (fetchPart), so
 	// bodies may come from httpx's pools and go back to them.
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes, Recyclable: o.disk == nil}
-	c.read = reader{http: c.http, opts: &c.opts, stats: &c.stats}
+	c.read = reader{http: c.http, opts: c.opts, stats: &c.stats}
 	c.views.read = &c.read
 	c.views.config = &c.config
 	return c, nil

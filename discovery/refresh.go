@@ -413,7 +413,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 	c.stats.refreshNanos.Add(int64(time.Since(start)))
 	if s == nil {
 		c.stats.refreshErrors.Add(1)
-		c.log.refreshFailed(err)
+		c.log.refreshFailed(c.opts.logger, err)
 		if prev == nil || errors.Is(ctx.Err(), context.Canceled) {
 			// Nothing to mark, or a run that everyone left: that is not
 			// the server's failure (running out of time is).
@@ -425,7 +425,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		pub, _ := c.machine.publish(seq, &marked)
 		return pub, false, err
 	}
-	c.log.refreshFailed(nil)
+	c.log.refreshFailed(c.opts.logger, nil)
 	if prev != nil && !c.leaderShows(s) {
 		// Servers behind the URL that disagree (mixed.go) show on a
 		// second read at the earliest: a first has nothing to differ from.
@@ -438,7 +438,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 	if !ok {
 		return pub, false, pub.err
 	}
-	c.log.versionsFailed(pub)
+	c.log.versionsFailed(c.opts.logger, pub)
 	return pub, c.opts.disk != nil, err
 }
 
@@ -585,8 +585,6 @@ func (c *Client) Subscribe(fn func(Change)) (unsubscribe func()) {
 // aggregated API server, does not flood the log. It decides what to log
 // under mu and logs after unlocking it: a handler is the user's code.
 type failureLog struct {
-	logger *slog.Logger
-
 	mu             sync.Mutex
 	lastFailed     map[string]string // group-version -> error text last logged
 	lastRefreshErr string            // the refresh failure last logged
@@ -594,7 +592,7 @@ type failureLog struct {
 
 // refreshFailed logs a failed refresh when the reason changes, and once
 // when refreshes work again (err nil).
-func (l *failureLog) refreshFailed(err error) {
+func (l *failureLog) refreshFailed(logger *slog.Logger, err error) {
 	msg := ""
 	if err != nil {
 		msg = fmt.Sprint(err)
@@ -606,14 +604,14 @@ func (l *failureLog) refreshFailed(err error) {
 	switch {
 	case msg == last:
 	case err == nil:
-		l.logger.Info("discovery refresh works again")
+		logger.Info("discovery refresh works again")
 	default:
-		l.logger.Warn("discovery refresh failed", "err", err)
+		logger.Warn("discovery refresh failed", "err", err)
 	}
 }
 
 // versionsFailed logs a group-version when it starts or stops failing.
-func (l *failureLog) versionsFailed(s *Snapshot) {
+func (l *failureLog) versionsFailed(logger *slog.Logger, s *Snapshot) {
 	var now map[string]string // nil when none failed: a client keeps no empty map
 	if pe, ok := s.err.(*PartialError); ok && len(pe.Errors) > 0 {
 		now = make(map[string]string, len(pe.Errors))
@@ -627,12 +625,12 @@ func (l *failureLog) versionsFailed(s *Snapshot) {
 	l.mu.Unlock()
 	for _, gv := range slices.Sorted(maps.Keys(now)) {
 		if msg := now[gv]; before[gv] != msg {
-			l.logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
+			logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
 		}
 	}
 	for _, gv := range slices.Sorted(maps.Keys(before)) {
 		if _, still := now[gv]; !still {
-			l.logger.Info("discovery: group-version current again", "groupVersion", gv)
+			logger.Info("discovery: group-version current again", "groupVersion", gv)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package discovery
 
 import (
+	"net/url"
+	"reflect"
 	"sync"
 	"weak"
 
@@ -39,6 +41,8 @@ type Surfaces struct {
 	offers map[*Client]*content  // what Offer gave a client's next refresh
 	last   weak.Pointer[content] // the surface a client read or confirmed last
 	config *rest.Config          // what clients' configs share (tableConfig), once one was given
+	opts   *options              // what clients' options share (sharedOptions), once one was given
+	base   *url.URL              // what clients' base URLs share (sharedBase), once one was given
 }
 
 // surfaceKey names a surface: its documents' ETags, and the form of each.
@@ -61,6 +65,44 @@ func NewSurfaces() *Surfaces { return &Surfaces{} }
 // its own.
 func WithSurfaces(t *Surfaces) Option {
 	return named("WithSurfaces", func(o *options) error { o.surfaces = t; return nil })
+}
+
+// sharedOptions is o, or the options of the table's first client when
+// they are equal (sameValue: by value, objects by identity): the clients
+// of a table, package shared's identities of a server, are mostly given
+// the same options, and each holds a pointer instead of its own copy (96
+// bytes). With no table, o.
+func (t *Surfaces) sharedOptions(o *options) *options {
+	if t == nil {
+		return o
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.opts == nil {
+		t.opts = o
+	}
+	if sameValue(reflect.ValueOf(*t.opts), reflect.ValueOf(*o)) {
+		return t.opts
+	}
+	return o
+}
+
+// sharedBase is b, or the equal base URL of the table's first client (a
+// url.URL is 144 bytes). With no table, b. Neither is changed once a
+// client holds it.
+func (t *Surfaces) sharedBase(b *url.URL) *url.URL {
+	if t == nil {
+		return b
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.base == nil {
+		t.base = b
+	}
+	if *t.base == *b {
+		return t.base
+	}
+	return b
 }
 
 // Len is how many surfaces the table holds now.
