@@ -27,16 +27,23 @@ type options struct {
 	clock        clock.PassiveClock
 	warn         func(string)
 	indexes      *Indexes
+}
 
+// building is the options while they apply: the record of those given is
+// read only then, and a mapper keeps none (a process may hold thousands
+// of mappers, package shared's identities).
+type building struct {
+	options
 	given optset.Given // the options given, by name (named)
 }
 
 // Option configures a Mapper.
-type Option func(*options) error
+type Option func(*building) error
 
 // named is the option name, which may be given once (optset).
 func named(name string, set func(*options) error) Option {
-	return optset.Named("restmapper", name, func(o *options) *optset.Given { return &o.given }, set)
+	return optset.Named("restmapper", name, func(b *building) *optset.Given { return &b.given },
+		func(b *building) error { return set(&b.options) })
 }
 
 // WithMissRefreshInterval sets the pace of refreshes made by lookups that
@@ -106,7 +113,7 @@ func WithWarningHandler(f func(string)) Option {
 // refresh.
 type Mapper struct {
 	client *discovery.Client
-	opts   options
+	opts   *options // read only; the Indexes table's when its mappers' are alike
 
 	state   atomic.Pointer[state]
 	buildMu sync.Mutex // serializes building a generation's state (in memory)
@@ -185,16 +192,14 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 	if c == nil {
 		return nil, errors.New("restmapper: New: nil discovery client")
 	}
-	o := options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}}
+	b := building{options: options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}}}
 	for _, opt := range opts {
-		if err := opt(&o); err != nil {
+		if err := opt(&b); err != nil {
 			return nil, err
 		}
 	}
-	// Read only while the options apply: a client keeps no record (a
-	// process may hold thousands of clients, package shared's identities).
-	o.given = nil
-	return &Mapper{client: c, opts: o, misses: newMisses(o.missInterval)}, nil
+	o := b.options
+	return &Mapper{client: c, opts: o.indexes.sharedOptions(&o), misses: newMisses(o.missInterval)}, nil
 }
 
 // revalidateEvery is how many lookups share one look at the clock: the
