@@ -362,6 +362,38 @@ func TestGarbageCollectorReleases(t *testing.T) {
 	waitWatchStopped(t)
 }
 
+// A handle released and then unreachable gives its reference back once:
+// the garbage collector does not give it again, which would take the
+// client from another handle that holds it.
+func TestReleasedHandleReleasedOnce(t *testing.T) {
+	a := startAuthServer(t)
+	r := newRegistry(t, shared.WithLinger(0))
+	held, err := r.Acquire(a.config("tok-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		h, err := r.Acquire(a.config("tok-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+		h.Release()
+	}
+	for range 5 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.Len() != 1 {
+		t.Fatal("handles released and then unreachable released the client another holds")
+	}
+	held.Release()
+	if r.Len() != 0 {
+		t.Fatal("the last handle's release left the client held")
+	}
+	waitWatchStopped(t)
+}
+
 // Users that come and go at random, over a few identities: two handles
 // held at once of one identity always have one client, every lookup
 // answers, and when all are gone nothing runs.
