@@ -194,7 +194,7 @@ type Client struct {
 	read    reader                   // a refresh's requests (fetch.go)
 	stats   counters
 
-	log failureLog
+	log atomic.Pointer[failureLog] // made at the first failure (failures): most clients never have one
 
 	disk     *diskState   // with a disk cache only (WithDiskCache), else nil
 	failedAt atomic.Int64 // unix nanos of the last failed refresh
@@ -272,7 +272,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	if o.disk != nil {
 		c.disk = &diskState{}
 	}
-	c.machine = refresher{current: &c.current, timeout: o.refreshTimeout, work: c}
+	c.machine = refresher{c: c}
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).
 	c.http = httpx.NewClient(hc, base, httpx.DefaultMaxRedirects)

@@ -1,8 +1,13 @@
 package discovery
 
 import (
+	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -14,13 +19,15 @@ import (
 
 // TestClientHoldsNoDiskStateWithoutADiskCache: what the disk cache needs
 // (the warm start, the writer's state, the unconfirmed snapshot) is held
-// only with one (WithDiskCache), and a client is then 352 bytes (a size
+// only with one (WithDiskCache), and a client is then 288 bytes (a size
 // class of Go's allocator; 544, so 576 held, when it kept them inline,
-// and 448 when it held its options rather than a pointer to them): a
-// process may hold thousands of clients, package shared's identities.
+// 448 when it held its options rather than a pointer to them, and 352
+// with its failure log, its subscribers' slice and the refresh machine's
+// copies of what it reaches through the client): a process may hold
+// thousands of clients, package shared's identities.
 func TestClientHoldsNoDiskStateWithoutADiskCache(t *testing.T) {
-	if size := unsafe.Sizeof(Client{}); size > 352 {
-		t.Errorf("a Client is %d bytes, want at most 352", size)
+	if size := unsafe.Sizeof(Client{}); size > 288 {
+		t.Errorf("a Client is %d bytes, want at most 288", size)
 	}
 	c, err := NewForHTTPClient(nil, "https://size.invalid")
 	if err != nil {
@@ -72,6 +79,49 @@ func TestTableClientsShareWhatIsAlike(t *testing.T) {
 	}
 	if c := newClient(there, WithMaxAge(time.Minute), WithLogger(l1)); c.http.Base == a.http.Base || c.http.Base.String() != there {
 		t.Errorf("a client of another server has base URL %v (the table's: %v)", c.http.Base, c.http.Base == a.http.Base)
+	}
+}
+
+// TestFailureLogAtFirstFailure: a client whose refreshes never failed
+// holds no failure log; the first failure makes one, which logs it, and
+// the refresh after it that works logs so.
+func TestFailureLogAtFirstFailure(t *testing.T) {
+	var down atomic.Bool
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if down.Load() {
+			return nil, errors.New("connection refused")
+		}
+		body := `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[]}`
+		h := http.Header{"Content-Type": {"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}}
+		return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+	})}
+	var logged strings.Builder
+	c, err := NewForHTTPClient(hc, "https://log.invalid", WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 3 {
+		if _, err := c.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.log.Load() != nil || logged.Len() != 0 {
+		t.Fatalf("refreshes that worked made a failure log (%v) and logged %q", c.log.Load() != nil, logged.String())
+	}
+	down.Store(true)
+	if _, err := c.Refresh(ctx); err == nil {
+		t.Fatal("a refresh of a server that is down worked")
+	}
+	if c.log.Load() == nil || !strings.Contains(logged.String(), "discovery refresh failed") {
+		t.Fatalf("a failed refresh made no failure log or logged %q", logged.String())
+	}
+	down.Store(false)
+	if _, err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logged.String(), "discovery refresh works again") {
+		t.Errorf("a refresh that worked after a failure logged %q", logged.String())
 	}
 }
 
