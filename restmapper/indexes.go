@@ -15,8 +15,10 @@ import (
 // their mappers snapshots of one generation for one surface, so a thousand
 // clusters of one surface cost one index. An index no mapper uses any more
 // is forgotten. Warnings about ambiguous short names go to the warning
-// handler of the mapper that built the index, once. It is safe for
-// concurrent use.
+// handler of the mapper that built the index, once. The table also holds
+// once the options of the first mapper given it, which every later mapper
+// given the same ones points at (package shared's identities). It is safe
+// for concurrent use.
 type Indexes struct {
 	states weakmap.Map[uint64, state]
 

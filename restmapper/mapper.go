@@ -122,7 +122,7 @@ type Mapper struct {
 	// reads the clock to see whether discovery should be revalidated.
 	lookups atomic.Uint32
 
-	misses misses
+	misses atomic.Pointer[misses] // made at first use (missPolicy)
 	// When lookups without a version revalidate (fresh.go), made at the
 	// first such lookup while the client is not followed (freshness): a
 	// mapper of package shared's identities, followed through the
@@ -199,7 +199,7 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 		}
 	}
 	o := b.options
-	return &Mapper{client: c, opts: o.indexes.sharedOptions(&o), misses: newMisses(o.missInterval)}, nil
+	return &Mapper{client: c, opts: o.indexes.sharedOptions(&o)}, nil
 }
 
 // revalidateEvery is how many lookups share one look at the clock: the
@@ -263,7 +263,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	// A cold lookup's snapshot was read after it began: a refresh would
 	// read the same.
-	if !meta.IsNoMatchError(a.err) || cold || !m.misses.mayRefresh(k, m.opts.clock.Now()) {
+	if !meta.IsNoMatchError(a.err) || cold || !m.missPolicy().mayRefresh(k, m.opts.clock.Now()) {
 		m.count(a.err)
 		return a
 	}
@@ -274,7 +274,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	if st2, _ := m.current(ctx); st2 != nil && st2 != st {
 		if a = st2.answer(k, versions); a.err == nil {
-			m.misses.found(k)
+			m.missPolicy().found(k)
 		}
 	}
 	m.count(a.err)
@@ -294,7 +294,7 @@ func (m *Mapper) revalidate(ctx context.Context) *state {
 	if !f.due(m.client) {
 		return nil
 	}
-	if m.misses.mayRefreshStale(m.opts.clock.Now()) {
+	if m.missPolicy().mayRefreshStale(m.opts.clock.Now()) {
 		m.staleRefreshes.Add(1)
 		_, _ = m.client.Refresh(ctx)
 	}

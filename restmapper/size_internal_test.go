@@ -5,18 +5,46 @@ import (
 	"time"
 	"unsafe"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 )
 
-// TestMapperSize: a Mapper is 128 bytes (a size class of Go's allocator;
+// TestMapperSize: a Mapper is 96 bytes (a size class of Go's allocator;
 // 168, so 176 held, when it held its options rather than a pointer to
-// them): a process may hold thousands of mappers, package shared's
-// identities.
+// them, and 128 with its miss policy): a process may hold thousands of
+// mappers, package shared's identities.
 func TestMapperSize(t *testing.T) {
-	if size := unsafe.Sizeof(Mapper{}); size > 128 {
-		t.Errorf("a Mapper is %d bytes, want at most 128", size)
+	if size := unsafe.Sizeof(Mapper{}); size > 96 {
+		t.Errorf("a Mapper is %d bytes, want at most 96", size)
+	}
+}
+
+// TestMissPolicyAtFirstMiss: a mapper whose lookups all find an answer
+// holds no miss policy; its first miss makes one, which refreshes
+// discovery at once (a first miss) and then backs off (misses.go).
+func TestMissPolicyAtFirstMiss(t *testing.T) {
+	m := newTestMapper(t, nil)
+	for range 5 {
+		if _, err := m.RESTMapping(schema.GroupKind{Kind: "Pod"}, "v1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.misses.Load() != nil {
+		t.Fatal("lookups that found their answer made a miss policy")
+	}
+	gone := schema.GroupKind{Group: "nowhere.example.com", Kind: "Gone"}
+	for range 3 {
+		if _, err := m.RESTMapping(gone); err == nil {
+			t.Fatal("a kind the server does not serve was found")
+		}
+	}
+	if m.misses.Load() == nil {
+		t.Fatal("a miss made no miss policy")
+	}
+	if n := m.Stats().MissRefreshes; n != 1 {
+		t.Errorf("three misses at once refreshed %d times, want the first only", n)
 	}
 }
 
