@@ -106,6 +106,34 @@ func TestHeldConfigCopiesAreOwn(t *testing.T) {
 	}
 }
 
+// TestTableHoldsNoSecret pins Surfaces' promise: the config its clients
+// share holds no client's token, impersonation, password, key, auth
+// provider or exec plugin; a client whose config carries one of the last
+// four holds its own whole copy.
+func TestTableHoldsNoSecret(t *testing.T) {
+	tbl := NewSurfaces()
+	for _, cfg := range []*rest.Config{
+		{Host: "https://api.example:6443", Username: "alice", Password: "secret"},
+		{Host: "https://api.example:6443", TLSClientConfig: rest.TLSClientConfig{CertData: []byte("cert"), KeyData: []byte("key")}},
+		{Host: "https://api.example:6443", BearerToken: "tok-a", Impersonate: rest.ImpersonationConfig{UserName: "alice", Groups: []string{"admins"}}},
+	} {
+		c, err := NewForConfigAndClient(cfg, http.DefaultClient, WithSurfaces(tbl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Config(); !reflect.DeepEqual(got.Impersonate, cfg.Impersonate) || got.BearerToken != cfg.BearerToken ||
+			got.Password != cfg.Password || string(got.KeyData) != string(cfg.KeyData) {
+			t.Errorf("a client's config came back as %+v", got)
+		}
+	}
+	tbl.mu.Lock()
+	defer tbl.mu.Unlock()
+	if c := tbl.config; c == nil || c.BearerToken != "" || !reflect.ValueOf(c.Impersonate).IsZero() ||
+		c.Username != "" || c.Password != "" || len(c.CertData) != 0 || len(c.KeyData) != 0 {
+		t.Errorf("the table's config is %+v", c)
+	}
+}
+
 func isCredential(path string) bool {
 	switch path {
 	case "Username", "Password", "TLSClientConfig.CertData", "TLSClientConfig.KeyData", "AuthConfigPersister":

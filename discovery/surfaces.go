@@ -30,6 +30,18 @@ import (
 // list's JSON, whatever the Accept), so clients that share should read
 // JSON (WithJSONOnly). A surface no client holds any more is forgotten.
 //
+// The table also holds once what its clients have alike, which each would
+// otherwise hold a copy of (package shared's thousand identities of one
+// server): the options and base URL of the first client given it, pointed
+// at by every later client whose options and URL are equal, and the rest.
+// Config of the first client built from one that carries no credential but
+// a bearer token and impersonation, without those two: a later client
+// whose config is that one but for its own token and impersonation holds
+// only those, and Config and Connection put them back on a copy. No
+// client's secret is in the table (no token, password, key, auth provider
+// or exec plugin; paths client-go reads, a token file's, may be), and a
+// client whose config or options differ in anything else holds its own.
+//
 // The table is data: it does no I/O and never waits, so a client's refresh
 // does no work for another client (package fleet works out its guesses on
 // its own goroutines and hands them over with Offer). It is safe for
