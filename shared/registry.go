@@ -128,15 +128,14 @@ type server struct {
 }
 
 // client is one shared client: a server and an identity. Its fields are
-// ordered so that the two flags fill the sync.Once's padding: 128 bytes,
-// a size class less than in declaration order (a process may hold
-// thousands, package shared's identities).
+// ordered, and its counts 32 bits, so that the flags and the counts fill
+// the sync.Once's padding: 112 bytes, two size classes less than 144 (a
+// process may hold thousands, package shared's identities).
 type client struct {
 	id     identityKey // its key in the registry's map (clientKey.identity)
 	reg    *Registry
 	srv    *server
-	hc     *http.Client
-	dc     *discovery.Client
+	dc     *discovery.Client // its transport, below its count, is c's (httpClient)
 	mapper *restmapper.Mapper
 
 	// The OpenAPI v3 client, built at the first Handle.OpenAPI (most
@@ -149,12 +148,13 @@ type client struct {
 	// Under Registry.mu: whether c's credentials were refused a watch
 	// (leader.go).
 	refused bool
+	// Under Registry.mu.
+	refs    int32
+	lingers uint32 // bumped at each last release and each take-back: a linger timer of an older one does nothing (a wrap would take 4 billion within one linger)
 	openapi atomic.Pointer[openapi3.Client]
 
 	// Under Registry.mu.
-	refs    int
-	lingers uint64 // bumped at each last release and each take-back: a linger timer of an older one does nothing
-	timer   *time.Timer
+	timer *time.Timer
 	// The server's watch (leader.go): how c follows its leader.
 	unfollow func()
 }
@@ -343,7 +343,23 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 	if _, err := httpx.ParseBase(base.String()); err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
-	return &client{id: k.identity, reg: r, srv: srv, hc: hc, dc: dc, mapper: m, unfollow: func() {}}, nil
+	return &client{id: k.identity, reg: r, srv: srv, dc: dc, mapper: m, unfollow: func() {}}, nil
+}
+
+// httpClient is c's HTTP client as client-go built it for c's config
+// (rest.HTTPClientFor: its transport, with auth, TLS and connections,
+// and the config's timeout), made again from c's discovery client, which
+// sends through that transport below its count of requests (Connection
+// says it unwraps to it): the registry keeps no copy of its own (48 bytes
+// of each identity). The requests it sends are not discovery's, and are
+// not counted in its Stats.
+func (c *client) httpClient() *http.Client {
+	dhc, cfg := c.dc.Connection()
+	next := dhc.Transport
+	if w, ok := next.(interface{ WrappedRoundTripper() http.RoundTripper }); ok {
+		next = w.WrappedRoundTripper()
+	}
+	return &http.Client{Transport: next, Timeout: cfg.Timeout}
 }
 
 // openAPI is c's OpenAPI v3 client, built at the first call over c's HTTP
@@ -355,7 +371,7 @@ func (c *client) openAPI(o options) *openapi3.Client {
 		base, _, err := rest.DefaultServerUrlFor(cfg)
 		var oa *openapi3.Client
 		if err == nil {
-			oa, err = openapi3.NewForHTTPClient(c.hc, base.String(), c.srv.openAPIOptions(o)...)
+			oa, err = openapi3.NewForHTTPClient(c.httpClient(), base.String(), c.srv.openAPIOptions(o)...)
 		}
 		if err != nil {
 			// Not reached: build parsed this base URL, New tried
@@ -389,7 +405,7 @@ func (r *Registry) release(c *client) {
 }
 
 // expire forgets c if nothing took it back since its linger seq began.
-func (r *Registry) expire(c *client, seq uint64) {
+func (r *Registry) expire(c *client, seq uint32) {
 	r.mu.Lock()
 	if c.refs > 0 || c.lingers != seq {
 		r.mu.Unlock()
@@ -492,13 +508,9 @@ func (h *Handle) Watcher() *watch.Watcher {
 // client.Options.HTTPClient). It keeps the handle reachable: as long as
 // something holds it, the garbage collector does not release the handle.
 func (h *Handle) HTTPClient() *http.Client {
-	hc := *h.c.hc
-	next := hc.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	hc.Transport = holding{next: next, h: h}
-	return &hc
+	hc := h.c.httpClient()
+	hc.Transport = holding{next: hc.Transport, h: h}
+	return hc
 }
 
 // holding is a transport that keeps a handle reachable.
