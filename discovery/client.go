@@ -35,27 +35,38 @@ type options struct {
 	clock            clock.PassiveClock
 	disk             diskcache.Store
 	surfaces         *Surfaces
+}
 
+// building is the options while they apply: the record of those given is
+// read only then, and a client keeps none (a process may hold thousands
+// of clients, package shared's identities).
+type building struct {
+	options
 	given map[string]bool // the options given, by name (named)
 }
 
 // named is the option name, which may be given once: two of one option
 // would be silently last-wins, so the second is a constructor error.
 func named(name string, set func(*options) error) Option {
-	return func(o *options) error {
-		if o.given[name] {
+	return func(b *building) error {
+		if b.given[name] {
 			return fmt.Errorf("discovery: %s given twice", name)
 		}
-		if o.given == nil {
-			o.given = map[string]bool{}
+		if b.given == nil {
+			b.given = map[string]bool{}
 		}
-		o.given[name] = true
-		return set(o)
+		b.given[name] = true
+		return set(&b.options)
 	}
 }
 
+// discard is the default logger: one for every client, which a logger
+// of each would not be (clients whose options are alike share them:
+// Surfaces.sharedOptions). A *slog.Logger is immutable.
+var discard = slog.New(slog.DiscardHandler)
+
 // Option configures a Client.
-type Option func(*options) error
+type Option func(*building) error
 
 // WithMaxAge sets how old a snapshot may be before Snapshot revalidates it
 // in the background. Default: 30s.
@@ -172,18 +183,18 @@ func (o *options) contradictions() error {
 // another caller started, unless there is no snapshot yet.
 type Client struct {
 	http *httpx.Client // sends every request; Connection hands out its HC
-	opts options
+	opts *options      // read only; the Surfaces table's when its clients' are alike
 	// config, when the client was built from one, backs the client-go
 	// adapter's parts that kubeatlas does not replace (version, OpenAPI v2):
 	// see Connection.
-	config *rest.Config
+	config heldConfig
 
 	current atomic.Pointer[Snapshot] // written by publish (refresh.go) only
 	machine refresher                // runs refreshes, publishes, tells subscribers
 	read    reader                   // a refresh's requests (fetch.go)
 	stats   counters
 
-	log failureLog
+	log atomic.Pointer[failureLog] // made at the first failure (failures): most clients never have one
 
 	disk     *diskState   // with a disk cache only (WithDiskCache), else nil
 	failedAt atomic.Int64 // unix nanos of the last failed refresh
@@ -218,8 +229,7 @@ func NewForConfigAndClient(cfg *rest.Config, hc *http.Client, opts ...Option) (*
 	if err != nil {
 		return nil, err
 	}
-	c.config = rest.CopyConfig(cfg)
-	c.views.config = c.config
+	c.config = hold(cfg, c.opts.surfaces)
 	c.http.Gzip, c.http.Identity = !cfg.DisableCompression, cfg.DisableCompression
 	return c, nil
 }
@@ -237,37 +247,36 @@ func NewForHTTPClient(hc *http.Client, baseURL string, opts ...Option) (*Client,
 }
 
 func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
-	o := options{
+	b := building{options: options{
 		maxAge:           defaultMaxAge,
 		refreshTimeout:   defaultRefreshTimeout,
 		legacyParallel:   defaultLegacyParallel,
 		maxResponseBytes: httpx.DefaultMaxResponseBytes,
 		maxRetries:       httpx.DefaultMaxRetries,
-		logger:           slog.New(slog.DiscardHandler),
+		logger:           discard,
 		clock:            clock.RealClock{},
-	}
+	}}
 	for _, opt := range opts {
-		if err := opt(&o); err != nil {
+		if err := opt(&b); err != nil {
 			return nil, err
 		}
 	}
-	// Read only while the options apply: a client keeps no record (a
-	// process may hold thousands of clients, package shared's identities).
-	o.given = nil
+	o := b.options
 	if err := o.contradictions(); err != nil {
 		return nil, err
 	}
 	if o.surfaces != nil {
 		o.jsonOnly = true // what WithSurfaces says
 	}
-	c := &Client{opts: o, log: failureLog{logger: o.logger}}
+	c := &Client{opts: o.surfaces.sharedOptions(&o)}
 	if o.disk != nil {
 		c.disk = &diskState{}
 	}
-	c.machine = refresher{current: &c.current, timeout: o.refreshTimeout, work: c}
+	c.machine = refresher{c: c}
 	// A copy of the caller's client: every request it sends is counted, and
 	// redirects stay on the server's host (httpx.CheckRedirect says why).
 	c.http = httpx.NewClient(hc, base, httpx.DefaultMaxRedirects)
+	c.http.Base = o.surfaces.sharedBase(c.http.Base)
 	next := c.http.HC.Transport
 	if next == nil {
 		next = http.DefaultTransport
@@ -278,8 +287,9 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	// Without a disk cache no body outlives its decoding (fetchPart), so
 	// bodies may come from httpx's pools and go back to them.
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes, Recyclable: o.disk == nil}
-	c.read = reader{http: c.http, opts: &c.opts, stats: &c.stats}
+	c.read = reader{http: c.http, opts: c.opts, stats: &c.stats}
 	c.views.read = &c.read
+	c.views.config = &c.config
 	return c, nil
 }
 
@@ -292,8 +302,8 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 // the same connection, such as discovery/clientgo for the server version
 // and OpenAPI v2.
 func (c *Client) Connection() (*http.Client, *rest.Config) {
-	if c.config != nil {
-		return c.http.HC, rest.CopyConfig(c.config)
+	if cfg := c.config.copy(); cfg != nil {
+		return c.http.HC, cfg
 	}
 	return c.http.HC, &rest.Config{Host: c.http.Base.String(), UserAgent: httpx.UserAgent}
 }

@@ -18,10 +18,7 @@ import (
 // be pointed at another address. (Connection, for adapters that talk to
 // the client's own URL, gives a config with only the host then.)
 func (c *Client) Config() *rest.Config {
-	if c.config == nil {
-		return nil
-	}
-	return rest.CopyConfig(c.config)
+	return c.config.copy()
 }
 
 // Document is a discovery document as a server sent it.

@@ -31,9 +31,12 @@ func TestNoLockHeldAcrossUsersCode(t *testing.T) {
 			return
 		}
 		checks.Add(1)
-		locks := map[string]*sync.Mutex{"the refresher's": &c.machine.mu, "the disk writer's": &c.disk.written.mu, "the failure log's": &c.log.mu}
+		locks := map[string]*sync.Mutex{"the refresher's": &c.machine.mu, "the disk writer's": &c.disk.written.mu}
+		if l := c.log.Load(); l != nil {
+			locks["the failure log's"] = &l.mu
+		}
 		c.machine.mu.Lock()
-		for i, s := range c.machine.subs {
+		for i, s := range c.machine.subscribers() {
 			locks[fmt.Sprintf("subscriber %d's", i)] = &s.mu
 		}
 		c.machine.mu.Unlock()

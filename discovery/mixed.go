@@ -45,7 +45,7 @@ import (
 // run starts after the one before has returned), so it needs no lock.
 type union struct {
 	read     *reader
-	config   *rest.Config // the client's, for a transport of the resamples' own
+	config   *heldConfig  // the client's, for a transport of the resamples' own
 	history  *viewHistory // nil while the servers agree
 	fresh    *httpx.Client
 	freshOwn bool // fresh has a transport of its own (whose idle connections it may close)
@@ -325,8 +325,7 @@ func (u *union) newConnections() *httpx.Client {
 
 func (u *union) newConnectionsClient() (fresh *httpx.Client, own bool) {
 	f := *u.read.http
-	if u.config != nil {
-		cfg := rest.CopyConfig(u.config)
+	if cfg := u.config.copy(); cfg != nil {
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {

@@ -80,9 +80,12 @@ func (c *Client) FollowLeader(leader *Client) (stop func()) {
 	if leader == nil || leader == c {
 		return func() {}
 	}
-	c.leaders.add(leader)
-	var once sync.Once
-	return func() { once.Do(func() { c.leaders.remove(leader) }) }
+	n := c.leaders.add(leader)
+	return func() {
+		if n.stopped.CompareAndSwap(false, true) {
+			c.leaders.remove(n.c)
+		}
+	}
 }
 
 // Following says whether c is followed now (Follow, or FollowLeader's
@@ -108,8 +111,8 @@ func (c *Client) leaderShows(s *Snapshot) bool {
 // leaderHolds says whether a leader of c (FollowLeader) is followed and
 // holds s's content.
 func (c *Client) leaderHolds(s *Snapshot) bool {
-	for _, l := range c.leaders.list() {
-		if l.followers.Load() > 0 && sameContent(l.current.Load(), s) {
+	for n := c.leaders.head.Load(); n != nil; n = n.next {
+		if l := n.c; l.followers.Load() > 0 && sameContent(l.current.Load(), s) {
 			return true
 		}
 	}
@@ -132,25 +135,31 @@ func sameContent(a, b *Snapshot) bool {
 	return okA && okB && ka == kb
 }
 
-// leaders is FollowLeader's list: written under mu, copied on write, read
-// with one atomic load (Following is on every lookup's path).
+// leaders is FollowLeader's list: written under mu, read with one atomic
+// load (Following is on every lookup's path) and a walk. Its nodes are
+// never changed once listed (but for the flag of the stop that holds
+// each, which the list does not read): a removal copies those before the
+// one it drops. A node is 24 bytes, and FollowLeader's
+// stop holds it and the follower; a slice and its header were 32 bytes
+// more of each follower (package shared's identities).
 type leaders struct {
 	mu   sync.Mutex
-	held atomic.Pointer[[]*Client] // nil: none
+	head atomic.Pointer[leaderNode] // nil: none
 }
 
-func (l *leaders) list() []*Client {
-	if p := l.held.Load(); p != nil {
-		return *p
-	}
-	return nil
+// leaderNode is one FollowLeader call's entry.
+type leaderNode struct {
+	c       *Client
+	next    *leaderNode
+	stopped atomic.Bool // its stop was called (once or more)
 }
 
-func (l *leaders) add(c *Client) {
+func (l *leaders) add(c *Client) *leaderNode {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	next := append(slices.Clone(l.list()), c)
-	l.held.Store(&next)
+	n := &leaderNode{c: c, next: l.head.Load()}
+	l.head.Store(n)
+	return n
 }
 
 // remove drops one of c's entries (FollowLeader may be called twice with
@@ -158,17 +167,19 @@ func (l *leaders) add(c *Client) {
 func (l *leaders) remove(c *Client) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	cur := l.list()
-	i := slices.Index(cur, c)
-	if i < 0 {
+	var before []*leaderNode
+	n := l.head.Load()
+	for ; n != nil && n.c != c; n = n.next {
+		before = append(before, n)
+	}
+	if n == nil {
 		return
 	}
-	if len(cur) == 1 {
-		l.held.Store(nil)
-		return
+	rest := n.next
+	for i := len(before) - 1; i >= 0; i-- {
+		rest = &leaderNode{c: before[i].c, next: rest} // a copy: its stop's flag stays in the one its stop holds
 	}
-	next := slices.Delete(slices.Clone(cur), i, i+1)
-	l.held.Store(&next)
+	l.head.Store(rest)
 }
 
 // Load reads the snapshot the disk cache holds (WithDiskCache) and
@@ -260,29 +271,19 @@ func (c *Client) warmStart(ctx context.Context) error {
 }
 
 // refresher is the refresh machine: the client's work (read, join views,
-// publish) run one at a time, and who waits for which run.
+// publish: Client.refresh, then Client.persist) run one at a time, and
+// who waits for which run. It reaches the client's snapshot, which
+// publish alone writes, and its refresh timeout through one pointer
+// (three fields were 24 bytes of each client more).
 type refresher struct {
-	current *atomic.Pointer[Snapshot] // the client's, which publish alone writes
-	timeout time.Duration             // of one run (WithRefreshTimeout)
-	work    work                      // the client (an interface, not two funcs: no closures per client)
+	c *Client
 
 	mu        sync.Mutex
-	began     uint64        // runs started
-	published uint64        // the run whose snapshot is current; 0 before any
-	running   *run          // the run under way, if any
-	next      *run          // the run that starts when running ends, if any
-	subs      []*subscriber // told of each publication
-}
-
-// work is what the machine runs: the client's.
-type work interface {
-	// refresh is one run, as run seq: it publishes, and says whether it
-	// published new documents, for persist.
-	refresh(ctx context.Context, seq uint64) (*Snapshot, bool, error)
-	// persist queues the disk write of a run's snapshot once the next run
-	// may start; the run's callers wait for the channel it returns (nil:
-	// nothing to wait for) until their contexts end.
-	persist(s *Snapshot, seq uint64) <-chan struct{}
+	began     uint64         // runs started
+	published uint64         // the run whose snapshot is current; 0 before any
+	running   *run           // the run under way, if any
+	next      *run           // the run that starts when running ends, if any
+	subs      *[]*subscriber // told of each publication; nil before the first Subscribe (a slice is 16 bytes of each client more)
 }
 
 // run is one refresh and the callers that wait for it.
@@ -326,7 +327,7 @@ func (r *refresher) wait(ctx context.Context, fresh bool) (*Snapshot, error) {
 		// first, or the write takes longer than a refresh may, the result
 		// stands.
 		if x.persisted != nil {
-			t := time.NewTimer(r.timeout)
+			t := time.NewTimer(r.c.opts.refreshTimeout)
 			defer t.Stop()
 			select {
 			case <-x.persisted:
@@ -337,7 +338,7 @@ func (r *refresher) wait(ctx context.Context, fresh bool) (*Snapshot, error) {
 		return x.snap, x.err
 	case <-ctx.Done():
 		r.leave(x)
-		return r.current.Load(), ctx.Err()
+		return r.c.current.Load(), ctx.Err()
 	}
 }
 
@@ -376,7 +377,7 @@ func (r *refresher) leave(x *run) {
 func (r *refresher) startLocked(x *run) {
 	r.began++
 	x.seq = r.began
-	ctx, cancel := context.WithTimeout(x.base, r.timeout)
+	ctx, cancel := context.WithTimeout(x.base, r.c.opts.refreshTimeout)
 	x.cancel = cancel
 	r.running = x
 	go r.run(ctx, x)
@@ -384,7 +385,7 @@ func (r *refresher) startLocked(x *run) {
 
 func (r *refresher) run(ctx context.Context, x *run) {
 	defer x.cancel()
-	snap, published, err := r.work.refresh(ctx, x.seq)
+	snap, published, err := r.c.refresh(ctx, x.seq)
 	r.mu.Lock()
 	if r.running == x {
 		r.running = nil
@@ -396,7 +397,7 @@ func (r *refresher) run(ctx context.Context, x *run) {
 	}
 	r.mu.Unlock()
 	if published {
-		x.persisted = r.work.persist(snap, x.seq)
+		x.persisted = r.c.persist(snap, x.seq)
 	}
 	x.snap, x.err = snap, err
 	close(x.done)
@@ -413,7 +414,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 	c.stats.refreshNanos.Add(int64(time.Since(start)))
 	if s == nil {
 		c.stats.refreshErrors.Add(1)
-		c.log.refreshFailed(err)
+		c.failures(true).refreshFailed(c.opts.logger, err)
 		if prev == nil || errors.Is(ctx.Err(), context.Canceled) {
 			// Nothing to mark, or a run that everyone left: that is not
 			// the server's failure (running out of time is).
@@ -425,7 +426,9 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		pub, _ := c.machine.publish(seq, &marked)
 		return pub, false, err
 	}
-	c.log.refreshFailed(nil)
+	if l := c.failures(false); l != nil {
+		l.refreshFailed(c.opts.logger, nil)
+	}
 	if prev != nil && !c.leaderShows(s) {
 		// Servers behind the URL that disagree (mixed.go) show on a
 		// second read at the earliest: a first has nothing to differ from.
@@ -438,7 +441,9 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 	if !ok {
 		return pub, false, pub.err
 	}
-	c.log.versionsFailed(pub)
+	if l := c.failures(failedVersions(pub)); l != nil {
+		l.versionsFailed(c.opts.logger, pub)
+	}
 	return pub, c.opts.disk != nil, err
 }
 
@@ -451,7 +456,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 func (r *refresher) publish(seq uint64, s *Snapshot) (*Snapshot, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	prev := r.current.Load()
+	prev := r.c.current.Load()
 	if seq == 0 && prev != nil || seq != 0 && seq < r.published {
 		return prev, false
 	}
@@ -462,9 +467,9 @@ func (r *refresher) publish(seq uint64, s *Snapshot) (*Snapshot, bool) {
 		s.content = s.content.renumbered()
 	}
 	r.published = seq
-	r.current.Store(s)
+	r.c.current.Store(s)
 	if prev == nil || prev.generation != s.generation {
-		for _, sub := range r.subs {
+		for _, sub := range r.subscribers() {
 			sub.offer(s)
 		}
 	}
@@ -570,14 +575,25 @@ func (c *Client) Subscribe(fn func(Change)) (unsubscribe func()) {
 	s := &subscriber{fn: fn}
 	r.mu.Lock()
 	s.seen = c.current.Load()
-	r.subs = append(r.subs, s)
+	if r.subs == nil {
+		r.subs = new([]*subscriber)
+	}
+	*r.subs = append(*r.subs, s)
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
-		r.subs = slices.DeleteFunc(r.subs, func(x *subscriber) bool { return x == s })
+		*r.subs = slices.DeleteFunc(*r.subs, func(x *subscriber) bool { return x == s })
 		r.mu.Unlock()
 		s.gate.Close()
 	}
+}
+
+// subscribers are r's subscribers, under r.mu.
+func (r *refresher) subscribers() []*subscriber {
+	if r.subs == nil {
+		return nil
+	}
+	return *r.subs
 }
 
 // failureLog logs failures when they start and stop, not on every
@@ -585,16 +601,30 @@ func (c *Client) Subscribe(fn func(Change)) (unsubscribe func()) {
 // aggregated API server, does not flood the log. It decides what to log
 // under mu and logs after unlocking it: a handler is the user's code.
 type failureLog struct {
-	logger *slog.Logger
-
 	mu             sync.Mutex
 	lastFailed     map[string]string // group-version -> error text last logged
 	lastRefreshErr string            // the refresh failure last logged
 }
 
+// failures is c's failure log; nil when none was made and create is
+// false (nothing failed: nothing to log, or to remember).
+func (c *Client) failures(create bool) *failureLog {
+	if l := c.log.Load(); l != nil || !create {
+		return l
+	}
+	c.log.CompareAndSwap(nil, &failureLog{})
+	return c.log.Load()
+}
+
+// failedVersions says whether s has group-versions that failed.
+func failedVersions(s *Snapshot) bool {
+	pe, ok := s.err.(*PartialError)
+	return ok && len(pe.Errors) > 0
+}
+
 // refreshFailed logs a failed refresh when the reason changes, and once
 // when refreshes work again (err nil).
-func (l *failureLog) refreshFailed(err error) {
+func (l *failureLog) refreshFailed(logger *slog.Logger, err error) {
 	msg := ""
 	if err != nil {
 		msg = fmt.Sprint(err)
@@ -606,16 +636,17 @@ func (l *failureLog) refreshFailed(err error) {
 	switch {
 	case msg == last:
 	case err == nil:
-		l.logger.Info("discovery refresh works again")
+		logger.Info("discovery refresh works again")
 	default:
-		l.logger.Warn("discovery refresh failed", "err", err)
+		logger.Warn("discovery refresh failed", "err", err)
 	}
 }
 
 // versionsFailed logs a group-version when it starts or stops failing.
-func (l *failureLog) versionsFailed(s *Snapshot) {
+func (l *failureLog) versionsFailed(logger *slog.Logger, s *Snapshot) {
 	var now map[string]string // nil when none failed: a client keeps no empty map
-	if pe, ok := s.err.(*PartialError); ok && len(pe.Errors) > 0 {
+	if failedVersions(s) {
+		pe := s.err.(*PartialError)
 		now = make(map[string]string, len(pe.Errors))
 		for _, gve := range pe.Errors {
 			now[gve.GroupVersion.String()] = gve.Err.Error()
@@ -627,12 +658,12 @@ func (l *failureLog) versionsFailed(s *Snapshot) {
 	l.mu.Unlock()
 	for _, gv := range slices.Sorted(maps.Keys(now)) {
 		if msg := now[gv]; before[gv] != msg {
-			l.logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
+			logger.Warn("discovery: group-version not current", "groupVersion", gv, "err", msg)
 		}
 	}
 	for _, gv := range slices.Sorted(maps.Keys(before)) {
 		if _, still := now[gv]; !still {
-			l.logger.Info("discovery: group-version current again", "groupVersion", gv)
+			logger.Info("discovery: group-version current again", "groupVersion", gv)
 		}
 	}
 }

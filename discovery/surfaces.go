@@ -1,8 +1,12 @@
 package discovery
 
 import (
+	"net/url"
+	"reflect"
 	"sync"
 	"weak"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeatlas/kubeatlas/discovery/surface"
 	"github.com/kubeatlas/kubeatlas/internal/weakmap"
@@ -26,6 +30,18 @@ import (
 // list's JSON, whatever the Accept), so clients that share should read
 // JSON (WithJSONOnly). A surface no client holds any more is forgotten.
 //
+// The table also holds once what its clients have alike, which each would
+// otherwise hold a copy of (package shared's thousand identities of one
+// server): the options and base URL of the first client given it, pointed
+// at by every later client whose options and URL are equal, and the rest.
+// Config of the first client built from one that carries no credential but
+// a bearer token and impersonation, without those two: a later client
+// whose config is that one but for its own token and impersonation holds
+// only those, and Config and Connection put them back on a copy. No
+// client's secret is in the table (no token, password, key, auth provider
+// or exec plugin; paths client-go reads, a token file's, may be), and a
+// client whose config or options differ in anything else holds its own.
+//
 // The table is data: it does no I/O and never waits, so a client's refresh
 // does no work for another client (package fleet works out its guesses on
 // its own goroutines and hands them over with Offer). It is safe for
@@ -36,6 +52,9 @@ type Surfaces struct {
 	mu     sync.Mutex
 	offers map[*Client]*content  // what Offer gave a client's next refresh
 	last   weak.Pointer[content] // the surface a client read or confirmed last
+	config *rest.Config          // what clients' configs share (tableConfig), once one was given
+	opts   *options              // what clients' options share (sharedOptions), once one was given
+	base   *url.URL              // what clients' base URLs share (sharedBase), once one was given
 }
 
 // surfaceKey names a surface: its documents' ETags, and the form of each.
@@ -58,6 +77,44 @@ func NewSurfaces() *Surfaces { return &Surfaces{} }
 // its own.
 func WithSurfaces(t *Surfaces) Option {
 	return named("WithSurfaces", func(o *options) error { o.surfaces = t; return nil })
+}
+
+// sharedOptions is o, or the options of the table's first client when
+// they are equal (sameValue: by value, objects by identity): the clients
+// of a table, package shared's identities of a server, are mostly given
+// the same options, and each holds a pointer instead of its own copy (96
+// bytes). With no table, o.
+func (t *Surfaces) sharedOptions(o *options) *options {
+	if t == nil {
+		return o
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.opts == nil {
+		t.opts = o
+	}
+	if sameValue(reflect.ValueOf(*t.opts), reflect.ValueOf(*o)) {
+		return t.opts
+	}
+	return o
+}
+
+// sharedBase is b, or the equal base URL of the table's first client (a
+// url.URL is 144 bytes). With no table, b. Neither is changed once a
+// client holds it.
+func (t *Surfaces) sharedBase(b *url.URL) *url.URL {
+	if t == nil {
+		return b
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.base == nil {
+		t.base = b
+	}
+	if *t.base == *b {
+		return t.base
+	}
+	return b
 }
 
 // Len is how many surfaces the table holds now.

@@ -71,6 +71,26 @@ func newFreshness(interval time.Duration, c clock.PassiveClock) *freshness {
 	return f
 }
 
+// freshness is m's, made at its first use: what a freshness made with
+// the mapper would have been, since nothing reads it before.
+func (m *Mapper) freshness() *freshness {
+	if f := m.fresh.Load(); f != nil {
+		return f
+	}
+	m.fresh.CompareAndSwap(nil, newFreshness(m.opts.missInterval, m.opts.clock))
+	return m.fresh.Load()
+}
+
+// due says whether a lookup without a version should revalidate
+// discovery first (freshness.due), making m's freshness only when the
+// client is not followed: a followed client's never is.
+func (m *Mapper) due() bool {
+	if m.client.Following() {
+		return false
+	}
+	return m.freshness().due(m.client)
+}
+
 // due says whether a lookup without a version, answered from c's current
 // snapshot, should revalidate discovery first: never while c is followed
 // (discovery.Client.Following: a follower refreshes it on every change).

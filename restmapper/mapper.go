@@ -27,16 +27,23 @@ type options struct {
 	clock        clock.PassiveClock
 	warn         func(string)
 	indexes      *Indexes
+}
 
+// building is the options while they apply: the record of those given is
+// read only then, and a mapper keeps none (a process may hold thousands
+// of mappers, package shared's identities).
+type building struct {
+	options
 	given optset.Given // the options given, by name (named)
 }
 
 // Option configures a Mapper.
-type Option func(*options) error
+type Option func(*building) error
 
 // named is the option name, which may be given once (optset).
 func named(name string, set func(*options) error) Option {
-	return optset.Named("restmapper", name, func(o *options) *optset.Given { return &o.given }, set)
+	return optset.Named("restmapper", name, func(b *building) *optset.Given { return &b.given },
+		func(b *building) error { return set(&b.options) })
 }
 
 // WithMissRefreshInterval sets the pace of refreshes made by lookups that
@@ -106,7 +113,7 @@ func WithWarningHandler(f func(string)) Option {
 // refresh.
 type Mapper struct {
 	client *discovery.Client
-	opts   options
+	opts   *options // read only; the Indexes table's when its mappers' are alike
 
 	state   atomic.Pointer[state]
 	buildMu sync.Mutex // serializes building a generation's state (in memory)
@@ -115,8 +122,12 @@ type Mapper struct {
 	// reads the clock to see whether discovery should be revalidated.
 	lookups atomic.Uint32
 
-	misses misses
-	fresh  *freshness // when lookups without a version revalidate (fresh.go)
+	misses atomic.Pointer[misses] // made at first use (missPolicy)
+	// When lookups without a version revalidate (fresh.go), made at the
+	// first such lookup while the client is not followed (freshness): a
+	// mapper of package shared's identities, followed through the
+	// server's watch, mostly never makes one.
+	fresh atomic.Pointer[freshness]
 
 	// What Stats reports: every lookup adds to asked, and one that does
 	// not find an answer to missed or failed.
@@ -181,16 +192,14 @@ func New(c *discovery.Client, opts ...Option) (*Mapper, error) {
 	if c == nil {
 		return nil, errors.New("restmapper: New: nil discovery client")
 	}
-	o := options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}}
+	b := building{options: options{missInterval: DefaultMissRefreshInterval, clock: clock.RealClock{}}}
 	for _, opt := range opts {
-		if err := opt(&o); err != nil {
+		if err := opt(&b); err != nil {
 			return nil, err
 		}
 	}
-	// Read only while the options apply: a client keeps no record (a
-	// process may hold thousands of clients, package shared's identities).
-	o.given = nil
-	return &Mapper{client: c, opts: o, misses: newMisses(o.missInterval), fresh: newFreshness(o.missInterval, o.clock)}, nil
+	o := b.options
+	return &Mapper{client: c, opts: o.indexes.sharedOptions(&o)}, nil
 }
 
 // revalidateEvery is how many lookups share one look at the clock: the
@@ -244,7 +253,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	if a.err == nil {
 		// A hit without a version is answered from discovery validated
 		// within the interval, or followed (fresh.go).
-		if versionless(k, versions) && m.fresh.due(m.client) {
+		if versionless(k, versions) && m.due() {
 			if st2 := m.revalidate(ctx); st2 != nil && st2 != st {
 				a = st2.answer(k, versions)
 			}
@@ -254,7 +263,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	// A cold lookup's snapshot was read after it began: a refresh would
 	// read the same.
-	if !meta.IsNoMatchError(a.err) || cold || !m.misses.mayRefresh(k, m.opts.clock.Now()) {
+	if !meta.IsNoMatchError(a.err) || cold || !m.missPolicy().mayRefresh(k, m.opts.clock.Now()) {
 		m.count(a.err)
 		return a
 	}
@@ -265,7 +274,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	if st2, _ := m.current(ctx); st2 != nil && st2 != st {
 		if a = st2.answer(k, versions); a.err == nil {
-			m.misses.found(k)
+			m.missPolicy().found(k)
 		}
 	}
 	m.count(a.err)
@@ -277,18 +286,19 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 // misses, and returns the state to answer from; nil when another lookup
 // is revalidating (it is not waited for) or did meanwhile.
 func (m *Mapper) revalidate(ctx context.Context) *state {
-	if !m.fresh.refreshing.CompareAndSwap(false, true) {
+	f := m.freshness()
+	if !f.refreshing.CompareAndSwap(false, true) {
 		return nil
 	}
-	defer m.fresh.refreshing.Store(false)
-	if !m.fresh.due(m.client) {
+	defer f.refreshing.Store(false)
+	if !f.due(m.client) {
 		return nil
 	}
-	if m.misses.mayRefreshStale(m.opts.clock.Now()) {
+	if m.missPolicy().mayRefreshStale(m.opts.clock.Now()) {
 		m.staleRefreshes.Add(1)
 		_, _ = m.client.Refresh(ctx)
 	}
-	m.fresh.observe(m.client.Current(), true)
+	f.observe(m.client.Current(), true)
 	st, _ := m.current(ctx)
 	return st
 }

@@ -43,8 +43,20 @@ type backoff struct {
 	wait time.Duration // how long after that the one after may
 }
 
-func newMisses(interval time.Duration) misses {
-	return misses{max: interval}
+func newMisses(interval time.Duration) *misses {
+	return &misses{max: interval}
+}
+
+// missPolicy is m's miss policy, made at the first miss or stale lookup
+// that asks it (a mapper that never misses, most of package shared's
+// identities', holds none): one made late is the one New would have made,
+// since nothing reads it before.
+func (m *Mapper) missPolicy() *misses {
+	if p := m.misses.Load(); p != nil {
+		return p
+	}
+	m.misses.CompareAndSwap(nil, newMisses(m.opts.missInterval))
+	return m.misses.Load()
 }
 
 // budgets makes the budgets, full (a rate.Limiter starts with its

@@ -2,7 +2,6 @@ package shared
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -13,11 +12,10 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/kubeatlas/kubeatlas/internal/restconfigtest"
 )
 
 // The key: what makes the same server, what makes the same identity, and
@@ -167,8 +165,8 @@ func TestConfigFields(t *testing.T) {
 	for _, path := range leaves {
 		t.Run(path, func(t *testing.T) {
 			c1, c2 := base(), base()
-			v1 := setField(t, c1, path, 1)
-			setField(t, c2, path, 2)
+			v1 := restconfigtest.Set(t, c1, path, 1)
+			restconfigtest.Set(t, c2, path, 2)
 			k1, ok1, err1 := keyFor(c1)
 			k2, ok2, err2 := keyFor(c2)
 			if err1 != nil || err2 != nil {
@@ -189,7 +187,7 @@ func TestConfigFields(t *testing.T) {
 				}
 			case identityField:
 				c3 := base()
-				setFieldTo(t, c3, path, v1)
+				restconfigtest.SetTo(c3, path, v1)
 				k3, ok3, _ := keyFor(c3)
 				if !ok1 || !ok2 || !ok3 || k1 == k2 || k1 != k3 {
 					t.Errorf("%s: two pointers give one key %v, one pointer two keys %v (shareable %v, %v, %v)", path, k1 == k2, k1 != k3, ok1, ok2, ok3)
@@ -223,111 +221,6 @@ func TestUnknownFieldIsNotShared(t *testing.T) {
 	if keyableStruct(reflect.ValueOf(f), "") {
 		t.Error("a config that sets an unlisted nested field is keyable")
 	}
-}
-
-// setField sets the field of cfg at path (configField's form) to its
-// n-th test value, allocating the structs and the one slice element on
-// the way, and returns the value.
-func setField(t *testing.T, cfg *rest.Config, path string, n int) reflect.Value {
-	t.Helper()
-	f := fieldAt(cfg, path)
-	v := testValue(t, f.Type(), n)
-	f.Set(v)
-	return v
-}
-
-func setFieldTo(t *testing.T, cfg *rest.Config, path string, v reflect.Value) {
-	t.Helper()
-	fieldAt(cfg, path).Set(v)
-}
-
-func fieldAt(cfg *rest.Config, path string) reflect.Value {
-	v := reflect.ValueOf(cfg).Elem()
-	segs := strings.Split(path, ".")
-	for _, seg := range segs[:len(segs)-1] {
-		f := v.FieldByName(seg)
-		switch f.Kind() {
-		case reflect.Pointer:
-			if f.IsNil() {
-				f.Set(reflect.New(f.Type().Elem()))
-			}
-			v = f.Elem()
-		case reflect.Slice:
-			if f.Len() == 0 {
-				f.Set(reflect.MakeSlice(f.Type(), 1, 1))
-			}
-			v = f.Index(0)
-		default:
-			v = f
-		}
-	}
-	return v.FieldByName(segs[len(segs)-1])
-}
-
-// persister is an AuthConfigPersister; its field keeps two of them at
-// two addresses.
-type persister struct{ n int }
-
-func (*persister) Persist(map[string]string) error { return nil }
-
-// warnings is a WarningHandler of either kind.
-type warnings struct{ n int }
-
-func (*warnings) HandleWarningHeader(int, string, string)                             {}
-func (*warnings) HandleWarningHeaderWithContext(context.Context, int, string, string) {}
-
-// testValue is a value of typ, different for each n (pointers are new at
-// each call).
-func testValue(t *testing.T, typ reflect.Type, n int) reflect.Value {
-	t.Helper()
-	switch typ {
-	case reflect.TypeFor[http.RoundTripper]():
-		return reflect.ValueOf(&http.Transport{MaxIdleConns: n}).Convert(typ)
-	case reflect.TypeFor[rest.AuthProviderConfigPersister]():
-		return reflect.ValueOf(&persister{n: n}).Convert(typ)
-	case reflect.TypeFor[flowcontrol.RateLimiter]():
-		return reflect.ValueOf(flowcontrol.NewTokenBucketRateLimiter(float32(n), n))
-	case reflect.TypeFor[rest.WarningHandler](), reflect.TypeFor[rest.WarningHandlerWithContext]():
-		return reflect.ValueOf(&warnings{n: n}).Convert(typ)
-	case reflect.TypeFor[runtime.NegotiatedSerializer]():
-		if n == 1 {
-			return reflect.ValueOf(serializer.NewCodecFactory(runtime.NewScheme())).Convert(typ)
-		}
-		return reflect.ValueOf(serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()).Convert(typ)
-	case reflect.TypeFor[runtime.Object]():
-		return reflect.ValueOf(&runtime.Unknown{Raw: fmt.Appendf(nil, `{"audience":"a%d"}`, n)}).Convert(typ)
-	case reflect.TypeFor[*schema.GroupVersion]():
-		return reflect.ValueOf(&schema.GroupVersion{Group: fmt.Sprint("g", n), Version: "v1"})
-	}
-	switch typ.Kind() {
-	case reflect.String:
-		return reflect.ValueOf(fmt.Sprint("value", n)).Convert(typ)
-	case reflect.Bool:
-		return reflect.ValueOf(n%2 == 1)
-	case reflect.Int, reflect.Int64, reflect.Float32:
-		return reflect.ValueOf(n).Convert(typ)
-	case reflect.Slice:
-		switch typ.Elem().Kind() {
-		case reflect.Uint8:
-			return reflect.ValueOf(fmt.Appendf(nil, "value%d", n)).Convert(typ)
-		case reflect.String:
-			return reflect.ValueOf([]string{fmt.Sprint("value", n)}).Convert(typ)
-		}
-	case reflect.Map:
-		m := reflect.MakeMap(typ)
-		m.SetMapIndex(reflect.ValueOf("key"), testValue(t, typ.Elem(), n))
-		return m
-	case reflect.Func:
-		return reflect.MakeFunc(typ, func([]reflect.Value) []reflect.Value {
-			out := make([]reflect.Value, typ.NumOut())
-			for i := range out {
-				out[i] = reflect.Zero(typ.Out(i))
-			}
-			return out
-		})
-	}
-	t.Fatalf("no test value for %v: add one", typ)
-	return reflect.Value{}
 }
 
 // BenchmarkKey is the key of a config as a kubeconfig with an exec

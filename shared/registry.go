@@ -127,14 +127,16 @@ type server struct {
 	lead    *lead                // the watch's run, nil with none
 }
 
-// client is one shared client: a server and an identity.
+// client is one shared client: a server and an identity. Its fields are
+// ordered, and its counts 32 bits, so that the flags and the counts fill
+// the sync.Once's padding: 112 bytes, two size classes less than 144 (a
+// process may hold thousands, package shared's identities).
 type client struct {
-	id      identityKey // its key in the registry's map (clientKey.identity)
-	private bool        // not in the map: a config that cannot be keyed (keyFor)
-	srv     *server
-	hc      *http.Client
-	dc      *discovery.Client
-	mapper  *restmapper.Mapper
+	id     identityKey // its key in the registry's map (clientKey.identity)
+	reg    *Registry
+	srv    *server
+	dc     *discovery.Client // its transport, below its count, is c's (httpClient)
+	mapper *restmapper.Mapper
 
 	// The OpenAPI v3 client, built at the first Handle.OpenAPI (most
 	// identities never ask: a thousand held at once would hold a
@@ -142,16 +144,19 @@ type client struct {
 	// pointer, so that the server's watch marks it (Registry.changed)
 	// once built, without building it.
 	openapiOnce sync.Once
-	openapi     atomic.Pointer[openapi3.Client]
+	private     bool // not in the map: a config that cannot be keyed (keyFor)
+	// Under Registry.mu: whether c's credentials were refused a watch
+	// (leader.go).
+	refused bool
+	// Under Registry.mu.
+	refs    int32
+	lingers uint32 // bumped at each last release and each take-back: a linger timer of an older one does nothing (a wrap would take 4 billion within one linger)
+	openapi atomic.Pointer[openapi3.Client]
 
 	// Under Registry.mu.
-	refs    int
-	lingers uint64 // bumped at each last release and each take-back: a linger timer of an older one does nothing
-	timer   *time.Timer
-	// The server's watch (leader.go): how c follows its leader, and
-	// whether c's credentials were refused a watch.
+	timer *time.Timer
+	// The server's watch (leader.go): how c follows its leader.
 	unfollow func()
-	refused  bool
 }
 
 var defaultRegistry = sync.OnceValue(func() *Registry {
@@ -338,7 +343,23 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 	if _, err := httpx.ParseBase(base.String()); err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
-	return &client{id: k.identity, srv: srv, hc: hc, dc: dc, mapper: m, unfollow: func() {}}, nil
+	return &client{id: k.identity, reg: r, srv: srv, dc: dc, mapper: m, unfollow: func() {}}, nil
+}
+
+// httpClient is c's HTTP client as client-go built it for c's config
+// (rest.HTTPClientFor: its transport, with auth, TLS and connections,
+// and the config's timeout), made again from c's discovery client, which
+// sends through that transport below its count of requests (Connection
+// says it unwraps to it): the registry keeps no copy of its own (48 bytes
+// of each identity). The requests it sends are not discovery's, and are
+// not counted in its Stats.
+func (c *client) httpClient() *http.Client {
+	dhc, cfg := c.dc.Connection()
+	next := dhc.Transport
+	if w, ok := next.(interface{ WrappedRoundTripper() http.RoundTripper }); ok {
+		next = w.WrappedRoundTripper()
+	}
+	return &http.Client{Transport: next, Timeout: cfg.Timeout}
 }
 
 // openAPI is c's OpenAPI v3 client, built at the first call over c's HTTP
@@ -350,7 +371,7 @@ func (c *client) openAPI(o options) *openapi3.Client {
 		base, _, err := rest.DefaultServerUrlFor(cfg)
 		var oa *openapi3.Client
 		if err == nil {
-			oa, err = openapi3.NewForHTTPClient(c.hc, base.String(), c.srv.openAPIOptions(o)...)
+			oa, err = openapi3.NewForHTTPClient(c.httpClient(), base.String(), c.srv.openAPIOptions(o)...)
 		}
 		if err != nil {
 			// Not reached: build parsed this base URL, New tried
@@ -384,7 +405,7 @@ func (r *Registry) release(c *client) {
 }
 
 // expire forgets c if nothing took it back since its linger seq began.
-func (r *Registry) expire(c *client, seq uint64) {
+func (r *Registry) expire(c *client, seq uint32) {
 	r.mu.Lock()
 	if c.refs > 0 || c.lingers != seq {
 		r.mu.Unlock()
@@ -427,37 +448,32 @@ func (r *Registry) Len() int {
 // except the client of HTTPClient: hand that, or the handle itself, to
 // whatever lives as long as the use.
 type Handle struct {
-	c       *client
-	ref     *ref
-	cleanup runtime.Cleanup
-}
-
-// ref is the handle's reference, which Release and the garbage collector
-// each try to give back; the first does.
-type ref struct {
-	r        *Registry
 	c        *client
-	released atomic.Bool
-}
-
-func (x *ref) release() {
-	if x.released.CompareAndSwap(false, true) {
-		x.r.release(x.c)
-	}
+	cleanup  runtime.Cleanup
+	released atomic.Bool // Release gave the reference back (the garbage collector gives it only when Release did not)
 }
 
 func (r *Registry) handle(c *client) *Handle {
-	x := &ref{r: r, c: c}
-	h := &Handle{c: c, ref: x}
-	h.cleanup = runtime.AddCleanup(h, (*ref).release, x)
+	h := &Handle{c: c}
+	// The cleanup's argument is the client, which does not reach the
+	// handle; it runs only while Release has not (Release stops it, and
+	// a handle being released is reachable), so it needs no flag of its
+	// own: a handle is one object, not two.
+	h.cleanup = runtime.AddCleanup(h, (*client).releaseUnreachable, c)
 	return h
 }
+
+// releaseUnreachable gives back the reference of a handle that became
+// unreachable without Release.
+func (c *client) releaseUnreachable() { c.reg.release(c) }
 
 // Release gives the handle's reference back. Calling it again does
 // nothing. The objects the handle returned stay usable (see Handle).
 func (h *Handle) Release() {
-	h.cleanup.Stop()
-	h.ref.release()
+	if h.released.CompareAndSwap(false, true) {
+		h.cleanup.Stop()
+		h.c.reg.release(h.c)
+	}
 }
 
 // Discovery is the shared discovery client.
@@ -469,7 +485,7 @@ func (h *Handle) Mapper() *restmapper.Mapper { return h.c.mapper }
 // OpenAPI is the shared OpenAPI v3 client: built at the first call for
 // the handle's server and identity (Acquire builds none, and checked
 // what could make it fail), then the same for every handle on it.
-func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openAPI(h.ref.r.opts) }
+func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openAPI(h.c.reg.opts) }
 
 // Watcher is the server's watch (for its Stats) while it runs with the
 // handle's identity's credentials (see the package doc, "One watch per
@@ -477,7 +493,7 @@ func (h *Handle) OpenAPI() *openapi3.Client { return h.c.openAPI(h.ref.r.opts) }
 // Run is not handed to an identity whose credentials it does not send),
 // once the client is forgotten, and with WithoutWatch.
 func (h *Handle) Watcher() *watch.Watcher {
-	r := h.ref.r
+	r := h.c.reg
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l := h.c.srv.lead; l != nil && l.c == h.c {
@@ -492,13 +508,9 @@ func (h *Handle) Watcher() *watch.Watcher {
 // client.Options.HTTPClient). It keeps the handle reachable: as long as
 // something holds it, the garbage collector does not release the handle.
 func (h *Handle) HTTPClient() *http.Client {
-	hc := *h.c.hc
-	next := hc.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	hc.Transport = holding{next: next, h: h}
-	return &hc
+	hc := h.c.httpClient()
+	hc.Transport = holding{next: hc.Transport, h: h}
+	return hc
 }
 
 // holding is a transport that keeps a handle reachable.

@@ -125,3 +125,17 @@ func TestUserAgentOnce(t *testing.T) {
 		t.Error("each identity holds a User-Agent of its own")
 	}
 }
+
+// TestClientSize: a client is at most 112 bytes, a size class of Go's
+// allocator (136, so 144 held, with its flags apart and an HTTP client of
+// its own), and a handle one object of 32 (a handle and its reference
+// were two of 32): a process may hold thousands, package shared's
+// identities.
+func TestClientSize(t *testing.T) {
+	if size := unsafe.Sizeof(client{}); size > 112 {
+		t.Errorf("a client is %d bytes, want at most 112", size)
+	}
+	if size := unsafe.Sizeof(Handle{}); size > 32 {
+		t.Errorf("a Handle is %d bytes, want at most 32", size)
+	}
+}

@@ -1,6 +1,7 @@
 package shared_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -358,6 +359,86 @@ func TestGarbageCollectorReleases(t *testing.T) {
 			t.Fatal("an unreachable handle was not released")
 		}
 		runtime.GC()
+	}
+	waitWatchStopped(t)
+}
+
+// HTTPClient is the identity's HTTP client as client-go builds it for its
+// config: its credentials, its config's timeout, Go's redirect policy;
+// its requests are not discovery's, and not counted in its Stats.
+func TestHTTPClientIsTheIdentitys(t *testing.T) {
+	a := startAuthServer(t)
+	r := newRegistry(t, shared.WithLinger(0))
+	cfg := a.config("tok-1")
+	cfg.Timeout = 7 * time.Second
+	h, err := r.Acquire(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waitWatchStopped(t)
+	defer h.Release()
+	if _, err := h.Discovery().Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := h.Discovery().Stats().Requests
+	hc := h.HTTPClient()
+	if hc.Timeout != cfg.Timeout || hc.CheckRedirect != nil || hc.Jar != nil {
+		t.Errorf("the HTTP client has timeout %v, a redirect policy %v, a jar %v", hc.Timeout, hc.CheckRedirect != nil, hc.Jar != nil)
+	}
+	for range 3 {
+		req, err := http.NewRequest(http.MethodGet, a.url+"/api", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("a request of the HTTP client was answered %s: not sent as tok-1", resp.Status)
+		}
+	}
+	if n := h.Discovery().Stats().Requests - before; n != 0 {
+		t.Errorf("3 requests of the HTTP client counted %d of discovery's", n)
+	}
+	if oa := h.OpenAPI(); oa == nil {
+		t.Fatal("no OpenAPI client")
+	}
+	if n := h.Discovery().Stats().Requests - before; n != 0 {
+		t.Errorf("the OpenAPI client's build counted %d of discovery's requests", n)
+	}
+}
+
+// A handle released and then unreachable gives its reference back once:
+// the garbage collector does not give it again, which would take the
+// client from another handle that holds it.
+func TestReleasedHandleReleasedOnce(t *testing.T) {
+	a := startAuthServer(t)
+	r := newRegistry(t, shared.WithLinger(0))
+	held, err := r.Acquire(a.config("tok-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		h, err := r.Acquire(a.config("tok-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+		h.Release()
+	}
+	for range 5 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.Len() != 1 {
+		t.Fatal("handles released and then unreachable released the client another holds")
+	}
+	held.Release()
+	if r.Len() != 0 {
+		t.Fatal("the last handle's release left the client held")
 	}
 	waitWatchStopped(t)
 }

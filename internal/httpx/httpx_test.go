@@ -58,6 +58,14 @@ func TestCheckRedirect(t *testing.T) {
 	if n := hops.Load(); n != 4 {
 		t.Errorf("a redirect loop was followed %d times, want the first request and 3 redirects", n)
 	}
+	// Another bound than the default (whose policy is made once).
+	hops.Store(0)
+	if _, err := WithRedirectPolicy(srv.Client(), 1).Get(srv.URL + "/loop"); !errors.Is(err, ErrRedirect) {
+		t.Errorf("/loop with 1 redirect: err = %v, want ErrRedirect", err)
+	}
+	if n := hops.Load(); n != 2 {
+		t.Errorf("a redirect loop with 1 redirect allowed was followed %d times, want the first request and 1 redirect", n)
+	}
 }
 
 func TestDoRetriesAfterRetryAfter(t *testing.T) {

@@ -17,6 +17,18 @@ var ErrRedirect = errors.New("redirect not followed")
 // policy of dropping Authorization on a cross-host redirect does not protect
 // them: a redirect to another host is refused instead.
 func CheckRedirect(max int) func(*http.Request, []*http.Request) error {
+	if max == DefaultMaxRedirects {
+		return checkDefaultRedirect
+	}
+	return checkRedirect(max)
+}
+
+// checkDefaultRedirect is CheckRedirect(DefaultMaxRedirects), made once:
+// a closure of each client would be 16 bytes of each (package shared
+// holds a client per identity).
+var checkDefaultRedirect = checkRedirect(DefaultMaxRedirects)
+
+func checkRedirect(max int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > max {
 			return fmt.Errorf("%w: more than %d", ErrRedirect, max)
