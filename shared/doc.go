@@ -64,9 +64,16 @@
 // (discovery.WithMaxAge) at a lookup, and then two 304s in the
 // background.
 //
-// Identities never share credentials, HTTP transports or connections:
-// each has its own discovery client over its own HTTP client, built by
-// client-go from its config. What they may share is content, and only
+// Identities never share credentials: each has its own discovery client
+// over its own HTTP client, built by client-go from its config, and each
+// request carries that identity's credentials. Below them, client-go's
+// transport cache gives configs with the same TLS settings (CA, client
+// certificate, proxy, dialer) one http.Transport, and so one pool of
+// connections, as in any client-go program: identities that differ only
+// in a bearer token or impersonation send their requests, each with its
+// own credentials, over connections they may share; the server
+// authenticates each request. This package adds no sharing of its own
+// below the HTTP client. What identities may share is content, and only
 // content each one proves it sees: the clients of one server are given
 // one discovery.Surfaces table, one restmapper.Indexes and one
 // openapi3.Documents (as a fleet's clusters are), so a second identity's
