@@ -115,8 +115,22 @@ func (c *Converter) Type(ctx context.Context, gvk schema.GroupVersionKind) (*typ
 	if k == nil {
 		return nil, fmt.Errorf("%w: no schema for %s in %s", openapi3.ErrNotFound, gvk, d.Path)
 	}
-	k.once.Do(func() { k.t, k.err = b.typeOf(k.root) })
+	b.typeKind(k)
 	return k.t, k.err
+}
+
+// typeKind makes k's type, once. A panic while typing (server data that
+// schemaconv or the parser does not expect) is k's error, kept as any
+// error is, as Document.Derived keeps a build's.
+func (b *built) typeKind(k *kindType) {
+	k.once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				k.t, k.err = nil, fmt.Errorf("typed: %s: typing %s: panic: %v", b.doc.Path, k.root, r)
+			}
+		}()
+		k.t, k.err = b.typeOf(k.root)
+	})
 }
 
 // builds counts the documents built, for the tests that pin "once per
@@ -237,7 +251,14 @@ func (b *built) typeOf(root string) (*typed.ParseableType, error) {
 // schema that does not convert, which fails the kinds that reach it alone,
 // as in typeOf.
 func (b *built) wholeType(root string) (*typed.ParseableType, error) {
-	b.wholeOnce.Do(func() { b.whole, b.wholeErr = b.wholeTypes() })
+	b.wholeOnce.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				b.whole, b.wholeErr = nil, fmt.Errorf("typed: %s: typing the whole document: panic: %v", b.doc.Path, r)
+			}
+		}()
+		b.whole, b.wholeErr = b.wholeTypes()
+	})
 	if b.wholeErr != nil {
 		return nil, b.wholeErr
 	}

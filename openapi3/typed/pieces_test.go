@@ -47,7 +47,7 @@ func typeOfDoc(d *openapi3.Document, gvk schema.GroupVersionKind) (*built, error
 	if k == nil {
 		return b, fmt.Errorf("%w: %s", openapi3.ErrNotFound, gvk)
 	}
-	k.once.Do(func() { k.t, k.err = b.typeOf(k.root) })
+	b.typeKind(k)
 	return b, k.err
 }
 
@@ -231,5 +231,26 @@ func TestManyKindsReachingMuchCostTheDocument(t *testing.T) {
 	b, err := typeOfDoc(d, xGVK.GroupVersion().WithKind("KB"))
 	if err == nil || !strings.Contains(err.Error(), "unrecognized type: 'tuple'") || b.whole == nil {
 		t.Fatalf("KB, after the budget is spent: %v (whole types built: %v)", err, b.whole != nil)
+	}
+}
+
+// TestPanicWhileTypingIsAnError: a panic while typing a kind (here a
+// built whose state is broken: typing it writes to a nil map) is the
+// kind's error, kept, not a panic in the caller's process; so is one while
+// typing the whole document.
+func TestPanicWhileTypingIsAnError(t *testing.T) {
+	d := docOf(t, "w", `"x-kubernetes-group-version-kind"`, map[string]string{"S": `{"type":"object"}`})
+	b := &built{doc: d, budget: 100} // pieces nil
+	k := &kindType{root: "w"}
+	for range 2 {
+		b.typeKind(k)
+		if k.t != nil || k.err == nil || !strings.Contains(k.err.Error(), "panic") {
+			t.Fatalf("type %v, err %v; want a panic's error", k.t, k.err)
+		}
+	}
+	for range 2 {
+		if _, err := b.wholeType("w"); err == nil || !strings.Contains(err.Error(), "panic") {
+			t.Fatalf("whole document: %v; want a panic's error", err)
+		}
 	}
 }
