@@ -24,7 +24,7 @@ func docOf(t *testing.T, w, gvkMember string, others map[string]string) *openapi
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, `{"openapi":"3.0.0","components":{"schemas":{%q:{"type":"object",%s:[{"group":"x","version":"v1","kind":"W"}],`+
-		`"properties":{"apiVersion":{"type":"string"},"kind":{"type":"string"},"spec":{"$ref":"#/components/schemas/S"}}}`, w, gvkMember)
+		`"properties":{"apiVersion":{"type":"string"},"kind":{"type":"string"},"metadata":{"type":"object"},"spec":{"$ref":"#/components/schemas/S"}}}`, w, gvkMember)
 	for n, s := range others {
 		fmt.Fprintf(&b, ",%q:%s", n, s)
 	}
