@@ -269,6 +269,9 @@ func (b *built) wholeType(root string) (*typed.ParseableType, error) {
 	return &t, nil
 }
 
+// wholeTypes converts every schema of the document (each once per
+// content, as typeOf does) and finds those that reach one that does not
+// convert, through the schemas that refer to each.
 func (b *built) wholeTypes() (*wholeTypes, error) {
 	names := b.doc.SchemaNames()
 	w := &wholeTypes{broken: map[string]bool{}}
