@@ -167,6 +167,23 @@ func (d *Document) SchemaNames() []string {
 	return names
 }
 
+// SchemaJSON returns the bytes of the components/schemas entry called name,
+// as the document holds them (not parsed, nothing kept): for callers that
+// parse or key entries themselves, as openapi3/typed keys what it builds
+// of an entry by its content. The bytes are the document's: do not modify
+// them. A name the document does not define is an ErrNotFound.
+func (d *Document) SchemaJSON(name string) ([]byte, error) {
+	schemas, err := d.index()
+	if err != nil {
+		return nil, err
+	}
+	at, ok := schemas[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: schema %q in %s", ErrNotFound, name, d.Path)
+	}
+	return d.JSON[at.start:at.end:at.end], nil
+}
+
 // Schema returns the components/schemas entry called name, parsing it on
 // first use. A name the document does not define is an ErrNotFound.
 func (d *Document) Schema(name string) (*spec.Schema, error) {

@@ -2,6 +2,7 @@ package openapi3_test
 
 import (
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kubeatlas/kubeatlas/openapi3"
 )
@@ -277,5 +279,38 @@ func TestDerived(t *testing.T) {
 	}
 	if n := builds.Load(); n != 2 {
 		t.Errorf("the panicking build ran %d times; want once", n-1)
+	}
+}
+
+// TestSchemaJSON: SchemaJSON gives each entry's bytes as the document
+// holds them (they parse to what the whole document's parse holds), with
+// no room to append into the document's bytes, and an ErrNotFound for a
+// name the document does not define.
+func TestSchemaJSON(t *testing.T) {
+	checked := 0
+	for _, d := range realDocuments(t) {
+		if d.full.Components == nil {
+			continue
+		}
+		for name, want := range d.full.Components.Schemas {
+			raw, err := d.SchemaJSON(name)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", d.Path, name, err)
+			}
+			var got spec.Schema
+			if err := got.UnmarshalJSON(raw); err != nil || !reflect.DeepEqual(&got, want) {
+				t.Fatalf("%s: schema %s's bytes parse to another schema (%v)", d.Path, name, err)
+			}
+			if cap(raw) != len(raw) {
+				t.Fatalf("%s: %s: room for %d more bytes, over the document's", d.Path, name, cap(raw)-len(raw))
+			}
+			checked++
+		}
+		if _, err := d.SchemaJSON("no.such.Schema"); !errors.Is(err, openapi3.ErrNotFound) {
+			t.Errorf("%s: a name it does not define: %v", d.Path, err)
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d schemas checked", checked)
 	}
 }

@@ -1,16 +1,19 @@
 package typed
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/kube-openapi/pkg/schemaconv"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -50,10 +53,45 @@ func New(c *openapi3.Client, opts ...Option) (*Converter, error) {
 // one set per value of the preserve-unknown-fields flag.
 type buildKey struct{ preserveUnknownFields bool }
 
-// built is what a group-version's document makes: its structured-merge-diff
-// types, and the type of each kind its schemas list.
+// built is what a group-version's document makes: the kinds its schemas
+// list, each typed on first use, and the pieces converted of its schemas
+// so far (which keep them in the pool: see piecePool).
 type built struct {
-	kinds map[schema.GroupVersionKind]*typed.ParseableType
+	doc      *openapi3.Document
+	preserve bool
+	kinds    map[schema.GroupVersionKind]*kindType // made by build, then only read
+	// budget is how many types the kinds' own types may hold together
+	// (twice the document's schemas) before the kinds typed next share
+	// one type set of the whole document (wholeTypes): a document whose
+	// many kinds each reach most of its schemas costs what its schemas
+	// do, not their square.
+	budget int
+
+	mu     sync.Mutex // guards pieces and spent; never held while converting
+	pieces map[string]*piece
+	spent  int // types held by the kinds' own types
+
+	wholeOnce sync.Once
+	whole     *wholeTypes
+	wholeErr  error
+}
+
+// wholeTypes are the types of every schema of a document, as
+// managedfields' converter builds them, shared by the kinds typed once the
+// budget is spent.
+type wholeTypes struct {
+	parser *typed.Parser
+	broken map[string]bool // the schemas that reach one that does not convert
+	errs   []string        // what those that do not convert reported
+}
+
+// kindType is one kind's type, made the first time it is asked for and
+// kept, error included, as long as the document's types are.
+type kindType struct {
+	root string // the schema that lists the kind
+	once sync.Once
+	t    *typed.ParseableType
+	err  error
 }
 
 // Type returns the structured-merge-diff type of gvk, built from the
@@ -72,59 +110,286 @@ func (c *Converter) Type(ctx context.Context, gvk schema.GroupVersionKind) (*typ
 	if err != nil {
 		return nil, err
 	}
-	t := v.(*built).kinds[gvk]
-	if t == nil {
+	b := v.(*built)
+	k := b.kinds[gvk]
+	if k == nil {
 		return nil, fmt.Errorf("%w: no schema for %s in %s", openapi3.ErrNotFound, gvk, d.Path)
 	}
-	return t, nil
+	b.typeKind(k)
+	return k.t, k.err
+}
+
+// typeKind makes k's type, once. A panic while typing (server data that
+// schemaconv or the parser does not expect) is k's error, kept as any
+// error is, as Document.Derived keeps a build's.
+func (b *built) typeKind(k *kindType) {
+	k.once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				k.t, k.err = nil, fmt.Errorf("typed: %s: typing %s: panic: %v", b.doc.Path, k.root, r)
+			}
+		}()
+		k.t, k.err = b.typeOf(k.root)
+	})
 }
 
 // builds counts the documents built, for the tests that pin "once per
 // content".
 var builds atomicCounter
 
-// build makes d's types with the code managedfields.NewTypeConverter runs
-// on the schemas it is given (schemaconv.ToSchemaFromOpenAPI, a
-// typed.Parser), on this one document's schemas: a group-version's v3
-// document is self-contained, every $ref (io.k8s.apimachinery's ObjectMeta
-// and the rest) naming one of its own components/schemas.
+// build indexes the kinds d's schemas list. A group-version's v3 document
+// is self-contained: every $ref (io.k8s.apimachinery's ObjectMeta and the
+// rest) names one of its own components/schemas, so each kind is typed
+// from d alone (typeOf).
 func (k buildKey) build(d *openapi3.Document) (any, error) {
 	builds.add()
-	schemas, err := d.Schemas()
+	b := &built{doc: d, preserve: k.preserveUnknownFields, pieces: map[string]*piece{}, budget: 2 * len(d.SchemaNames())}
+	kinds, err := b.indexKinds()
 	if err != nil {
 		return nil, err
 	}
-	ts, err := schemaconv.ToSchemaFromOpenAPI(schemas, k.preserveUnknownFields)
-	if err != nil {
-		return nil, fmt.Errorf("typed: %s: failed to convert models to schema: %w", d.Path, err)
+	b.kinds = kinds
+	return b, nil
+}
+
+// piece is the piece of d's schema called name (see piecePool), or nil
+// for a name d does not define.
+func (b *built) piece(name string) (*piece, error) {
+	b.mu.Lock()
+	pc, ok := b.pieces[name]
+	b.mu.Unlock()
+	if ok {
+		return pc, nil
 	}
-	parser := &typed.Parser{Schema: smdschema.Schema{Types: ts.Types}}
-	return &built{kinds: indexKinds(parser, schemas)}, nil
+	raw, err := b.doc.SchemaJSON(name)
+	if errors.Is(err, openapi3.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	pc, err = pool.get(name, raw, b.preserve)
+	if err != nil {
+		return nil, fmt.Errorf("openapi3: %s: schema %q: %w", b.doc.Path, name, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if first := b.pieces[name]; first != nil {
+		return first, nil
+	}
+	b.pieces[name] = pc
+	return pc, nil
+}
+
+// typeOf types the schema called root as managedfields.NewTypeConverter
+// does (schemaconv.ToSchemaFromOpenAPI, then a typed.Parser), on the
+// schemas root reaches rather than all of the document's: the same type,
+// for a type names only the types it reaches. A schema that does not
+// convert fails the kinds that reach it, not every kind of its document.
+// Past the budget, the kind's type is the whole document's (wholeType).
+func (b *built) typeOf(root string) (*typed.ParseableType, error) {
+	b.mu.Lock()
+	left := b.budget - b.spent
+	b.mu.Unlock()
+	reached := map[string]*piece{}
+	for queue := []string{root}; len(queue) > 0; {
+		if len(reached) > left {
+			return b.wholeType(root)
+		}
+		name := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if _, seen := reached[name]; seen {
+			continue
+		}
+		pc, err := b.piece(name)
+		if err != nil {
+			return nil, err
+		}
+		reached[name] = pc
+		if pc != nil {
+			queue = append(queue, pc.refs...)
+		}
+	}
+	names := make([]string, 0, len(reached))
+	for n, pc := range reached {
+		if pc != nil {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var errs []string
+	types := make([]smdschema.TypeDef, 0, len(names)+len(commonTypes))
+	for _, n := range names {
+		pc := reached[n]
+		if pc.err != "" {
+			errs = append(errs, pc.err)
+		}
+		if pc.def.Atom != (smdschema.Atom{}) {
+			types = append(types, pc.def)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, b.conversionError(errs)
+	}
+	b.mu.Lock()
+	over := b.spent+len(types) > b.budget
+	if !over {
+		b.spent += len(types)
+	}
+	b.mu.Unlock()
+	if over {
+		return b.wholeType(root)
+	}
+	types = append(types, commonTypes...)
+	parser := &typed.Parser{Schema: smdschema.Schema{Types: types}}
+	t := parser.Type(root)
+	return &t, nil
+}
+
+// wholeType is root's type among the types of every schema of the
+// document, built once: what managedfields' converter builds, but for a
+// schema that does not convert, which fails the kinds that reach it alone,
+// as in typeOf.
+func (b *built) wholeType(root string) (*typed.ParseableType, error) {
+	b.wholeOnce.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				b.whole, b.wholeErr = nil, fmt.Errorf("typed: %s: typing the whole document: panic: %v", b.doc.Path, r)
+			}
+		}()
+		b.whole, b.wholeErr = b.wholeTypes()
+	})
+	if b.wholeErr != nil {
+		return nil, b.wholeErr
+	}
+	if b.whole.broken[root] {
+		return nil, b.conversionError(b.whole.errs)
+	}
+	t := b.whole.parser.Type(root)
+	return &t, nil
+}
+
+// wholeTypes converts every schema of the document (each once per
+// content, as typeOf does) and finds those that reach one that does not
+// convert, through the schemas that refer to each.
+func (b *built) wholeTypes() (*wholeTypes, error) {
+	names := b.doc.SchemaNames()
+	w := &wholeTypes{broken: map[string]bool{}}
+	types := make([]smdschema.TypeDef, 0, len(names)+len(commonTypes))
+	referrers := map[string][]string{}
+	var queue []string
+	for _, name := range names {
+		pc, err := b.piece(name)
+		if err != nil {
+			return nil, err
+		}
+		if pc.def.Atom != (smdschema.Atom{}) {
+			types = append(types, pc.def)
+		}
+		for _, r := range pc.refs {
+			referrers[r] = append(referrers[r], name)
+		}
+		if pc.err != "" {
+			w.errs = append(w.errs, pc.err)
+			queue = append(queue, name)
+		}
+	}
+	for len(queue) > 0 {
+		name := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if w.broken[name] {
+			continue
+		}
+		w.broken[name] = true
+		queue = append(queue, referrers[name]...)
+	}
+	w.parser = &typed.Parser{Schema: smdschema.Schema{Types: append(types, commonTypes...)}}
+	return w, nil
+}
+
+// maxErrors bounds the messages a conversion error repeats.
+const maxErrors = 10
+
+// conversionError is the error of a type whose schemas reported errs, as
+// managedfields' converter words it.
+func (b *built) conversionError(errs []string) error {
+	more := ""
+	if len(errs) > maxErrors {
+		more = fmt.Sprintf("\n(and %d more)", len(errs)-maxErrors)
+		errs = errs[:maxErrors]
+	}
+	return fmt.Errorf("typed: %s: failed to convert models to schema: %s%s", b.doc.Path, strings.Join(errs, "\n"), more)
 }
 
 // indexKinds maps each kind the schemas list in their
-// x-kubernetes-group-version-kind to its schema's type, as managedfields'
+// x-kubernetes-group-version-kind to its schema, as managedfields'
 // internal indexModels does (which is not exported: these few lines follow
 // it, the extension read by kubeOpenAPIKinds). Where two schemas list one
 // kind, the first by name wins (upstream: whichever its map gave last).
-func indexKinds(p *typed.Parser, schemas map[string]*spec.Schema) map[schema.GroupVersionKind]*typed.ParseableType {
-	names := make([]string, 0, len(schemas))
-	for n := range schemas {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	kinds := map[schema.GroupVersionKind]*typed.ParseableType{}
-	for _, name := range names {
-		for _, gvk := range kubeOpenAPIKinds(schemas[name].Extensions) {
+// Only the schemas whose bytes may name the extension are read
+// (mayListKinds), and only their extension (listedKinds): a kind's schema
+// is parsed when the kind is first asked for.
+func (b *built) indexKinds() (map[schema.GroupVersionKind]*kindType, error) {
+	kinds := map[schema.GroupVersionKind]*kindType{}
+	for _, name := range b.doc.SchemaNames() {
+		raw, err := b.doc.SchemaJSON(name)
+		if err != nil {
+			return nil, err
+		}
+		if !mayListKinds(raw) {
+			continue
+		}
+		listed, ok := listedKinds(raw)
+		if !ok {
+			// Not JSON to encoding/json: parsed as upstream parses it,
+			// which reports what is wrong with it.
+			pc, err := b.piece(name)
+			if err != nil {
+				return nil, err
+			}
+			listed = pc.kinds
+		}
+		for _, gvk := range listed {
 			if _, taken := kinds[gvk]; taken || gvk.Kind == "" {
 				continue
 			}
-			t := p.Type(name)
-			kinds[gvk] = &t
+			kinds[gvk] = &kindType{root: name}
 		}
 	}
-	return kinds
+	return kinds, nil
 }
+
+// listedKinds reads the kinds a schema lists, as kube-openapi's parser
+// and kubeOpenAPIKinds read them (the member named exactly so, its value
+// decoded to JSON's Go types), without parsing the rest of the schema;
+// ok is false for bytes encoding/json does not read as an object.
+func listedKinds(raw []byte) (kinds []schema.GroupVersionKind, ok bool) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return nil, false
+	}
+	v, found := members[gvkExtension]
+	if !found {
+		return nil, true
+	}
+	var list any
+	if json.Unmarshal(v, &list) != nil {
+		return nil, false
+	}
+	return kubeOpenAPIKinds(spec.Extensions{gvkExtension: list}), true
+}
+
+// mayListKinds reports whether a schema's bytes may name the extension
+// x-kubernetes-group-version-kind: they spell it, or they hold a \u
+// escape, which could spell it too. (kube-openapi keeps an extension's
+// name as given, and managedfields looks it up in lower case, so another
+// case lists no kind.) Most schemas do neither and are not parsed to index
+// kinds.
+func mayListKinds(raw []byte) bool {
+	return bytes.Contains(raw, []byte(gvkExtension)) || bytes.Contains(raw, []byte(`\u`))
+}
+
+const gvkExtension = "x-kubernetes-group-version-kind"
 
 // kubeOpenAPIKinds reads x-kubernetes-group-version-kind as managedfields'
 // internal parseGroupVersionKind does: a list of maps whose group, version

@@ -14,12 +14,22 @@
 // every minute. A [Converter] finds a kind's group-version from its
 // apiVersion ("v1" is the core group's "api/v1", "apps/v1" is
 // "apis/apps/v1"), reads that one document ([openapi3.Client.Document]),
-// and builds its types with managedfields' own code path
-// (schemaconv.ToSchemaFromOpenAPI on that document's schemas) the first
-// time a kind of it is asked for. A group-version's v3 document is
-// self-contained: the io.k8s.apimachinery definitions every kind refers to
-// (ObjectMeta, ...) are among its own components/schemas, so no other
-// document is read.
+// and builds the kind's type with managedfields' own code path
+// (schemaconv.ToSchemaFromOpenAPI, a typed.Parser) the first time the kind
+// is asked for, on the schemas of that document the kind reaches: a type
+// names only those. A group-version's v3 document is self-contained: the
+// io.k8s.apimachinery definitions every kind refers to (ObjectMeta, ...)
+// are among its own components/schemas, so no other document is read.
+//
+// # Shared definitions converted once
+//
+// Every document repeats those io.k8s.apimachinery definitions byte for
+// byte. Each schema is parsed and converted once per content (its name,
+// the SHA-256 of its bytes and the preserve-unknown-fields flag), and
+// shared by every document of the process that holds the same bytes: a
+// definition one document changes is converted for that document alone.
+// The shared conversions are held weakly, by the types that use them: they
+// go when the last document using them does.
 //
 // # Kept by hash, shared by a fleet
 //
@@ -55,7 +65,9 @@
 //
 // # Files
 //
-//   - converter.go: [Converter], [New], building and indexing the types.
+//   - converter.go: [Converter], [New], indexing a document's kinds and
+//     building a kind's type.
+//   - pieces.go: the schemas converted once per content.
 //   - extract.go: [Extractor].
 //   - patchmeta.go: [Converter.PatchMeta].
 //   - options.go: [WithPreserveUnknownFields], [WithTimeout].
