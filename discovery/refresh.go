@@ -95,6 +95,36 @@ func (c *Client) Following() bool {
 	return c.followers.Load() > 0 || c.leaderHolds(c.current.Load())
 }
 
+// Behind says whether c's snapshot is known to be older than what the
+// server serves: c is not followed itself, and a leader it follows
+// (FollowLeader) is followed and holds other content, which it refreshed
+// to after a change. A lookup answered from c's snapshot should then
+// prove it first (restmapper does, within its refresh budget), whatever
+// it asks: a hit on a kind the server removed is as wrong as a
+// versionless answer. A leader with no snapshot yet says nothing. No
+// request; one atomic load, and a few more for each leader.
+func (c *Client) Behind() bool {
+	if c.followers.Load() > 0 {
+		return false
+	}
+	s := c.current.Load()
+	if s == nil {
+		return false
+	}
+	behind := false
+	for _, l := range c.leaders.list() {
+		ls := l.current.Load()
+		if l.followers.Load() == 0 || ls == nil {
+			continue
+		}
+		if sameContent(ls, s) {
+			return false
+		}
+		behind = true
+	}
+	return behind
+}
+
 // leaderShows says whether a followed leader (FollowLeader) holds s's
 // content while c has seen its servers agree: a change the leader's
 // follower saw and its own refresh confirmed (mixed.go's resample
