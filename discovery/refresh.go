@@ -95,44 +95,6 @@ func (c *Client) Following() bool {
 	return c.followers.Load() > 0 || c.leaderHolds(c.current.Load())
 }
 
-// Behind says whether c's snapshot is known to be older than what the
-// server serves: c is not followed itself, and a leader it follows
-// (FollowLeader) is followed and holds other content, validated after
-// c's snapshot was: the leader refreshed (to a change its watch saw, or
-// at its max age) since c last looked. A lookup answered from c's
-// snapshot should then prove it first (restmapper does, within its
-// refresh budget), whatever it asks: a hit on a kind the server removed
-// is as wrong as a versionless answer. Other content validated before
-// c's snapshot does not count: c looked after the leader did, and found
-// what it found (a leader reading another server behind a balancer, of
-// another version while the servers are upgraded, holds other content
-// for as long as that lasts; c proves its view once each time the
-// leader looks again, not at every lookup). A leader with no snapshot
-// yet says nothing. No request; a few atomic loads for each leader.
-func (c *Client) Behind() bool {
-	if c.followers.Load() > 0 {
-		return false
-	}
-	s := c.current.Load()
-	if s == nil {
-		return false
-	}
-	behind := false
-	for _, l := range c.leaders.list() {
-		ls := l.current.Load()
-		if l.followers.Load() == 0 || ls == nil {
-			continue
-		}
-		if sameContent(ls, s) {
-			return false
-		}
-		if ls.validated.After(s.validated) {
-			behind = true
-		}
-	}
-	return behind
-}
-
 // leaderShows says whether a followed leader (FollowLeader) holds s's
 // content while c has seen its servers agree: a change the leader's
 // follower saw and its own refresh confirmed (mixed.go's resample

@@ -69,16 +69,6 @@
 // from the last validation again, as if it had never followed: on an idle
 // cluster the first versionless lookup after that revalidates at once.
 //
-// A client that follows a leader ([discovery.Client.FollowLeader]: package
-// shared's identities that do not run their server's watch) is told, with
-// no request, when the leader refreshed to a change
-// ([discovery.Client.Behind]). Then every lookup, with a version or
-// without, proves the client's discovery first (two requests of its own;
-// lookups meanwhile answer from the snapshot at hand), within the same
-// budget: a kind the server stopped serving is no longer mapped once the
-// leader has seen it go, rather than until the client's max age, and an
-// identity that looks at nothing sends nothing.
-//
 // # Files
 //
 //   - mapper.go: [Mapper], its options and methods.

@@ -29,9 +29,7 @@ import (
 // atomic flag. A snapshot the mapper has not seen yet (another caller's
 // refresh, discovery/watch, Poll) is looked at once, with one clock read.
 // Lookups with a version are not concerned: their answer changes only
-// when that version goes, which costs a request to it anyway (but see
-// discovery.Client.Behind, for which mapper.go proves every lookup's
-// discovery: a follower told that its leader saw a change knows it).
+// when that version goes, which costs a request to it anyway.
 //
 // While the client is followed (discovery.Client.Following: discovery/watch
 // with its watches open and synced), a lookup does not look at the

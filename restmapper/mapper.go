@@ -243,10 +243,8 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	a := st.answer(k, versions)
 	if a.err == nil {
 		// A hit without a version is answered from discovery validated
-		// within the interval, or followed (fresh.go); any hit from
-		// discovery known to be behind its leader's (a follower whose
-		// leader refreshed to a change) is proven first.
-		if versionless(k, versions) && m.fresh.due(m.client) || m.client.Behind() {
+		// within the interval, or followed (fresh.go).
+		if versionless(k, versions) && m.fresh.due(m.client) {
 			if st2 := m.revalidate(ctx); st2 != nil && st2 != st {
 				a = st2.answer(k, versions)
 			}
@@ -275,15 +273,15 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 }
 
 // revalidate refreshes discovery for a lookup without a version whose
-// snapshot is older than the interval, or for any lookup whose client is
-// Behind its leader, within the budget of repeated misses, and returns the state to answer from; nil when another lookup
+// snapshot is older than the interval, within the budget of repeated
+// misses, and returns the state to answer from; nil when another lookup
 // is revalidating (it is not waited for) or did meanwhile.
 func (m *Mapper) revalidate(ctx context.Context) *state {
 	if !m.fresh.refreshing.CompareAndSwap(false, true) {
 		return nil
 	}
 	defer m.fresh.refreshing.Store(false)
-	if !m.fresh.due(m.client) && !m.client.Behind() {
+	if !m.fresh.due(m.client) {
 		return nil
 	}
 	if m.misses.mayRefreshStale(m.opts.clock.Now()) {
