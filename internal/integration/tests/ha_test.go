@@ -104,6 +104,7 @@ type haPlane struct {
 	caPEM   []byte // the CA of both serving certificates
 	dir     string // certificates, etcd's data and every log
 	unshare string // the unshare binary each server is started through
+	etcd    *etcdProc
 }
 
 // configFor returns a rest.Config for the admin at url (a server's, the
@@ -165,7 +166,8 @@ func startHA(t testing.TB, o haOptions) *haPlane {
 	}
 
 	dir := t.TempDir()
-	etcdURL := startEtcd(t, etcdBin, dir)
+	etcd := startEtcdProc(t, etcdBin, dir)
+	etcdURL := etcd.url
 	writeAuthFiles(t, dir)
 
 	ca := newTestCA(t, "kubeatlas-ha-ca")
@@ -187,7 +189,7 @@ func startHA(t testing.TB, o haOptions) *haPlane {
 		}
 	}
 
-	p := &haPlane{caPEM: ca.pem, dir: dir, unshare: unshare}
+	p := &haPlane{caPEM: ca.pem, dir: dir, unshare: unshare, etcd: etcd}
 	start := time.Now()
 	for i, bin := range bins {
 		name := fmt.Sprintf("kas-%d", i)
