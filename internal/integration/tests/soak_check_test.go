@@ -323,23 +323,24 @@ type checker struct {
 	// universe is every field soakGroup's schemas may declare.
 	universe []string
 
-	mu     sync.Mutex
-	truth  []*soakTruth             // per server; nil while it does not answer
-	since  []map[string]time.Time   // per server: key → when its truth value was first read
-	prev   []time.Time              // per server: the read before the latest
-	values []map[string]string      // per server: key → truth value
-	gone   []map[string]time.Time   // per server: kinds it stopped serving, and when
-	open   map[string]*disagreement // client+key
-	done   []*disagreement          // ended
-	reads  int                      // truth reads that answered
-	downs  map[int]int              // per server: reads that failed
-	checks int
+	mu      sync.Mutex
+	truth   []*soakTruth             // per server; nil while it does not answer
+	stopped []bool                   // per server: restarting, not read
+	since   []map[string]time.Time   // per server: key → when its truth value was first read
+	prev    []time.Time              // per server: the read before the latest
+	values  []map[string]string      // per server: key → truth value
+	gone    []map[string]time.Time   // per server: kinds it stopped serving, and when
+	open    map[string]*disagreement // client+key
+	done    []*disagreement          // ended
+	reads   int                      // truth reads that answered
+	downs   map[int]int              // per server: reads that failed
+	checks  int
 }
 
 func newChecker(readers []*truthReader, clients []*soakClient, universe []string) *checker {
 	n := len(readers)
 	c := &checker{readers: readers, clients: clients, universe: universe,
-		truth: make([]*soakTruth, n), since: make([]map[string]time.Time, n), prev: make([]time.Time, n),
+		truth: make([]*soakTruth, n), stopped: make([]bool, n), since: make([]map[string]time.Time, n), prev: make([]time.Time, n),
 		values: make([]map[string]string, n), gone: make([]map[string]time.Time, n),
 		open: map[string]*disagreement{}, downs: map[int]int{}}
 	for i := range n {
@@ -348,24 +349,57 @@ func newChecker(readers []*truthReader, clients []*soakClient, universe []string
 	return c
 }
 
+// down says that server i is stopping (a restart): its truth is dropped,
+// its clients' open disagreements end, and it is not read until up.
+func (c *checker) down(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped[i] = true
+	c.drop(i, time.Now(), "server stopped")
+}
+
+// up says that server i is serving again: its next read counts as
+// everything served anew.
+func (c *checker) up(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped[i] = false
+}
+
+// drop forgets server i's truth and ends its clients' open
+// disagreements; c.mu is held.
+func (c *checker) drop(i int, now time.Time, why string) {
+	if c.truth[i] != nil {
+		for k, d := range c.open {
+			if d.server == i {
+				d.end, d.interrupted = now, why
+				c.done = append(c.done, d)
+				delete(c.open, k)
+			}
+		}
+	}
+	c.truth[i] = nil
+}
+
 // readTruth reads every server's truth. A server that does not answer has
 // none until it does again; then everything it serves counts as served
 // from that read (a client could not learn from it while it was down).
 func (c *checker) readTruth(ctx context.Context) {
 	for i, r := range c.readers {
+		c.mu.Lock()
+		stopped := c.stopped[i]
+		c.mu.Unlock()
+		if stopped {
+			continue
+		}
 		t, err := r.read(ctx)
 		c.mu.Lock()
+		if c.stopped[i] {
+			c.mu.Unlock()
+			continue
+		}
 		if err != nil {
-			if c.truth[i] != nil {
-				for k, d := range c.open {
-					if d.server == i {
-						d.end, d.interrupted = time.Now(), "server stopped answering"
-						c.done = append(c.done, d)
-						delete(c.open, k)
-					}
-				}
-			}
-			c.truth[i] = nil
+			c.drop(i, time.Now(), "server stopped answering")
 			c.downs[i]++
 			c.mu.Unlock()
 			continue
@@ -487,6 +521,12 @@ func (c *checker) compare(ctx context.Context) {
 			if d.client == cl.name {
 				if _, ok := want[d.key]; !ok {
 					d.end, d.interrupted = now, "no longer served"
+					if strings.HasPrefix(d.got, "error: ") {
+						// The client had stopped answering for it
+						// before the checker read that the server had.
+						d.ahead = true
+						d.interrupted = "the client was ahead of the checker's read: no longer served by the next read"
+					}
 					c.done = append(c.done, d)
 					delete(c.open, id)
 				}
@@ -496,14 +536,14 @@ func (c *checker) compare(ctx context.Context) {
 	}
 }
 
-// run reads the truth every second and compares four times a second
+// run reads the truth every second and compares ten times a second
 // until ctx ends.
 func (c *checker) run(ctx context.Context) {
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var n int
 	for {
-		if n%4 == 0 {
+		if n%10 == 0 {
 			c.readTruth(ctx)
 		}
 		n++

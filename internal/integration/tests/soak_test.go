@@ -384,16 +384,16 @@ type reconcileOutcomes struct {
 	lastErr             atomic.Value // string
 
 	mu    sync.Mutex
-	byGVK map[string]int // "group/version/Kind outcome" → reconciles
+	byGVK map[string]int // "identity group/version/Kind outcome" → reconciles
 }
 
-func (o *reconcileOutcomes) count(gvk schema.GroupVersionKind, outcome string) {
+func (o *reconcileOutcomes) count(who string, gvk schema.GroupVersionKind, outcome string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byGVK == nil {
 		o.byGVK = map[string]int{}
 	}
-	o.byGVK[gvk.Group+"/"+gvk.Version+"/"+gvk.Kind+" "+outcome]++
+	o.byGVK[who+" "+gvk.Group+"/"+gvk.Version+"/"+gvk.Kind+" "+outcome]++
 }
 
 func (o *reconcileOutcomes) String() string {
@@ -401,9 +401,9 @@ func (o *reconcileOutcomes) String() string {
 	defer o.mu.Unlock()
 	var parts []string
 	for _, k := range sortedKeys(o.byGVK) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, o.byGVK[k]))
+		parts = append(parts, fmt.Sprintf("  %s %d", k, o.byGVK[k]))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "\n")
 }
 
 // controllers runs workers that each build a controller-runtime client per
@@ -420,6 +420,10 @@ func controllers(ctx context.Context, s *soak, wg *sync.WaitGroup, name string, 
 		s.goSafe(wg, fmt.Sprintf("%s worker %d", name, i), func() {
 			for n := i; sleepCtx(ctx, 500*time.Millisecond); n++ {
 				gvk := kinds[n%len(kinds)]
+				who := identityName(i)
+				if cfg.Impersonate.UserName == "" {
+					who = "admin"
+				}
 				cl, err := client.New(cfg, options(cfg))
 				if err == nil {
 					l := &unstructured.UnstructuredList{}
@@ -431,10 +435,10 @@ func controllers(ctx context.Context, s *soak, wg *sync.WaitGroup, name string, 
 				switch {
 				case err == nil:
 					out.ok.Add(1)
-					out.count(gvk, "ok")
+					out.count(who, gvk, "ok")
 				case meta.IsNoMatchError(err):
 					out.noMatch.Add(1)
-					out.count(gvk, "no-match")
+					out.count(who, gvk, "no-match")
 				case ctx.Err() != nil:
 					return
 				default:
@@ -444,7 +448,7 @@ func controllers(ctx context.Context, s *soak, wg *sync.WaitGroup, name string, 
 					if apierrors.IsNotFound(err) {
 						reason = "not-found"
 					}
-					out.count(gvk, reason)
+					out.count(who, gvk, reason)
 				}
 			}
 		})
@@ -513,7 +517,8 @@ func soakDuration(t *testing.T) time.Duration {
 // same with controller-runtime's defaults; a shared handle applying
 // through its typed converter) while the CRDs change on a schedule and
 // the pair is upgraded to v1.37.1 one server at a time, then one server
-// rolled back. The checker holds a shared handle per server (its mapper
+// rolled back; every client connection is cut at the proxies twice, and
+// etcd is restarted once. The checker holds a shared handle per server (its mapper
 // and typed converter, the watch on) to what that server serves, four
 // times a second. It fails on an answer wrong more than 1 s after the
 // server served it, on growth of heap or goroutines beyond 5% from minute
@@ -576,18 +581,24 @@ func TestSoak(t *testing.T) {
 	hc := p.httpClient(true)
 	defer hc.CloseIdleConnections()
 	for i, srv := range p.servers {
-		h, err := reg.Acquire(proxies[i].config("kubeatlas-checked", 0))
-		if err != nil {
-			t.Fatal(err)
+		// The admin, whose handle runs the server's watch, and user-1,
+		// who follows it.
+		for id := range 2 {
+			h, err := reg.Acquire(proxies[i].config("kubeatlas-checked", id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Release()
+			conv, err := typed.New(h.OpenAPI())
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, &soakClient{name: identityName(id) + "@" + srv.name, server: i, mapper: h.Mapper(), conv: conv})
+			if id == 0 {
+				waitUntil(t, srv.name+"'s handle watching", 60*time.Second, func() bool { return h.Watcher() != nil && h.Watcher().Stats().Watching })
+			}
 		}
-		defer h.Release()
-		conv, err := typed.New(h.OpenAPI())
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, &soakClient{name: "shared@" + srv.name, server: i, mapper: h.Mapper(), conv: conv})
 		readers = append(readers, &truthReader{hc: hc, url: srv.url, docs: map[string]map[string][]string{}})
-		waitUntil(t, srv.name+"'s handle watching", 60*time.Second, func() bool { return h.Watcher() != nil && h.Watcher().Stats().Watching })
 	}
 	chk := newChecker(readers, clients, soakUniverse())
 	waitUntil(t, "both servers serving Widget", 60*time.Second, func() bool {
@@ -638,7 +649,9 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyDyn, err := dynamic.NewForConfig(viaLB("kubeatlas-apply", 0))
+	// The applier's requests share the handle's connection, so that the
+	// server that applies is the one whose schema the converter read.
+	applyDyn, err := dynamic.NewForConfigAndClient(viaLB("kubeatlas-apply", 0), ha.HTTPClient())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -696,13 +709,16 @@ func TestSoak(t *testing.T) {
 		from := s.versions[i]
 		s.versions[i] = ""
 		s.mu.Unlock()
+		chk.down(i)
 		s.event("%s (%s) taken out of the balancer and stopped", p.servers[i].name, from)
 		began := time.Now()
 		v, err := p.restart(ctx, t, i, bin)
 		if err != nil {
 			t.Errorf("restarting %s: %v", p.servers[i].name, err)
+			chk.up(i)
 			return
 		}
+		chk.up(i)
 		lb.putBack(i)
 		s.mu.Lock()
 		s.versions[i] = v
@@ -723,6 +739,15 @@ func TestSoak(t *testing.T) {
 				s.event("proxy of %s cut every client connection", p.servers[i].name)
 			}
 		}},
+		{0.60, "restart etcd", func() {
+			s.event("etcd killed and started again on its data")
+			began := time.Now()
+			if err := p.etcd.restart(t); err != nil {
+				t.Errorf("restarting etcd: %v", err)
+				return
+			}
+			s.event("etcd healthy again (%v after it was killed)", time.Since(began).Round(100*time.Millisecond))
+		}},
 		{0.70, "roll back kas-1", func() { restart(1, oldBin) }},
 		{0.85, "cut connections", func() {
 			for i, cp := range proxies {
@@ -738,10 +763,12 @@ func TestSoak(t *testing.T) {
 		f.do()
 	}
 	sleepCtx(ctx, time.Until(s.start.Add(d)))
+	// The last sample while the load still runs, like the others.
+	final := sampleMemory(s.start)
 	end := time.Now()
 	cancel()
 	wg.Wait()
-	mem = append(mem, sampleMemory(s.start))
+	mem = append(mem, final)
 	s.event("ended; load average %s", loadAverage())
 
 	// The report.
@@ -794,7 +821,7 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "reconciles: kubeatlas %d ok, %d no match, %d failed (last: %v); controller-runtime defaults %d ok, %d no match, %d failed (last: %v)\n",
 		viaShared.ok.Load(), viaShared.noMatch.Load(), viaShared.failed.Load(), viaShared.lastErr.Load(),
 		viaDefaults.ok.Load(), viaDefaults.noMatch.Load(), viaDefaults.failed.Load(), viaDefaults.lastErr.Load())
-	fmt.Fprintf(&b, "reconciles by kind and outcome: kubeatlas: %s\ncontroller-runtime defaults: %s\n", viaShared.String(), viaDefaults.String())
+	fmt.Fprintf(&b, "reconciles by identity, kind and outcome, kubeatlas:\n%s\ncontroller-runtime's defaults:\n%s\n", viaShared.String(), viaDefaults.String())
 	fmt.Fprintf(&b, "applies through the typed converter: %d applied; %d without a mapping, %d refused by the converter, %d failed at the server (last: %v)\n",
 		applies.applied.Load(), applies.noMapping.Load(), applies.refused.Load(), applies.failed.Load(), applies.lastErr.Load())
 	fmt.Fprintf(&b, "requests the proxies could not hand to their server (502): %s %d, %s %d\n", p.servers[0].name, proxies[0].errors.Load(), p.servers[1].name, proxies[1].errors.Load())
