@@ -116,19 +116,70 @@ func startCluster(t testing.TB) *cluster {
 // at the test's end, and returns its client URL.
 func startEtcd(t testing.TB, etcdBin, dir string) string {
 	t.Helper()
+	return startEtcdProc(t, etcdBin, dir).url
+}
+
+// etcdProc is an etcd started by startEtcdProc.
+type etcdProc struct {
+	url  string
+	args []string
+	bin  string
+	dir  string
+	cmd  *exec.Cmd
+}
+
+// startEtcdProc starts etcd on loopback with its data and log in dir,
+// stopped at the test's end.
+func startEtcdProc(t testing.TB, etcdBin, dir string) *etcdProc {
+	t.Helper()
 	etcdPort, peerPort := freePort(t), freePort(t)
-	etcd := exec.Command(etcdBin, "--data-dir", filepath.Join(dir, "etcd"),
+	e := &etcdProc{url: fmt.Sprintf("http://127.0.0.1:%d", etcdPort), bin: etcdBin, dir: dir, args: []string{"--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
 		"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
 		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
 		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
-		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peerPort))
-	etcd.Stdout, etcd.Stderr = logFile(t, dir, "etcd.log"), logFile(t, dir, "etcd.log")
-	if err := etcd.Start(); err != nil {
+		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peerPort)}}
+	if err := e.start(t); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = etcd.Process.Kill(); _ = etcd.Wait() })
-	return fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	return e
+}
+
+func (e *etcdProc) start(t testing.TB) error {
+	cmd := exec.Command(e.bin, e.args...)
+	cmd.Stdout, cmd.Stderr = logFile(t, e.dir, "etcd.log"), logFile(t, e.dir, "etcd.log")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	e.cmd = cmd
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return nil
+}
+
+// restart kills etcd and starts it again on the same ports and data, and
+// waits until it answers /health, within 60 s. Not safe for concurrent
+// use.
+func (e *etcdProc) restart(t testing.TB) error {
+	_ = e.cmd.Process.Kill()
+	_ = e.cmd.Wait()
+	if err := e.start(t); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(e.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("/health: %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("etcd not healthy 60 s after its restart: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // writeAuthFiles writes into dir what every kube-apiserver of a test's

@@ -74,7 +74,8 @@ type haServer struct {
 	url     string // https://127.0.0.1:PORT
 	version string // its /version gitVersion, e.g. v1.36.3
 	port    int
-	log     string // the path of its log file
+	log     string   // the path of its log file
+	args    []string // its flags, kept for restart
 	proc    *haProc
 }
 
@@ -102,6 +103,8 @@ type haPlane struct {
 	config  *rest.Config
 	caPEM   []byte // the CA of both serving certificates
 	dir     string // certificates, etcd's data and every log
+	unshare string // the unshare binary each server is started through
+	etcd    *etcdProc
 }
 
 // configFor returns a rest.Config for the admin at url (a server's, the
@@ -163,7 +166,8 @@ func startHA(t testing.TB, o haOptions) *haPlane {
 	}
 
 	dir := t.TempDir()
-	etcdURL := startEtcd(t, etcdBin, dir)
+	etcd := startEtcdProc(t, etcdBin, dir)
+	etcdURL := etcd.url
 	writeAuthFiles(t, dir)
 
 	ca := newTestCA(t, "kubeatlas-ha-ca")
@@ -185,7 +189,7 @@ func startHA(t testing.TB, o haOptions) *haPlane {
 		}
 	}
 
-	p := &haPlane{caPEM: ca.pem, dir: dir}
+	p := &haPlane{caPEM: ca.pem, dir: dir, unshare: unshare, etcd: etcd}
 	start := time.Now()
 	for i, bin := range bins {
 		name := fmt.Sprintf("kas-%d", i)
@@ -198,22 +202,14 @@ func startHA(t testing.TB, o haOptions) *haPlane {
 		if o.storageVersionAPI {
 			args = append(args, "--feature-gates=StorageVersionAPI=true", "--runtime-config=internal.apiserver.k8s.io/v1alpha1=true")
 		}
-		// sh sets the hostname in the new UTS namespace and execs the
-		// server: its pid is the one started, so Kill stops the server.
-		cmd := exec.Command(unshare, append([]string{"--uts", "sh", "-c", `hostname "$0" && exec "$@"`, name, bin}, args...)...)
-		logPath := filepath.Join(dir, name+".log")
-		log := logFile(t, dir, name+".log")
-		cmd.Stdout, cmd.Stderr = log, log
-		// Should the test binary die without its cleanups (a timeout's
-		// panic), the servers die with it.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
+		s := haServer{name: name, url: fmt.Sprintf("https://127.0.0.1:%d", port), version: versions[i], port: port,
+			log: filepath.Join(dir, name+".log"), args: args}
+		proc, err := p.launch(t, s, bin)
+		if err != nil {
 			t.Fatal(err)
 		}
-		proc := &haProc{cmd: cmd, exited: make(chan struct{})}
-		go func() { proc.err = cmd.Wait(); close(proc.exited) }()
-		t.Cleanup(proc.stop)
-		p.servers = append(p.servers, haServer{name: name, url: fmt.Sprintf("https://127.0.0.1:%d", port), version: versions[i], port: port, log: logPath, proc: proc})
+		s.proc = proc
+		p.servers = append(p.servers, s)
 	}
 
 	errs := make([]error, len(p.servers))
@@ -247,6 +243,65 @@ func startHA(t testing.TB, o haOptions) *haPlane {
 	p.lb = newRoundRobin(t, strings.TrimPrefix(p.servers[0].url, "https://"), strings.TrimPrefix(p.servers[1].url, "https://"))
 	p.config = p.configFor(p.lb.url())
 	return p
+}
+
+// launch starts server s from bin with s's flags, in its own UTS namespace
+// named s.name, logging to s.log (appended to), and stops it at the test's
+// end. It does not wait for the server to be ready.
+func (p *haPlane) launch(t testing.TB, s haServer, bin string) (*haProc, error) {
+	t.Helper()
+	// sh sets the hostname in the new UTS namespace and execs the
+	// server: its pid is the one started, so Kill stops the server.
+	cmd := exec.Command(p.unshare, append([]string{"--uts", "sh", "-c", `hostname "$0" && exec "$@"`, s.name, bin}, s.args...)...)
+	log := logFile(t, p.dir, filepath.Base(s.log))
+	cmd.Stdout, cmd.Stderr = log, log
+	// Should the test binary die without its cleanups (a timeout's
+	// panic), the servers die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	proc := &haProc{cmd: cmd, exited: make(chan struct{})}
+	go func() { proc.err = cmd.Wait(); close(proc.exited) }()
+	t.Cleanup(proc.stop)
+	return proc, nil
+}
+
+// restart stops server i and starts it again from bin (another
+// kube-apiserver version, for a rolling upgrade or a rollback) on the same
+// port, certificates, flags and etcd, then waits until it is ready, within
+// 120 s or until ctx ends. It returns the version bin says it is. The
+// balancer is not told: take the server out around the restart, as a load
+// balancer's health check would. Not safe for concurrent use with reads of
+// p.servers[i].version or .proc.
+func (p *haPlane) restart(ctx context.Context, t testing.TB, i int, bin string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(bin, "--version").Output()
+	f := strings.Fields(string(out))
+	if err != nil || len(f) != 2 {
+		return "", fmt.Errorf("%s --version: %v: %q", bin, err, out)
+	}
+	s := &p.servers[i]
+	s.proc.stop()
+	proc, err := p.launch(t, *s, bin)
+	if err != nil {
+		return "", err
+	}
+	s.proc, s.version = proc, f[1]
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-proc.exited:
+			cancel(fmt.Errorf("it exited: %v", proc.err))
+		case <-ctx.Done():
+		}
+	}()
+	if err := waitReady(ctx, s.url, 120*time.Second); err != nil {
+		logs, _ := os.ReadFile(s.log)
+		return "", fmt.Errorf("%s (%s) not ready after its restart: %v\n%s", s.name, s.version, err, tail(logs, 3000))
+	}
+	return s.version, nil
 }
 
 // testCA is a certificate authority for a test's certificates.

@@ -1,0 +1,573 @@
+//go:build linux
+
+package tests
+
+// The soak's checker (issue 47): what each server serves, read raw every
+// second, against what each client answers, compared four times a second.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/openapi3/typed"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+)
+
+// soakGroup is the group of the soak's CRDs; their schemas are checked
+// field by field, the rest of what a server serves by mapping.
+const soakGroup = "soak.kubeatlas.test"
+
+// soakTruth is what one server served at one read: every kind of its
+// aggregated discovery (/api and /apis, the merged view a client gets by
+// default), and the spec fields of each of soakGroup's kinds in its
+// OpenAPI v3 documents.
+type soakTruth struct {
+	at time.Time // when the read began
+	// kinds: "group/version/Kind" (the core group as "") to the resource.
+	kinds map[string]string
+	// preferred: "group/Kind" to the first version, in the group's order
+	// of preference, that serves the kind: what a versionless mapping
+	// answers.
+	preferred map[string]string
+	// fields: soakGroup's "group/version/Kind" to its spec's fields,
+	// sorted.
+	fields map[string][]string
+}
+
+// truthReader reads one server's truth, directly (no proxy), as the admin.
+// It keeps the OpenAPI v3 documents it read by URL (the URL carries the
+// document's hash), so that a document is read again only once it changed.
+type truthReader struct {
+	hc   *http.Client
+	url  string
+	docs map[string]map[string][]string // URL → "group/version/Kind" → fields
+}
+
+func (r *truthReader) get(ctx context.Context, path, accept string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("User-Agent", "soak-checker")
+	req.Header.Set("Accept", accept)
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return json.Unmarshal(body, v)
+}
+
+func (r *truthReader) read(ctx context.Context) (*soakTruth, error) {
+	t := &soakTruth{at: time.Now(), kinds: map[string]string{}, preferred: map[string]string{}, fields: map[string][]string{}}
+	ambiguous := map[string]bool{} // a kind two resources of a group-version answer with
+	for _, path := range []string{"/api", "/apis"} {
+		var doc struct {
+			Items []struct {
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+				Versions []struct {
+					Version   string `json:"version"`
+					Resources []struct {
+						Resource     string `json:"resource"`
+						ResponseKind struct {
+							Kind string `json:"kind"`
+						} `json:"responseKind"`
+					} `json:"resources"`
+				} `json:"versions"`
+			} `json:"items"`
+		}
+		if err := r.get(ctx, path, discoveryV2, &doc); err != nil {
+			return nil, err
+		}
+		for _, g := range doc.Items {
+			for _, v := range g.Versions {
+				for _, res := range v.Resources {
+					k := res.ResponseKind.Kind
+					if k == "" {
+						continue
+					}
+					gvk := g.Metadata.Name + "/" + v.Version + "/" + k
+					if _, ok := t.kinds[gvk]; ok {
+						ambiguous[gvk] = true
+					}
+					t.kinds[gvk] = res.Resource
+					if _, ok := t.preferred[g.Metadata.Name+"/"+k]; !ok {
+						t.preferred[g.Metadata.Name+"/"+k] = v.Version
+					}
+				}
+			}
+		}
+	}
+	for gvk := range ambiguous {
+		delete(t.kinds, gvk)
+	}
+	var root struct {
+		Paths map[string]struct {
+			URL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	if err := r.get(ctx, "/openapi/v3", "application/json", &root); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for path, p := range root.Paths {
+		if !strings.HasPrefix(path, "apis/"+soakGroup+"/") {
+			continue
+		}
+		seen[p.URL] = true
+		doc, ok := r.docs[p.URL]
+		if !ok {
+			var d struct {
+				Components struct {
+					Schemas map[string]struct {
+						GVK []struct {
+							Group, Version, Kind string
+						} `json:"x-kubernetes-group-version-kind"`
+						Properties struct {
+							Spec struct {
+								Properties map[string]json.RawMessage `json:"properties"`
+							} `json:"spec"`
+						} `json:"properties"`
+					} `json:"schemas"`
+				} `json:"components"`
+			}
+			if err := r.get(ctx, p.URL, "application/json", &d); err != nil {
+				return nil, err
+			}
+			doc = map[string][]string{}
+			for _, s := range d.Components.Schemas {
+				for _, gvk := range s.GVK {
+					if gvk.Group == soakGroup {
+						fields := make([]string, 0, len(s.Properties.Spec.Properties))
+						for f := range s.Properties.Spec.Properties {
+							fields = append(fields, f)
+						}
+						sort.Strings(fields)
+						doc[gvk.Group+"/"+gvk.Version+"/"+gvk.Kind] = fields
+					}
+				}
+			}
+			r.docs[p.URL] = doc
+		}
+		for k, f := range doc {
+			t.fields[k] = f
+		}
+	}
+	for u := range r.docs {
+		if !seen[u] {
+			delete(r.docs, u)
+		}
+	}
+	return t, nil
+}
+
+// soakClient is one client the checker holds to what the server at
+// server serves: a shared handle's mapper and typed converter.
+type soakClient struct {
+	name   string // e.g. "mapper@kas-0"
+	server int
+	mapper *restmapper.Mapper
+	conv   *typed.Converter
+}
+
+// soakAnswers is what the checker compares for one client: key to the
+// answer wanted (from the truth) and the answer got.
+func (c *soakClient) answers(ctx context.Context, t *soakTruth, gone map[string]bool, universe []string) (want, got map[string]string) {
+	want, got = map[string]string{}, map[string]string{}
+	for gvk, resource := range t.kinds {
+		g, v, k := splitGVK(gvk)
+		key := "mapping " + gvk
+		want[key] = resource
+		if m, err := c.mapper.RESTMapping(schema.GroupKind{Group: g, Kind: k}, v); err != nil {
+			got[key] = "error: " + err.Error()
+		} else {
+			got[key] = m.Resource.Resource
+		}
+	}
+	for gk, version := range t.preferred {
+		g, k, _ := strings.Cut(gk, "/")
+		key := "preferred " + gk
+		want[key] = version
+		if m, err := c.mapper.RESTMapping(schema.GroupKind{Group: g, Kind: k}); err != nil {
+			got[key] = "error: " + err.Error()
+		} else {
+			got[key] = m.GroupVersionKind.Version
+		}
+	}
+	// Kinds the server stopped serving lately: no mapping.
+	for gvk := range gone {
+		if _, ok := t.kinds[gvk]; ok {
+			continue
+		}
+		g, v, k := splitGVK(gvk)
+		key := "mapping " + gvk
+		want[key] = "none"
+		if m, err := c.mapper.RESTMapping(schema.GroupKind{Group: g, Kind: k}, v); err != nil {
+			got[key] = "none"
+		} else {
+			got[key] = m.Resource.Resource
+		}
+	}
+	// soakGroup's schemas: the converter takes an object with every
+	// field the server declares, and refuses the first field of the
+	// universe that it does not.
+	for gvk, fields := range t.fields {
+		g, v, k := splitGVK(gvk)
+		key := "schema " + gvk
+		want[key] = strings.Join(fields, ",")
+		tp, err := c.conv.Type(ctx, schema.GroupVersionKind{Group: g, Version: v, Kind: k})
+		if err != nil {
+			got[key] = "error: " + err.Error()
+			continue
+		}
+		obj := func(fields ...string) map[string]any {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(schema.GroupVersionKind{Group: g, Version: v, Kind: k})
+			u.SetName("checked")
+			for _, f := range fields {
+				_ = unstructured.SetNestedField(u.Object, "x", "spec", f)
+			}
+			return u.Object
+		}
+		var has []string
+		if _, err := tp.FromUnstructured(obj(fields...)); err == nil {
+			has = slices.Clone(fields)
+		}
+		// The first field the server does not declare (the next one the
+		// schedule adds) must be refused. One, not all: each refusal
+		// makes the converter look at the root again (bounded, but
+		// counted with the rest of this client's requests).
+		for _, f := range universe {
+			if slices.Contains(fields, f) {
+				continue
+			}
+			if _, err := tp.FromUnstructured(obj(f)); err == nil {
+				has = append(has, f)
+			}
+			break
+		}
+		sort.Strings(has)
+		got[key] = strings.Join(has, ",")
+	}
+	return want, got
+}
+
+func splitGVK(gvk string) (g, v, k string) {
+	parts := strings.SplitN(gvk, "/", 3)
+	return parts[0], parts[1], parts[2]
+}
+
+// disagreement is a time a client answered other than its server served.
+type disagreement struct {
+	client, key string
+	server      int
+	want, got   string
+	// served is when the checker first read the truth the client
+	// disagreed with (at most a second after the server served it;
+	// servedAfter is the read before, which did not show it yet, or zero);
+	// start and end are the compares that first saw it and that saw it
+	// end (zero while open).
+	served, servedAfter, start, end time.Time
+	// interrupted: the truth changed again, or the server stopped
+	// answering, before the client agreed.
+	interrupted string
+	// ahead: the client's answer was what the checker's next read of the
+	// server showed: the server served it between two reads, and the
+	// client saw it first. Not a wrong answer.
+	ahead bool
+}
+
+// wrong says whether the disagreement counts against the target: the
+// client still disagreed more than 1 s after the checker first read what
+// the server served.
+func (d *disagreement) wrong(now time.Time) bool { return !d.ahead && d.late(now) > time.Second }
+
+// late is how long after the checker first read the truth the client
+// still disagreed (at the compare that saw it end, or now while open).
+func (d *disagreement) late(now time.Time) time.Duration {
+	end := d.end
+	if end.IsZero() {
+		end = now
+	}
+	return end.Sub(d.served)
+}
+
+// checker holds each server's latest truth and each client's open
+// disagreements.
+type checker struct {
+	readers []*truthReader
+	clients []*soakClient
+	// universe is every field soakGroup's schemas may declare.
+	universe []string
+
+	mu      sync.Mutex
+	truth   []*soakTruth             // per server; nil while it does not answer
+	stopped []bool                   // per server: restarting, not read
+	since   []map[string]time.Time   // per server: key → when its truth value was first read
+	prev    []time.Time              // per server: the read before the latest
+	values  []map[string]string      // per server: key → truth value
+	gone    []map[string]time.Time   // per server: kinds it stopped serving, and when
+	open    map[string]*disagreement // client+key
+	done    []*disagreement          // ended
+	reads   int                      // truth reads that answered
+	downs   map[int]int              // per server: reads that failed
+	checks  int
+}
+
+func newChecker(readers []*truthReader, clients []*soakClient, universe []string) *checker {
+	n := len(readers)
+	c := &checker{readers: readers, clients: clients, universe: universe,
+		truth: make([]*soakTruth, n), stopped: make([]bool, n), since: make([]map[string]time.Time, n), prev: make([]time.Time, n),
+		values: make([]map[string]string, n), gone: make([]map[string]time.Time, n),
+		open: map[string]*disagreement{}, downs: map[int]int{}}
+	for i := range n {
+		c.since[i], c.values[i], c.gone[i] = map[string]time.Time{}, map[string]string{}, map[string]time.Time{}
+	}
+	return c
+}
+
+// down says that server i is stopping (a restart): its truth is dropped,
+// its clients' open disagreements end, and it is not read until up.
+func (c *checker) down(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped[i] = true
+	c.drop(i, time.Now(), "server stopped")
+}
+
+// up says that server i is serving again: its next read counts as
+// everything served anew.
+func (c *checker) up(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped[i] = false
+}
+
+// drop forgets server i's truth and ends its clients' open
+// disagreements; c.mu is held.
+func (c *checker) drop(i int, now time.Time, why string) {
+	if c.truth[i] != nil {
+		for k, d := range c.open {
+			if d.server == i {
+				d.end, d.interrupted = now, why
+				c.done = append(c.done, d)
+				delete(c.open, k)
+			}
+		}
+	}
+	c.truth[i] = nil
+}
+
+// readTruth reads every server's truth. A server that does not answer has
+// none until it does again; then everything it serves counts as served
+// from that read (a client could not learn from it while it was down).
+func (c *checker) readTruth(ctx context.Context) {
+	for i, r := range c.readers {
+		c.mu.Lock()
+		stopped := c.stopped[i]
+		c.mu.Unlock()
+		if stopped {
+			continue
+		}
+		t, err := r.read(ctx)
+		c.mu.Lock()
+		if c.stopped[i] {
+			c.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			c.drop(i, time.Now(), "server stopped answering")
+			c.downs[i]++
+			c.mu.Unlock()
+			continue
+		}
+		c.reads++
+		restarted := c.truth[i] == nil
+		vals := map[string]string{}
+		for gvk, res := range t.kinds {
+			vals["mapping "+gvk] = res
+		}
+		for gk, v := range t.preferred {
+			vals["preferred "+gk] = v
+		}
+		for gvk, f := range t.fields {
+			vals["schema "+gvk] = strings.Join(f, ",")
+		}
+		for gvk := range c.gone[i] {
+			if _, ok := t.kinds[gvk]; !ok {
+				vals["mapping "+gvk] = "none"
+			}
+		}
+		for k := range c.values[i] {
+			if strings.HasPrefix(k, "mapping ") {
+				if _, ok := t.kinds[strings.TrimPrefix(k, "mapping ")]; !ok && c.values[i][k] != "none" {
+					c.gone[i][strings.TrimPrefix(k, "mapping ")] = t.at
+					vals[k] = "none"
+				}
+			}
+		}
+		// A kind gone for more than 2 minutes is no longer asked for.
+		for gvk, at := range c.gone[i] {
+			if t.at.Sub(at) > 2*time.Minute {
+				delete(c.gone[i], gvk)
+				delete(vals, "mapping "+gvk)
+			}
+		}
+		for k, v := range vals {
+			if old, ok := c.values[i][k]; restarted || !ok || old != v {
+				c.since[i][k] = t.at
+			}
+		}
+		for k := range c.since[i] {
+			if _, ok := vals[k]; !ok {
+				delete(c.since[i], k)
+			}
+		}
+		c.values[i] = vals
+		c.prev[i] = c.truthAt(i)
+		c.truth[i] = t
+		c.mu.Unlock()
+	}
+}
+
+func (c *checker) truthAt(i int) time.Time {
+	if c.truth[i] == nil {
+		return time.Time{}
+	}
+	return c.truth[i].at
+}
+
+// compare asks every client and opens or closes disagreements. The
+// clients are asked without the lock held (they may do I/O).
+func (c *checker) compare(ctx context.Context) {
+	for _, cl := range c.clients {
+		c.mu.Lock()
+		t := c.truth[cl.server]
+		gone := map[string]bool{}
+		for k := range c.gone[cl.server] {
+			gone[k] = true
+		}
+		c.mu.Unlock()
+		if t == nil {
+			continue
+		}
+		want, got := cl.answers(ctx, t, gone, c.universe)
+		now := time.Now()
+		c.mu.Lock()
+		c.checks++
+		if c.truth[cl.server] != t {
+			// A newer truth arrived while asking: compare next time.
+			c.mu.Unlock()
+			continue
+		}
+		for key, w := range want {
+			id := cl.name + " " + key
+			d := c.open[id]
+			if got[key] == w {
+				if d != nil && d.want != w {
+					d.ahead = true
+					d.interrupted = "the client was ahead of the checker's read: the server served its answer by the next read"
+				}
+				if d != nil {
+					d.end = now
+					c.done = append(c.done, d)
+					delete(c.open, id)
+				}
+				continue
+			}
+			if d != nil && d.want != w {
+				// The client answered what the server serves now
+				// before the checker read it: it was ahead, not late.
+				d.end, d.interrupted = now, "the server changed again"
+				c.done = append(c.done, d)
+				delete(c.open, id)
+				d = nil
+			}
+			if d == nil {
+				served := c.since[cl.server][key]
+				var after time.Time
+				if !c.prev[cl.server].IsZero() && c.prev[cl.server].Before(served) {
+					after = c.prev[cl.server]
+				}
+				c.open[id] = &disagreement{client: cl.name, server: cl.server, key: key, want: w, got: got[key], served: served, servedAfter: after, start: now}
+			}
+		}
+		// Keys no longer wanted (the truth dropped them): close as
+		// interrupted.
+		for id, d := range c.open {
+			if d.client == cl.name {
+				if _, ok := want[d.key]; !ok {
+					d.end, d.interrupted = now, "no longer served"
+					if strings.HasPrefix(d.got, "error: ") {
+						// The client had stopped answering for it
+						// before the checker read that the server had.
+						d.ahead = true
+						d.interrupted = "the client was ahead of the checker's read: no longer served by the next read"
+					}
+					c.done = append(c.done, d)
+					delete(c.open, id)
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// run reads the truth every second and compares ten times a second
+// until ctx ends.
+func (c *checker) run(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var n int
+	for {
+		if n%10 == 0 {
+			c.readTruth(ctx)
+		}
+		n++
+		c.compare(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// all returns every disagreement, the open ones ended at now, sorted by
+// start.
+func (c *checker) all(now time.Time) []*disagreement {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.done)
+	for _, d := range c.open {
+		cp := *d
+		cp.interrupted = "still open at the end"
+		cp.end = now
+		out = append(out, &cp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })
+	return out
+}

@@ -1,0 +1,203 @@
+//go:build linux
+
+package tests
+
+// The soak's measurements and report (issue 47): memory each minute, the
+// requests each client kind sent, and the report with its SVG picture.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// memSample is the process's memory at one moment.
+type memSample struct {
+	at         time.Duration // since the soak began
+	heap       uint64        // HeapAlloc after a GC
+	rss        uint64        // VmRSS, bytes
+	goroutines int
+	sockets    int // open file descriptors that are sockets
+}
+
+func sampleMemory(since time.Time) memSample {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s := memSample{at: time.Since(since), heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine()}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				s.rss = kb << 10
+			}
+		}
+	}
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, fd := range fds {
+			if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+				s.sockets++
+			}
+		}
+	}
+	return s
+}
+
+// loadAverage is /proc/loadavg's first three fields.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// requestCounts counts requests a minute by client kind and by class:
+// "library" (discovery, OpenAPI, and the lists and watches of CRDs and
+// APIServices a discovery watch makes) and "work" (everything else).
+type requestCounts struct {
+	start time.Time
+	mu    sync.Mutex
+	n     map[string]map[string][]int // kind → class → per minute
+}
+
+func newRequestCounts(start time.Time) *requestCounts {
+	return &requestCounts{start: start, n: map[string]map[string][]int{}}
+}
+
+// libraryPath says whether a request is one a discovery, mapping or
+// OpenAPI library makes on its own account, rather than the work its
+// user asked for.
+func libraryPath(path string) bool {
+	if path == "/api" || path == "/apis" || path == "/api/v1" || strings.HasPrefix(path, "/openapi/") || path == "/openapi/v3" {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(path, "/apis/"); ok {
+		if strings.Count(rest, "/") <= 1 { // /apis/g or /apis/g/v
+			return true
+		}
+		return strings.HasPrefix(rest, "apiextensions.k8s.io/v1/customresourcedefinitions") || strings.HasPrefix(rest, "apiregistration.k8s.io/v1/apiservices")
+	}
+	return false
+}
+
+func (r *requestCounts) add(kind, path string) {
+	class := "work"
+	if libraryPath(path) {
+		class = "library"
+	}
+	m := int(time.Since(r.start) / time.Minute)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	byClass := r.n[kind]
+	if byClass == nil {
+		byClass = map[string][]int{}
+		r.n[kind] = byClass
+	}
+	for len(byClass[class]) <= m {
+		byClass[class] = append(byClass[class], 0)
+	}
+	byClass[class][m]++
+}
+
+// snapshot returns a copy of the counts.
+func (r *requestCounts) snapshot() map[string]map[string][]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]map[string][]int{}
+	for k, byClass := range r.n {
+		out[k] = map[string][]int{}
+		for c, v := range byClass {
+			out[k][c] = append([]int(nil), v...)
+		}
+	}
+	return out
+}
+
+// perMinute is a count's mean a minute over the run's minutes.
+func perMinute(v []int, d time.Duration) float64 {
+	var sum int
+	for _, n := range v {
+		sum += n
+	}
+	return float64(sum) / d.Minutes()
+}
+
+// memorySVG draws the memory samples: heap and RSS in MiB on the left
+// axis, goroutines and sockets on the right, minutes along the bottom.
+func memorySVG(samples []memSample) string {
+	const w, h, left, right, top, bottom = 760.0, 360.0, 60.0, 60.0, 30.0, 40.0
+	pw, ph := w-left-right, h-top-bottom
+	var maxT time.Duration
+	var maxMiB, maxCount float64 = 1, 1
+	for _, s := range samples {
+		maxT = max(maxT, s.at)
+		maxMiB = max(maxMiB, float64(s.heap)/(1<<20), float64(s.rss)/(1<<20))
+		maxCount = max(maxCount, float64(s.goroutines), float64(s.sockets))
+	}
+	if maxT == 0 {
+		maxT = time.Minute
+	}
+	x := func(at time.Duration) float64 { return left + pw*float64(at)/float64(maxT) }
+	y := func(v, top2 float64) float64 { return top + ph - ph*v/top2 }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", w, h)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="13">kubeatlas soak: memory each minute</text>`+"\n", left)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left, top+ph, left+pw, top+ph)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left, top, left, top+ph)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left+pw, top, left+pw, top+ph)
+	for i := 0; i <= 4; i++ {
+		v := float64(i) / 4
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.0f MiB</text>`+"\n", left-4, y(v, 1)+4, v*maxMiB)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%.0f</text>`+"\n", left+pw+4, y(v, 1)+4, v*maxCount)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%.1f min</text>`+"\n", x(time.Duration(v*float64(maxT))), top+ph+16, v*maxT.Minutes())
+	}
+	series := []struct {
+		name, color string
+		value       func(memSample) float64
+		scale       float64
+	}{
+		{"heap (MiB, left)", "#1f77b4", func(s memSample) float64 { return float64(s.heap) / (1 << 20) }, maxMiB},
+		{"RSS (MiB, left)", "#ff7f0e", func(s memSample) float64 { return float64(s.rss) / (1 << 20) }, maxMiB},
+		{"goroutines (right)", "#2ca02c", func(s memSample) float64 { return float64(s.goroutines) }, maxCount},
+		{"sockets (right)", "#d62728", func(s memSample) float64 { return float64(s.sockets) }, maxCount},
+	}
+	for i, se := range series {
+		var pts []string
+		for _, s := range samples {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.at), y(se.value(s), se.scale)))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", se.color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" fill="%s">%s</text>`+"\n", left+10+float64(i)*160, h-6, se.color, se.name)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// growth is how much v grew from a to b, as a fraction of a.
+func growth(a, b float64) float64 {
+	if a == 0 {
+		return 0
+	}
+	return (b - a) / a
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
