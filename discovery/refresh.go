@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubeatlas/kubeatlas/internal/gate"
 )
 
@@ -96,6 +98,60 @@ func (c *Client) FollowLeader(leader *Client) (stop func()) {
 // not. One atomic load, and a few more for each leader.
 func (c *Client) Following() bool {
 	return c.followers.Load() > 0 || c.leaderHolds(c.current.Load())
+}
+
+// LeaderLacks says whether a followed leader of c (FollowLeader) holds
+// content other than c's current snapshot's in which gvr is not served
+// while c's serves it, and that content's generation. An answer c would
+// give with gvr (a REST mapping with a version) is then what the leader's
+// watch saw the server stop serving: a CRD deleted, a version removed or
+// no longer served. Such a lookup should prove c's view with c's own
+// requests before answering (restmapper does, once per leader
+// generation); a lookup whose resource the leader still serves needs no
+// request, as nothing it answers changed. It tells the caller nothing of
+// the leader's content but whether gvr is in it; no request, and nothing
+// is allocated.
+func (c *Client) LeaderLacks(gvr schema.GroupVersionResource) (generation uint64, lacks bool) {
+	if c.followers.Load() > 0 {
+		return 0, false
+	}
+	s := c.current.Load()
+	if s == nil {
+		return 0, false
+	}
+	ours := false // serves(s, gvr), once a leader holds other content
+	for n := c.leaders.head.Load(); n != nil; n = n.next {
+		l := n.c
+		ls := l.current.Load()
+		if l.followers.Load() == 0 || ls == nil || sameContent(ls, s) {
+			continue
+		}
+		if !ours {
+			if !serves(s, gvr) {
+				return 0, false
+			}
+			ours = true
+		}
+		if !serves(ls, gvr) {
+			return ls.Generation(), true
+		}
+	}
+	return 0, false
+}
+
+// serves says whether s lists gvr (its plural name, as a REST mapping's
+// Resource names it).
+func serves(s *Snapshot, gvr schema.GroupVersionResource) bool {
+	v, ok := s.Version(gvr.GroupVersion())
+	if !ok {
+		return false
+	}
+	for i := range v.Resources {
+		if v.Resources[i].Name == gvr.Resource {
+			return true
+		}
+	}
+	return false
 }
 
 // leaderShows says whether a followed leader (FollowLeader) holds s's

@@ -29,7 +29,10 @@ import (
 // atomic flag. A snapshot the mapper has not seen yet (another caller's
 // refresh, discovery/watch, Poll) is looked at once, with one clock read.
 // Lookups with a version are not concerned: their answer changes only
-// when that version goes, which costs a request to it anyway.
+// when that version goes, which costs a request to it anyway; but a
+// client that follows a leader (package shared's identities) is told
+// when the leader's content lacks the resource, and proves its view
+// first (mapper.go, leaderLacks).
 //
 // While the client is followed (discovery.Client.Following: discovery/watch
 // with its watches open and synced), a lookup does not look at the

@@ -257,6 +257,16 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 			if st2 := m.revalidate(ctx); st2 != nil && st2 != st {
 				a = st2.answer(k, versions)
 			}
+		} else if gen, lacks := m.leaderLacks(k, a); lacks && m.missPolicy().mayProve(gen, m.opts.clock.Now()) {
+			// A hit with a version on a resource the client's leader
+			// (package shared's watch) saw the server stop serving: the
+			// client proves its own view first (two requests), once for
+			// that leader content, and answers from what it proved.
+			m.staleRefreshes.Add(1)
+			_, _ = m.client.Refresh(ctx)
+			if st2, _ := m.current(ctx); st2 != nil && st2 != st {
+				a = st2.answer(k, versions)
+			}
 		}
 		m.count(a.err)
 		return a
@@ -279,6 +289,39 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	m.count(a.err)
 	return a
+}
+
+// leaderLacks says whether a resource that answer a names (its mappings'
+// resources, its resources, or the resource a KindFor asked about) is
+// one that a leader of the client holds other content without
+// (discovery.Client.LeaderLacks), and that content's generation. A
+// client followed itself, or holding its leader's content, answers at
+// once (a few atomic loads).
+func (m *Mapper) leaderLacks(k memoKey, a answer) (uint64, bool) {
+	if a.mapping != nil {
+		if gen, lacks := m.client.LeaderLacks(a.mapping.Resource); lacks {
+			return gen, true
+		}
+	}
+	for _, mp := range a.mappings {
+		if gen, lacks := m.client.LeaderLacks(mp.Resource); lacks {
+			return gen, true
+		}
+	}
+	if !a.gvr.Empty() {
+		if gen, lacks := m.client.LeaderLacks(a.gvr); lacks {
+			return gen, true
+		}
+	}
+	for _, r := range a.gvrs {
+		if gen, lacks := m.client.LeaderLacks(r); lacks {
+			return gen, true
+		}
+	}
+	if k.op == opKindFor || k.op == opKindsFor {
+		return m.client.LeaderLacks(schema.GroupVersionResource{Group: k.group, Version: k.version, Resource: k.name})
+	}
+	return 0, false
 }
 
 // revalidate refreshes discovery for a lookup without a version whose

@@ -36,6 +36,10 @@ type misses struct {
 	firsts   *rate.Limiter // first misses of a question; nil until budgets
 	repeats  *rate.Limiter // later misses, once their backoff has passed; nil until budgets
 	backoffs map[memoKey]backoff
+	// proved is the generation of the leader's content the client's view
+	// was last proven against for a resource that content lacks
+	// (mayProve): once per generation.
+	proved uint64
 }
 
 type backoff struct {
@@ -115,4 +119,26 @@ func (p *misses) mayRefreshStale(now time.Time) bool {
 	defer p.mu.Unlock()
 	p.budgets()
 	return p.repeats.AllowN(now, 1)
+}
+
+// mayProve says whether a lookup whose answer names a resource that a
+// leader's content of generation gen lacks (discovery.Client.LeaderLacks)
+// may refresh discovery, and if so counts it: once per such generation,
+// within the first misses' budget (a leader's change is news, as a
+// question's first miss is). Behind a balancer over servers that
+// disagree, the view the client proves may still hold the resource the
+// leader's lacks; it is not proven again until the leader's content
+// changes.
+func (p *misses) mayProve(gen uint64, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proved == gen {
+		return false
+	}
+	p.budgets()
+	if !p.firsts.AllowN(now, 1) {
+		return false
+	}
+	p.proved = gen
+	return true
 }
