@@ -25,7 +25,6 @@ if [ -z "${KUBEATLAS_KUBE_APISERVER_NEXT:-}" ]; then
   "$here/kube-apiserver-v1.37/build.sh" "$KUBEATLAS_KUBE_APISERVER_NEXT" >&2
 fi
 export KUBEATLAS_KUBE_APISERVER KUBEATLAS_KUBE_APISERVER_NEXT
-# go test's own timeout: the run, plus the pair's start and the report.
 # go test's own timeout: the run, plus 15 minutes for the pair's start
 # and the report. DURATION is a Go duration of hours, minutes and seconds.
 rest=$duration seconds=0
