@@ -194,18 +194,14 @@ func (d *Document) Schema(name string) (*spec.Schema, error) {
 	if s != nil {
 		return s, nil
 	}
-	schemas, err := d.index()
+	raw, err := d.SchemaJSON(name)
 	if err != nil {
 		return nil, err
-	}
-	at, ok := schemas[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: schema %q in %s", ErrNotFound, name, d.Path)
 	}
 	s = &spec.Schema{}
 	// UnmarshalJSON directly: json.Unmarshal would first scan the bytes
 	// once more to check them, which doubles the cost.
-	if err := s.UnmarshalJSON(d.JSON[at.start:at.end]); err != nil {
+	if err := s.UnmarshalJSON(raw); err != nil {
 		return nil, fmt.Errorf("openapi3: %s: schema %q: %w", d.Path, name, err)
 	}
 	st.mu.Lock()
