@@ -121,8 +121,9 @@ func TestChangedFloodReadsTheRootOnceASecond(t *testing.T) {
 // TestChangedUnchangedRootReadAgain: a mark whose read finds the root
 // unchanged (a server that serves the change a moment after its watch
 // event: a real one, a second or so after, later under load) gets more
-// reads, 1, 2, 4, 8 and 16 s apart, the next of which finds the change; a
-// mark for a change that never shows costs six reads over 31 s, no more.
+// reads, a second apart for 5 s and then 2, 4, 8 and 16 s apart, the
+// next of which finds the change; a mark for a change that never shows
+// costs ten reads over 35 s, no more.
 func TestChangedUnchangedRootReadAgain(t *testing.T) {
 	srv, c, clk := changedClient(t)
 	ctx := context.Background()
@@ -141,9 +142,9 @@ func TestChangedUnchangedRootReadAgain(t *testing.T) {
 		}
 		return out
 	}
-	// Reads at 0 and 1 s find nothing; none at 2 s (the wait doubled).
-	if got := reads(3); !slices.Equal(got, []int{1, 2, 2}) {
-		t.Errorf("root reads by second %v; want [1 2 2]", got)
+	// Reads at 0, 1 and 2 s find nothing.
+	if got := reads(3); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("root reads by second %v; want [1 2 3]", got)
 	}
 	if err := srv.ChangeSchema(apps); err != nil {
 		t.Fatal(err)
@@ -153,24 +154,24 @@ func TestChangedUnchangedRootReadAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	if root[openapi3.PathFor(apps)] == held[openapi3.PathFor(apps)] {
-		t.Error("the change served 2 s after the mark was not found by its third read")
+		t.Error("the change served 3 s after the mark was not found by its fourth read")
 	}
-	if n := rootReads(srv); n != 3 {
-		t.Errorf("%d root reads; want 3", n)
+	if n := rootReads(srv); n != 4 {
+		t.Errorf("%d root reads; want 4", n)
 	}
 
 	srv.ResetRequests()
 	clk.SetTime(clk.Now().Add(time.Second))
 	c.Changed()    // a change that never shows
-	var want []int // reads at 0, 1, 3, 7, 15 and 31 s, then none
+	var want []int // reads at 0, 1, 2, 3, 4, 5, 7, 11, 19 and 35 s, then none
 	for s, n := 0, 0; s < 60; s++ {
-		if slices.Contains([]int{0, 1, 3, 7, 15, 31}, s) {
+		if slices.Contains([]int{0, 1, 2, 3, 4, 5, 7, 11, 19, 35}, s) {
 			n++
 		}
 		want = append(want, n)
 	}
 	if got := reads(60); !slices.Equal(got, want) {
-		t.Errorf("root reads by second %v for a mark whose change never shows; want reads at 0, 1, 3, 7, 15 and 31 s, then none", got)
+		t.Errorf("root reads by second %v for a mark whose change never shows; want reads at 0, 1, 2, 3, 4, 5, 7, 11, 19 and 35 s, then none", got)
 	}
 }
 

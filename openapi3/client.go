@@ -369,10 +369,11 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // group-version is found and a removed one forgotten. The root is read at
 // most once a second however often Changed is called: a call within a
 // second of the last read is answered by the first call a second after
-// it. A read that finds the root unchanged is tried again, 1, 2, 4, 8 and
-// 16 s later at most (31 s in all, past DefaultMaxAge), as a server serves
-// a change a moment after telling of it (a second or so for a CRD's
-// schema, tens of seconds under load); a read that fails answers the
+// it. A read that finds the root unchanged is tried again each second
+// for 5 s, then 2, 4, 8 and 16 s apart (35 s in all, past DefaultMaxAge),
+// as a server serves a change a moment after telling of it (a second or
+// so for a CRD's schema, tens of seconds under load); a read that fails
+// answers the
 // marks (the max age schedules the next). An idle client sends nothing:
 // the read waits for a call that needs it.
 //
@@ -545,27 +546,33 @@ func (c *Client) missRead(ctx context.Context) (root map[string]string, read boo
 const missRefresh = time.Second
 
 // markReads is how many reads marks (Changed) get while the root stays
-// the same, the first at once (a second after the last read at the
-// earliest), then after 1, 2, 4, 8 and 16 s: a real kube-apiserver
-// v1.36.3 serves a CRD's new schema 0.35 to 1.1 s after the watch event
-// for it, so the first read often comes too early; with 3,000 CRDs and
-// the machine loaded it served some more than 10 s after (one new
-// group-version 43 s after its CRD was created). Six cover a server up to
-// 31 s behind its events, past the default max age (30 s, after which
-// any call reads the root anyway), at a cost of six root reads, most of
-// them 304s, for a change that never shows (a CRD's status). Four (7 s)
-// left a watched client on the old schema until the max age when the
-// server was later than that.
-const markReads = 6
+// the same: one a second for the first markSteady (the first at once, a
+// second after the last read at the earliest), then 2, 4, 8 and 16 s
+// apart. A real kube-apiserver v1.36.3 serves a CRD's new schema 0.35 to
+// 1.1 s after the watch event for it, so the first read often comes too
+// early, and under load (3,000 CRDs, a busy machine) 1 to 1.4 s after, and
+// at times tens of seconds (one new group-version 43 s after its CRD was
+// created). Reading each second while most changes show keeps the typed
+// schema within about a second of the server's (with reads 1, 2 and 4 s
+// apart, a change served 1.05 s after its event waited until the read at
+// 3 s); reading on past the default max age (30 s, after which any call
+// reads the root anyway) leaves no change the watch saw waiting longer
+// than the next read. A mark for a change that never shows in the root (a
+// CRD's status) costs these ten root reads over 35 s, most of them 304s,
+// and nothing more.
+const (
+	markSteady = 6  // reads at 0, 1, 2, 3, 4 and 5 s
+	markReads  = 10 // and at 7, 11, 19 and 35 s
+)
 
 // markWaitLocked is how long after the last read the marks may make the
-// next: a second, doubling with each read since the last new mark that
-// found the root unchanged.
+// next: a second for the first markSteady reads since the last new mark
+// that found the root unchanged, then doubling.
 func (c *Client) markWaitLocked() time.Duration {
-	if c.marksTried != c.marks || c.marksUnchanged == 0 {
+	if c.marksTried != c.marks || c.marksUnchanged < markSteady {
 		return missRefresh
 	}
-	return missRefresh << (c.marksUnchanged - 1)
+	return missRefresh << (c.marksUnchanged - markSteady + 1)
 }
 
 // fetchTimeout bounds a fetch that concurrent callers share.
