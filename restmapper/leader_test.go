@@ -90,6 +90,9 @@ func TestFollowerProvesWhatItsLeaderLacks(t *testing.T) {
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("the follower's proof sent %d requests, want 2", n)
 	}
+	if st := m.Stats(); st.StaleRefreshes != 1 || st.MissRefreshes != 0 {
+		t.Errorf("Stats: %d stale refreshes and %d miss refreshes; want the proof counted as the one stale refresh", st.StaleRefreshes, st.MissRefreshes)
+	}
 	if !follower.Following() {
 		t.Error("not Following after proving the leader's content")
 	}

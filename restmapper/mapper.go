@@ -150,7 +150,10 @@ type Stats struct {
 	MissRefreshes int64
 	// StaleRefreshes counts the refreshes of discovery that lookups
 	// without a version made because discovery was last validated more
-	// than an interval before them (WithMissRefreshInterval).
+	// than an interval before them (WithMissRefreshInterval), and those
+	// that lookups with a version made because the client's leader no
+	// longer serves the resource they answer with
+	// (discovery.Client.LeaderLacks).
 	StaleRefreshes int64
 }
 
