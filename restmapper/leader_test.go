@@ -77,6 +77,13 @@ func TestFollowerProvesWhatItsLeaderLacks(t *testing.T) {
 	if _, err := leader.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	gvr := schema.GroupVersionResource{Group: gone.Group, Version: "v1", Resource: "clusters"}
+	if _, lacks := follower.LeaderLacks(gvr); !lacks {
+		t.Fatal("LeaderLacks: false for a resource the leader's new content lacks")
+	}
+	if n := testing.AllocsPerRun(100, func() { follower.LeaderLacks(gvr) }); n != 0 {
+		t.Errorf("LeaderLacks allocates %v times a call; its doc says nothing", n)
+	}
 	srv.ResetRequests()
 	if err := lookups(keptGK, 100); err != nil {
 		t.Fatal(err)
