@@ -634,6 +634,7 @@ func TestSoak(t *testing.T) {
 		}
 		return true
 	})
+	served := startSoakServed(t, s, chk, viaLB("kubeatlas-apiserver", 0), []string{p.servers[0].url, p.servers[1].url}, reportDir)
 	s.event("started: %s (%s) and %s (%s), peer-aggregated discovery on; load average %s", p.servers[0].name, p.servers[0].version, p.servers[1].name, p.servers[1].version, loadAverage())
 
 	var wg sync.WaitGroup
@@ -682,6 +683,7 @@ func TestSoak(t *testing.T) {
 	var applies applyOutcomes
 	sched.declared.Store(int64(sched.fields))
 	applier(ctx, s, &wg, ha, applyConv, applyDyn, &sched.declared, &applies)
+	served.run(ctx, &wg)
 
 	// The check that names skew, every 10 s: through the balancer, both
 	// servers vouched for and asked directly.
@@ -876,6 +878,8 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "while two versions ran: %d of %d checks Inconsistent; upgrade finished +%s, first Consistent check after it began +%s (%v after; target within 1m): target %s\n",
 		mixedInconsistent, mixedChecks, fmtOffset(upgraded), fmtOffset(firstConsistent), (firstConsistent - upgraded).Round(100*time.Millisecond), metOrNot(consistencyMet))
 
+	servedResult := served.report(&b, end)
+
 	b.WriteString("\n== memory each minute (heap after a GC; RSS; goroutines; sockets)\n")
 	for _, m := range mem {
 		fmt.Fprintf(&b, "+%s  heap %6.1f MiB  rss %6.1f MiB  goroutines %5d  sockets %4d\n", fmtOffset(m.at), float64(m.heap)/(1<<20), float64(m.rss)/(1<<20), m.goroutines, m.sockets)
@@ -916,7 +920,7 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "panics: %d (target 0): %s\n", len(panics), metOrNot(len(panics) == 0))
 	fmt.Fprintf(&b, "controllers' library requests a minute at most 1/10 of controller-runtime's defaults: %.3f: %s\n", ratio, metOrNot(ratio <= 0.1))
 	fmt.Fprintf(&b, "the skew check Inconsistent while two versions run, Consistent within 1m of the upgrade: %s\n", metOrNot(consistencyMet))
-	b.WriteString("lost updates at the served API's watchers: not measured (kubeatlas-apiserver is not in the soak yet)\n")
+	servedResult.targets(&b, served)
 	fmt.Fprintf(&b, "machine load average at the end: %s\n", loadAverage())
 
 	report := b.String()
@@ -939,6 +943,7 @@ func TestSoak(t *testing.T) {
 	if failing > 0 {
 		t.Errorf("%d answers wrong for more than %s after the server served the change (target: none over 1 s; %d over 1 s); the report lists them with '!'", failing, failAfter, len(wrong))
 	}
+	servedResult.fail(t, served, end, failAfter)
 	if judged && from != nil {
 		if g := growth(float64(from.heap), float64(last.heap)); g > soakGrowthLimit {
 			t.Errorf("heap grew %.1f%% from +%s to the end (target at most %.0f%%)", 100*g, fmtOffset(from.at), 100*soakGrowthLimit)
