@@ -170,6 +170,7 @@ func startSoakServed(t *testing.T, s *soak, chk *checker, upstream *rest.Config,
 	bin := atlasBinary(t)
 	dir := t.TempDir()
 	up := filepath.Join(dir, "upstream.kubeconfig")
+	upstream = kindFront(t, upstream, "kubeatlas-apiserver")
 	writeKubeconfig(t, up, upstream.Host, upstream.CAData, upstream.BearerToken)
 	local := filepath.Join(dir, "local.kubeconfig")
 	args := []string{"--local", "--kubeconfig", up, "--secure-port", strconv.Itoa(freePort(t)),
@@ -551,6 +552,11 @@ func (v *soakServed) compareTruth(p *servedPoll, now time.Time) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	// A disagreement whose key both sides dropped (a kind gone from the
+	// truth and the served API alike) is ended by this compare too.
+	for k := range v.truthOpen {
+		keys[k] = true
+	}
 	v.compares++
 	for k := range keys {
 		got, ok := p.vals[k]
@@ -844,7 +850,7 @@ func (v *soakServed) report(b *strings.Builder, end time.Time) servedResult {
 	}
 	v.truthOpen = map[string]*disagreement{}
 
-	b.WriteString("\n== the served API: kubeatlas-apiserver --local, its upstream the balancer (its requests in the table above as \"kubeatlas\", the library's default User-Agent); its watchers through a front that cuts their connections when a kube-apiserver stops\n")
+	b.WriteString("\n== the served API: kubeatlas-apiserver --local, its upstream the balancer (its requests in the table above as kubeatlas-apiserver); its watchers through a front that cuts their connections when a kube-apiserver stops\n")
 	fmt.Fprintf(b, "served lists: %d (every %v), %d failed (last: %s); objects changed or gone %d times; watchers' connections cut %d times\n",
 		v.polls, servedPollEvery, v.pollErrs, short(v.lastErr), v.changes, v.cuts)
 	for _, m := range v.missing {
@@ -1094,24 +1100,29 @@ func TestServedTruthDisagreements(t *testing.T) {
 	// s; the served API shows v4 at 6.8 (ahead) and stays.
 	truth(1, 6, nil)
 	served(6.8, map[string]string{"preferred g/X": "v4"})
-	truth(0, 7, map[string]string{"preferred g/X": "v4"})
+	truth(0, 7, map[string]string{"preferred g/X": "v4", "preferred g/Y": "v1"})
 	served(7.1, map[string]string{"preferred g/X": "v4"})
+	// Y: the served API drops it before kas-0's next read does, which
+	// then lacks it too: ahead, ended by the compare after that read.
+	truth(0, 7.5, map[string]string{"preferred g/X": "v4"})
+	served(7.6, map[string]string{"preferred g/X": "v4"})
 
 	var b strings.Builder
-	r := v.report(&b, at(8))
+	r := v.report(&b, at(9))
 	var got []string
 	for _, d := range v.truthDone {
-		late := d.late(at(8))
+		late := d.late(at(9))
 		if d.ahead {
 			late = d.end.Sub(d.start)
 		}
-		got = append(got, fmt.Sprintf("got %s want %s: ahead %v, wrong %v, %v", d.got, d.want, d.ahead, d.wrong(at(8)), late.Round(100*time.Millisecond)))
+		got = append(got, fmt.Sprintf("got %s want %s: ahead %v, wrong %v, %v", d.got, d.want, d.ahead, d.wrong(at(9)), late.Round(100*time.Millisecond)))
 	}
 	want := []string{
-		"got v2 want v1: ahead true, wrong false, 400ms", // ahead of kas-0's next read
-		"got v2 want v3: ahead false, wrong true, 1.5s",  // behind from 3 s to 4.5 s
-		"got v1 want v3: ahead false, wrong true, 2.5s",  // still behind, from 3 s, to 5.5 s
-		"got v4 want v3: ahead true, wrong false, 300ms", // ahead of kas-0's read at 7 s
+		"got v2 want v1: ahead true, wrong false, 400ms",   // ahead of kas-0's next read
+		"got v2 want v3: ahead false, wrong true, 1.5s",    // behind from 3 s to 4.5 s
+		"got v1 want v3: ahead false, wrong true, 2.5s",    // still behind, from 3 s, to 5.5 s
+		"got v4 want v3: ahead true, wrong false, 300ms",   // ahead of kas-0's read at 7 s
+		"got none want v1: ahead true, wrong false, 500ms", // Y, ahead of kas-0's read at 7.5 s
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("disagreements:\n%s\nwant:\n%s\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), b.String())
@@ -1119,4 +1130,40 @@ func TestServedTruthDisagreements(t *testing.T) {
 	if len(r.truthWrong) != 2 {
 		t.Errorf("%d wrong, want 2", len(r.truthWrong))
 	}
+}
+
+// kindFront puts a TLS proxy in front of upstream that names every
+// request's client kind for the soak's counting proxies (the User-Agent's
+// first word, the program's own after it), and returns a config for it
+// with upstream's credentials: kubeatlas-apiserver and the CLIs send the
+// library's default User-Agent, "kubeatlas", which their kubeconfigs
+// cannot change, so they would be counted together.
+func kindFront(t *testing.T, upstream *rest.Config, kind string) *rest.Config {
+	t.Helper()
+	target, err := url.Parse(upstream.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rest.TransportFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: upstream.CAData}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host
+			r.Out.Header.Set("User-Agent", kind+" "+r.In.Header.Get("User-Agent"))
+		},
+		Transport:     tr,
+		FlushInterval: -1, // watches stream
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}
+	ts := httptest.NewUnstartedServer(rp)
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	cfg := rest.CopyConfig(upstream)
+	cfg.Host, cfg.CAData = ts.URL, certPEM(ts.Certificate().Raw)
+	return cfg
 }
