@@ -635,6 +635,7 @@ func TestSoak(t *testing.T) {
 		return true
 	})
 	served := startSoakServed(t, s, chk, viaLB("kubeatlas-apiserver", 0), []string{p.servers[0].url, p.servers[1].url}, reportDir)
+	clis := startSoakCLIs(t, s, chk, viaLB("soak-cli", 0))
 	s.event("started: %s (%s) and %s (%s), peer-aggregated discovery on; load average %s", p.servers[0].name, p.servers[0].version, p.servers[1].name, p.servers[1].version, loadAverage())
 
 	var wg sync.WaitGroup
@@ -684,6 +685,7 @@ func TestSoak(t *testing.T) {
 	sched.declared.Store(int64(sched.fields))
 	applier(ctx, s, &wg, ha, applyConv, applyDyn, &sched.declared, &applies)
 	served.run(ctx, &wg)
+	clis.run(ctx, &wg)
 
 	// The check that names skew, every 10 s: through the balancer, both
 	// servers vouched for and asked directly.
@@ -879,6 +881,7 @@ func TestSoak(t *testing.T) {
 		mixedInconsistent, mixedChecks, fmtOffset(upgraded), fmtOffset(firstConsistent), (firstConsistent - upgraded).Round(100*time.Millisecond), metOrNot(consistencyMet))
 
 	servedResult := served.report(&b, end)
+	cliWrong := clis.report(&b, end)
 
 	b.WriteString("\n== memory each minute (heap after a GC; RSS; goroutines; sockets)\n")
 	for _, m := range mem {
@@ -921,6 +924,7 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "controllers' library requests a minute at most 1/10 of controller-runtime's defaults: %.3f: %s\n", ratio, metOrNot(ratio <= 0.1))
 	fmt.Fprintf(&b, "the skew check Inconsistent while two versions run, Consistent within 1m of the upgrade: %s\n", metOrNot(consistencyMet))
 	servedResult.targets(&b, served)
+	cliTargets(&b, cliWrong)
 	fmt.Fprintf(&b, "machine load average at the end: %s\n", loadAverage())
 
 	report := b.String()
@@ -944,6 +948,7 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d answers wrong for more than %s after the server served the change (target: none over 1 s; %d over 1 s); the report lists them with '!'", failing, failAfter, len(wrong))
 	}
 	servedResult.fail(t, served, end, failAfter)
+	cliFail(t, clis, cliWrong, failAfter)
 	if judged && from != nil {
 		if g := growth(float64(from.heap), float64(last.heap)); g > soakGrowthLimit {
 			t.Errorf("heap grew %.1f%% from +%s to the end (target at most %.0f%%)", 100*g, fmtOffset(from.at), 100*soakGrowthLimit)
