@@ -89,7 +89,7 @@ func startSoakCLIs(t *testing.T, s *soak, chk *checker, lb *rest.Config) *soakCL
 		c.bins[name] = bin
 	}
 	for _, name := range []string{"api-resources", "explain"} {
-		front := kindFront(t, lb, name)
+		front := kindFront(t, lb, name, true)
 		c.kubeconfigs[name] = filepath.Join(dir, name+".kubeconfig")
 		writeKubeconfig(t, c.kubeconfigs[name], front.Host, front.CAData, front.BearerToken)
 	}

@@ -12,6 +12,8 @@ package tests
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -19,6 +21,8 @@ import (
 	"io"
 	"log"
 	"maps"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -170,7 +174,7 @@ func startSoakServed(t *testing.T, s *soak, chk *checker, upstream *rest.Config,
 	bin := atlasBinary(t)
 	dir := t.TempDir()
 	up := filepath.Join(dir, "upstream.kubeconfig")
-	upstream = kindFront(t, upstream, "kubeatlas-apiserver")
+	upstream = kindFront(t, upstream, "kubeatlas-apiserver", false)
 	writeKubeconfig(t, up, upstream.Host, upstream.CAData, upstream.BearerToken)
 	local := filepath.Join(dir, "local.kubeconfig")
 	args := []string{"--local", "--kubeconfig", up, "--secure-port", strconv.Itoa(freePort(t)),
@@ -1137,17 +1141,23 @@ func TestServedTruthDisagreements(t *testing.T) {
 // first word, the program's own after it), and returns a config for it
 // with upstream's credentials: kubeatlas-apiserver and the CLIs send the
 // library's default User-Agent, "kubeatlas", which their kubeconfigs
-// cannot change, so they would be counted together.
-func kindFront(t *testing.T, upstream *rest.Config, kind string) *rest.Config {
+// cannot change, so they would be counted together. The front's
+// connections to upstream are its own (not client-go's shared transport).
+// With perProcess, they end when the client's connection does: a CLI
+// process opens its own connection and the balancer hands it to a
+// server in service, where a pooled one would stay on a server the
+// balancer has since taken out (the first 5-minute run's api-resources
+// read a stopping kube-apiserver's discovery that way).
+func kindFront(t *testing.T, upstream *rest.Config, kind string, perProcess bool) *rest.Config {
 	t.Helper()
 	target, err := url.Parse(upstream.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := rest.TransportFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: upstream.CAData}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(upstream.CAData)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -1160,6 +1170,13 @@ func kindFront(t *testing.T, upstream *rest.Config, kind string) *rest.Config {
 	}
 	ts := httptest.NewUnstartedServer(rp)
 	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	if perProcess {
+		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateClosed {
+				tr.CloseIdleConnections()
+			}
+		}
+	}
 	ts.EnableHTTP2 = true
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
