@@ -45,13 +45,15 @@ type soakCLIs struct {
 	kubeconfigs map[string]string // "api-resources", "explain" → a kubeconfig for the balancer, through a front naming its client kind
 	bins        map[string]string // "api-resources", "explain" → path
 
-	mu      sync.Mutex
-	history [][]cliState // per server: what it served for the CLIs, each change
-	runs    map[string]int
-	failed  map[string]int
-	lastErr map[string]string
-	wrong   []*cliRun
-	pending []*cliRun // judged once the checker has read past their end
+	mu       sync.Mutex
+	history  [][]cliState // per server: what it served for the CLIs, each change
+	runs     map[string]int
+	failed   map[string]int
+	lastErr  map[string]string
+	warned   map[string]int // runs that succeeded with something on stderr
+	lastWarn map[string]string
+	wrong    []*cliRun
+	pending  []*cliRun // judged once the checker has read past their end
 }
 
 // cliState is what a server served, in each CLI's terms, from at (the
@@ -68,6 +70,7 @@ type cliRun struct {
 	cli        string
 	start, end time.Time
 	got        string
+	stderr     string // a warning, say, that it printed what it had cached
 	// When wrong: what the servers served while it ran, and how long
 	// before it began a server last served what it printed (-1: never).
 	want []string
@@ -80,7 +83,8 @@ func startSoakCLIs(t *testing.T, s *soak, chk *checker, lb *rest.Config) *soakCL
 	t.Helper()
 	dir := t.TempDir()
 	c := &soakCLIs{s: s, chk: chk, dir: dir, kubeconfigs: map[string]string{}, bins: map[string]string{},
-		history: make([][]cliState, len(chk.readers)), runs: map[string]int{}, failed: map[string]int{}, lastErr: map[string]string{}}
+		history: make([][]cliState, len(chk.readers)), runs: map[string]int{}, failed: map[string]int{}, lastErr: map[string]string{},
+		warned: map[string]int{}, lastWarn: map[string]string{}}
 	for _, name := range []string{"api-resources", "explain"} {
 		bin := filepath.Join(dir, name)
 		if out, err := buildExample(bin, name); err != nil {
@@ -249,8 +253,13 @@ func (c *soakCLIs) run(ctx context.Context, wg *sync.WaitGroup) {
 				c.mu.Unlock()
 				continue
 			}
+			warning := strings.TrimSpace(stderr.String())
 			c.mu.Lock()
-			c.pending = append(c.pending, &cliRun{cli: name, start: start, end: end, got: got})
+			if warning != "" {
+				c.warned[name]++
+				c.lastWarn[name] = fmt.Sprintf("+%s: %s", fmtOffset(start.Sub(c.s.start)), warning)
+			}
+			c.pending = append(c.pending, &cliRun{cli: name, start: start, end: end, got: got, stderr: warning})
 			c.mu.Unlock()
 		}
 	})
@@ -302,7 +311,7 @@ func (c *soakCLIs) report(b *strings.Builder, end time.Time) []*cliRun {
 	defer c.mu.Unlock()
 	fmt.Fprintf(b, "\n== the CLIs every %v in turn (a new process each run, through the balancer, their disk cache kept): api-resources --api-group %s -o json, explain widgets.spec\n", soakCLIEvery, soakGroup)
 	for _, name := range []string{"api-resources", "explain"} {
-		fmt.Fprintf(b, "%s: %d runs, %d failed (last: %s)\n", name, c.runs[name], c.failed[name], short(c.lastErr[name]))
+		fmt.Fprintf(b, "%s: %d runs, %d failed (last: %s); %d printed on stderr too (last: %s)\n", name, c.runs[name], c.failed[name], short(c.lastErr[name]), c.warned[name], short(c.lastWarn[name]))
 	}
 	fmt.Fprintf(b, "runs whose output no server served from %v before they began to %v after they ended: %d\n", soakCLIGrace, soakCLIGrace, len(c.wrong))
 	for _, r := range c.wrong {
@@ -310,7 +319,7 @@ func (c *soakCLIs) report(b *strings.Builder, end time.Time) []*cliRun {
 		if r.late >= 0 {
 			last = fmt.Sprintf("last served %v before the run began", r.late.Round(10*time.Millisecond))
 		}
-		fmt.Fprintf(b, "! %s ran +%s to +%s: got %q (%s), the servers served %q\n", r.cli, fmtOffset(r.start.Sub(c.s.start)), fmtOffset(r.end.Sub(c.s.start)), short(r.got), last, r.want)
+		fmt.Fprintf(b, "! %s ran +%s to +%s: got %q (%s), the servers served %q; its stderr: %q\n", r.cli, fmtOffset(r.start.Sub(c.s.start)), fmtOffset(r.end.Sub(c.s.start)), short(r.got), last, r.want, short(r.stderr))
 	}
 	return slices.Clone(c.wrong)
 }
