@@ -259,7 +259,15 @@ func (c *soakCLIs) run(ctx context.Context, wg *sync.WaitGroup) {
 				c.warned[name]++
 				c.lastWarn[name] = fmt.Sprintf("+%s: %s", fmtOffset(start.Sub(c.s.start)), warning)
 			}
-			c.pending = append(c.pending, &cliRun{cli: name, start: start, end: end, got: got, stderr: warning})
+			if strings.Contains(warning, "could not revalidate") {
+				// It printed its cache and said so, as kubectl does
+				// when the server cannot be reached: a failed run, not
+				// a wrong answer.
+				c.failed[name]++
+				c.lastErr[name] = c.lastWarn[name]
+			} else {
+				c.pending = append(c.pending, &cliRun{cli: name, start: start, end: end, got: got, stderr: warning})
+			}
 			c.mu.Unlock()
 		}
 	})
