@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -377,7 +378,16 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 		cfg = rest.CopyConfig(cfg)
 		cfg.UserAgent = r.userAgent
 	}
-	cfg, hc, base, err := httpx.FromConfig(cfg)
+	// An identity whose only credentials are a token and impersonation
+	// (most) sends through one object over client-go's shared transport
+	// (credentials.go); any other, through what client-go builds.
+	hc, compact, err := compactTransport(cfg)
+	var base *url.URL
+	if err == nil && compact {
+		base, _, err = rest.DefaultServerUrlFor(cfg)
+	} else if err == nil {
+		cfg, hc, base, err = httpx.FromConfig(cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
