@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,10 +95,18 @@ func BenchmarkIdentitiesWatched(b *testing.B) {
 		r := newRegistry(b, clk)
 		tokens := make([]string, n)
 		handles := make([]*shared.Handle, n)
+		// The door's tally of each token is the server's memory, not
+		// the identities': made before the heap is first read. Each
+		// identity's config gets a token of its own, made after.
+		d.mu.Lock()
+		for i := range tokens {
+			tokens[i] = fmt.Sprintf("tok-%d-%d", round, i)
+			d.tally(tokens[i])
+		}
+		d.mu.Unlock()
 		base, g0 := liveHeap(), runtime.NumGoroutine()
 		for i := range handles {
-			tokens[i] = fmt.Sprintf("tok-%d-%d", round, i)
-			handles[i] = acquire(b, r, d, tokens[i])
+			handles[i] = acquire(b, r, d, strings.Clone(tokens[i]))
 			if _, err := handles[i].Mapper().RESTMapping(widget, "v1"); err != nil {
 				b.Fatal(err)
 			}
