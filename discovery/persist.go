@@ -343,7 +343,7 @@ func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
 
 // loaded is a snapshot read from the disk cache.
 func (c *Client) loaded(ct *content, h persisted) *Snapshot {
-	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, fromDisk: true}
+	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, odd: &snapshotOdd{fromDisk: true}}
 	w := &c.disk.written
 	w.mu.Lock()
 	if w.queued == 0 {

@@ -148,3 +148,13 @@ func TestNoFailureKeptWhenNoneFailed(t *testing.T) {
 		t.Errorf("after the failure was read again the log holds %v", l.lastFailed)
 	}
 }
+
+// TestSnapshotHoldsWhatFewHaveApart: a snapshot is 64 bytes, 80 when it
+// held whether it came from the disk cache and its refresh's error
+// inline, which few snapshots have: every client holds one (package
+// shared's identities, a thousand of a server).
+func TestSnapshotHoldsWhatFewHaveApart(t *testing.T) {
+	if size := unsafe.Sizeof(Snapshot{}); size > 64 {
+		t.Errorf("a Snapshot is %d bytes, want at most 64", size)
+	}
+}
