@@ -173,7 +173,7 @@ func (w *codeWriter) Flush() {
 // and what the identities that did not look sent (the even ones).
 //
 //	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver KUBEATLAS_BENCH_CRDS=1000 \
-//	  go test -run '^$' -bench IdentitiesRealServer -benchtime 1x -timeout 60m
+//	  go test -run '^$' -bench IdentitiesRealServer -benchtime 3x -timeout 60m
 func BenchmarkIdentitiesRealServer(b *testing.B) {
 	n := 1000
 	if v := os.Getenv("KUBEATLAS_BENCH_IDENTITIES"); v != "" {
