@@ -40,11 +40,10 @@ func compactTransport(cfg *rest.Config) (hc *http.Client, ok bool, err error) {
 		return nil, false, err
 	}
 	c := credentials{next: next, agent: cfg.UserAgent, token: cfg.BearerToken}
-	var rt http.RoundTripper = &c
 	if impersonates(cfg.Impersonate) {
-		rt = &impersonating{credentials: c, as: cfg.Impersonate}
+		return &http.Client{Transport: &impersonating{credentials: c, as: cfg.Impersonate}, Timeout: cfg.Timeout}, true, nil
 	}
-	return &http.Client{Transport: rt, Timeout: cfg.Timeout}, true, nil
+	return &http.Client{Transport: &c, Timeout: cfg.Timeout}, true, nil
 }
 
 // compactCredentials reports whether cfg's only credentials are a bearer
