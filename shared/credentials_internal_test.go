@@ -107,20 +107,34 @@ func TestCredentialsSendWhatClientGoSends(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An auth provider client-go knows (registered once a process: a
+	// second registration of the name is an error, not a second one).
+	_ = rest.RegisterAuthProviderPlugin("kubeatlas-test", func(string, map[string]string, rest.AuthProviderConfigPersister) (rest.AuthProvider, error) {
+		return testAuthProvider{}, nil
+	})
 	for name, cfg := range map[string]rest.Config{
 		"a token file":   {BearerTokenFile: tokenFile},
 		"basic auth":     {Username: "u", Password: "p"},
 		"a certificate":  {TLSClientConfig: rest.TLSClientConfig{CertData: certPEM, KeyData: keyPEM}},
 		"cert files":     {TLSClientConfig: rest.TLSClientConfig{CertFile: certFile, KeyFile: keyFile}},
-		"an exec plugin": {ExecProvider: &clientcmdapi.ExecConfig{Command: "x"}},
-		"auth provider":  {AuthProvider: &clientcmdapi.AuthProviderConfig{Name: "x"}},
+		"an exec plugin": {ExecProvider: &clientcmdapi.ExecConfig{Command: "x", APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}},
+		"auth provider":  {AuthProvider: &clientcmdapi.AuthProviderConfig{Name: "kubeatlas-test"}},
 		"a wrapper":      {BearerToken: "tok", WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return rt }},
 	} {
+		cfg.Host = ts.URL
+		if _, err := rest.HTTPClientFor(&cfg); err != nil {
+			t.Fatalf("client-go cannot build a transport for a config with %s, which proves nothing: %v", name, err)
+		}
 		if _, compact, _ := compactTransport(&cfg); compact {
 			t.Errorf("a config with %s has the compact transport", name)
 		}
 	}
 }
+
+type testAuthProvider struct{}
+
+func (testAuthProvider) WrapTransport(rt http.RoundTripper) http.RoundTripper { return rt }
+func (testAuthProvider) Login() error                                         { return nil }
 
 // TestCredentialsAreSmall pins what an identity's transport holds: 48
 // bytes, 112 with impersonation, where client-go's round trippers hold
