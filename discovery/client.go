@@ -191,7 +191,6 @@ type Client struct {
 
 	current atomic.Pointer[Snapshot] // written by publish (refresh.go) only
 	machine refresher                // runs refreshes, publishes, tells subscribers
-	read    reader                   // a refresh's requests (fetch.go)
 	stats   counters
 
 	log atomic.Pointer[failureLog] // made at the first failure (failures): most clients never have one
@@ -287,9 +286,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	// Without a disk cache no body outlives its decoding (fetchPart), so
 	// bodies may come from httpx's pools and go back to them.
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes, Recyclable: o.disk == nil}
-	c.read = reader{http: c.http, opts: c.opts, stats: &c.stats}
-	c.views.read = &c.read
-	c.views.config = &c.config
+	c.views.c = c
 	return c, nil
 }
 

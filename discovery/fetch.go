@@ -17,14 +17,16 @@ import (
 	"github.com/kubeatlas/kubeatlas/internal/httpx"
 )
 
-// reader sends a refresh's requests and decodes the answers, as the
-// client's options say: the Accept header, the legacy fallback, what is
-// kept for the disk cache, and the counters.
-type reader struct {
-	http  *httpx.Client // the client's own connections
-	opts  *options
-	stats *counters
-}
+// reader is the client as a refresh's requests see it: it sends them and
+// decodes the answers, as the client's options say (the Accept header,
+// the legacy fallback, what is kept for the disk cache), through the
+// client's own connections, and counts them. A view of the Client, not a
+// copy of its fields: those were 24 bytes of each client (a process may
+// hold thousands, package shared's identities).
+type reader Client
+
+// reader is c as its refreshes' requests see it.
+func (c *Client) reader() *reader { return (*reader)(c) }
 
 // The media types of the documents a client asks for (package surface
 // names them).
@@ -99,13 +101,13 @@ func (c *Client) fetch(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		if cond != nil {
 			p = &cond.core
 		}
-		core, coreErr = c.read.fetchPart(ctx, c.http, "/api", p)
+		core, coreErr = c.reader().fetchPart(ctx, c.http, "/api", p)
 	}()
 	var p *part
 	if cond != nil {
 		p = &cond.named
 	}
-	named, namedErr = c.read.fetchPart(ctx, c.http, "/apis", p)
+	named, namedErr = c.reader().fetchPart(ctx, c.http, "/apis", p)
 	wg.Wait()
 	if namedErr != nil {
 		return nil, namedErr

@@ -44,11 +44,15 @@ import (
 // touches it, and the refresh machine runs one observe at a time (each
 // run starts after the one before has returned), so it needs no lock.
 type union struct {
-	read     *reader
-	config   *heldConfig  // the client's, for a transport of the resamples' own
-	history  *viewHistory // nil while the servers agree
-	fresh    *httpx.Client
-	freshOwn bool // fresh has a transport of its own (whose idle connections it may close)
+	c       *Client      // whose reads and config (for a transport of the resamples' own) these are
+	history *viewHistory // nil while the servers agree
+	fresh   *resampling  // nil before the first resample
+}
+
+// resampling is the client a client's resamples send through.
+type resampling struct {
+	http *httpx.Client
+	own  bool // http has a transport of its own (whose idle connections it may close)
 }
 
 // mixedWindow is how many refreshes a view of a disagreeing server stays
@@ -165,7 +169,7 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 // each request to the next server would otherwise send them to the
 // servers the refresh's two requests went to.
 func (u *union) resample(ctx context.Context, view *content) *content {
-	u.read.stats.resamples.Add(1)
+	u.c.reader().stats.resamples.Add(1)
 	on := u.newConnections()
 	var named *part
 	for range 2 {
@@ -173,14 +177,14 @@ func (u *union) resample(ctx context.Context, view *content) *content {
 		// each request to the next of two servers may send the first to
 		// the server that just answered /apis, never the second.
 		var err error
-		if named, err = u.read.fetchPart(ctx, on, "/apis", &view.named); err != nil {
+		if named, err = u.c.reader().fetchPart(ctx, on, "/apis", &view.named); err != nil {
 			return nil
 		}
 		if named != &view.named {
 			break
 		}
 	}
-	core, err := u.read.fetchPart(ctx, on, "/api", &view.core)
+	core, err := u.c.reader().fetchPart(ctx, on, "/api", &view.core)
 	if err != nil || named == &view.named && core == &view.core {
 		return nil
 	}
@@ -315,26 +319,27 @@ func (s *Snapshot) Partial() (versions []schema.GroupVersion, resources []schema
 // first use: a client whose servers agree never needs it.
 func (u *union) newConnections() *httpx.Client {
 	if u.fresh == nil {
-		u.fresh, u.freshOwn = u.newConnectionsClient()
+		u.fresh = &resampling{}
+		u.fresh.http, u.fresh.own = u.newConnectionsClient()
 	}
-	if u.freshOwn {
-		utilnet.CloseIdleConnectionsFor(u.fresh.HC.Transport)
+	if u.fresh.own {
+		utilnet.CloseIdleConnectionsFor(u.fresh.http.HC.Transport)
 	}
-	return u.fresh
+	return u.fresh.http
 }
 
 func (u *union) newConnectionsClient() (fresh *httpx.Client, own bool) {
-	f := *u.read.http
-	if cfg := u.config.copy(); cfg != nil {
+	f := *u.c.reader().http
+	if cfg := u.c.config.copy(); cfg != nil {
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {
-			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: httpx.Closing{Next: httpx.Counting{Next: hc.Transport, N: &u.read.stats.requests}}, Timeout: hc.Timeout}, httpx.DefaultMaxRedirects)
+			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: httpx.Closing{Next: httpx.Counting{Next: hc.Transport, N: &u.c.reader().stats.requests}}, Timeout: hc.Timeout}, httpx.DefaultMaxRedirects)
 			return &f, true
 		}
-		u.read.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
+		u.c.reader().opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
 	}
-	hc := *u.read.http.HC
+	hc := *u.c.reader().http.HC
 	hc.Transport = httpx.Closing{Next: hc.Transport}
 	f.HC = &hc
 	return &f, false

@@ -74,7 +74,7 @@ const persistVersion = 1
 // directory is named after it), so the key need not name the server; the
 // Accept header decides what the documents hold (profile, protobuf).
 func (c *Client) persistKey() diskcache.Key {
-	return diskcache.Key{Name: "kubeatlas/discovery/v1\n" + c.read.accept()}
+	return diskcache.Key{Name: "kubeatlas/discovery/v1\n" + c.reader().accept()}
 }
 
 // raw is a part's body as received, kept only while persistence needs it.
@@ -343,7 +343,7 @@ func (c *Client) sharedLoad(h persisted, rest []byte) *Snapshot {
 
 // loaded is a snapshot read from the disk cache.
 func (c *Client) loaded(ct *content, h persisted) *Snapshot {
-	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, fromDisk: true}
+	s := &Snapshot{content: ct, validated: h.Validated, fetched: h.Validated, odd: &snapshotOdd{fromDisk: true}}
 	w := &c.disk.written
 	w.mu.Lock()
 	if w.queued == 0 {
@@ -351,7 +351,7 @@ func (c *Client) loaded(ct *content, h persisted) *Snapshot {
 		w.last = writtenRecord{content: ct, shared: h.Shared, at: h.Validated}
 	}
 	w.mu.Unlock()
-	c.stats.diskLoads.Add(1)
+	c.disk.loads.Add(1)
 	return s
 }
 
@@ -367,6 +367,8 @@ type diskState struct {
 	// it: never published, only what the first read's requests are
 	// conditional on (fetch). Nil once a read has published.
 	unconfirmed atomic.Pointer[Snapshot]
+
+	loads atomic.Int64 // Stats.DiskLoads: here, not in counters, which every client has
 }
 
 // warmStart is the one read of the disk cache at a warm start.

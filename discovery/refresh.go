@@ -284,13 +284,13 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 	now := c.opts.clock.Now()
 	if now.Sub(s.validated) > c.opts.maxAge {
 		switch {
-		case s.fromDisk && s.refreshErr == nil:
+		case s.FromDisk() && s.RefreshError() == nil:
 			r, err := c.Refresh(ctx)
-			if r != nil && r.refreshErr != nil {
+			if r != nil && r.RefreshError() != nil {
 				err = r.err // the failure is told by the snapshot
 			}
 			return r, err
-		case s.refreshErr == nil || now.Sub(time.Unix(0, c.failedAt.Load())) >= max(c.opts.maxAge, time.Second):
+		case s.RefreshError() == nil || now.Sub(time.Unix(0, c.failedAt.Load())) >= max(c.opts.maxAge, time.Second):
 			c.machine.background()
 		}
 	}
@@ -478,7 +478,7 @@ func (c *Client) refresh(ctx context.Context, seq uint64) (*Snapshot, bool, erro
 		}
 		c.failedAt.Store(c.opts.clock.Now().UnixNano())
 		marked := *prev
-		marked.refreshErr = err
+		marked.odd = &snapshotOdd{fromDisk: prev.FromDisk(), refreshErr: err}
 		pub, _ := c.machine.publish(seq, &marked)
 		return pub, false, err
 	}

@@ -14,6 +14,15 @@ type Snapshot struct {
 	*content
 	validated time.Time
 	fetched   time.Time // when this client last downloaded the content
+	// odd is what few snapshots have, nil for most: 64 bytes, not 80
+	// (each client holds one, and a process may hold thousands, package
+	// shared's identities).
+	odd *snapshotOdd
+}
+
+// snapshotOdd is what a snapshot read from the disk cache, or served
+// after a failed refresh, has more.
+type snapshotOdd struct {
 	// fromDisk: read from a WithDiskCache entry and not revalidated since.
 	fromDisk bool
 	// refreshErr: why the refresh after this snapshot failed, when the
@@ -123,14 +132,19 @@ func (s *Snapshot) Validated() time.Time { return s.validated }
 // FromDisk reports whether the snapshot was read from the disk cache
 // (WithDiskCache) and has not been revalidated with the server since:
 // Validated says how old it is.
-func (s *Snapshot) FromDisk() bool { return s.fromDisk }
+func (s *Snapshot) FromDisk() bool { return s.odd != nil && s.odd.fromDisk }
 
 // RefreshError is why the latest refresh failed, when the client serves
 // this snapshot because no newer one could be read (the server could not
 // be reached, timed out, or answered with an error): the snapshot may be out
 // of date, by Validated. It is nil when the snapshot is the latest
 // refresh's own.
-func (s *Snapshot) RefreshError() error { return s.refreshErr }
+func (s *Snapshot) RefreshError() error {
+	if s.odd == nil {
+		return nil
+	}
+	return s.odd.refreshErr
+}
 
 // Err is nil for a complete snapshot, otherwise a *PartialError with one
 // *GroupVersionError per group-version that is not current.

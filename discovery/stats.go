@@ -30,7 +30,15 @@ type Stats struct {
 }
 
 type counters struct {
-	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, diskLoads, surfaceHits, resamples atomic.Int64
+	requests, bytes, notModified, cacheHits, refreshes, refreshErrors, refreshNanos, surfaceHits, resamples atomic.Int64
+}
+
+// diskLoads is Stats.DiskLoads: none without a disk cache.
+func (c *Client) diskLoads() int64 {
+	if c.disk == nil {
+		return 0
+	}
+	return c.disk.loads.Load()
 }
 
 // Stats returns the client's counters.
@@ -43,7 +51,7 @@ func (c *Client) Stats() Stats {
 		Refreshes:     c.stats.refreshes.Load(),
 		RefreshErrors: c.stats.refreshErrors.Load(),
 		RefreshTime:   time.Duration(c.stats.refreshNanos.Load()),
-		DiskLoads:     c.stats.diskLoads.Load(),
+		DiskLoads:     c.diskLoads(),
 		SurfaceHits:   c.stats.surfaceHits.Load(),
 		Resamples:     c.stats.resamples.Load(),
 	}

@@ -130,8 +130,10 @@ type Mapper struct {
 	fresh atomic.Pointer[freshness]
 
 	// What Stats reports: every lookup adds to asked, and one that does
-	// not find an answer to missed or failed.
-	asked, missed, failed, missRefreshes, staleRefreshes atomic.Int64
+	// not find an answer to missed or to its miss policy's failed (as
+	// the refreshes of misses are counted there: a mapper that neither
+	// misses nor fails holds neither count).
+	asked, missed, staleRefreshes atomic.Int64
 }
 
 // Stats counts a Mapper's lookups since it was built (Expand's not
@@ -160,12 +162,16 @@ type Stats struct {
 // Stats returns m's counters. Each is read on its own, so a lookup that
 // ends meanwhile may be counted in one and not yet in another.
 func (m *Mapper) Stats() Stats {
-	missed, failed := m.missed.Load(), m.failed.Load()
+	var failed, missRefreshes int64
+	if p := m.misses.Load(); p != nil {
+		failed, missRefreshes = p.failed.Load(), p.refreshes.Load()
+	}
+	missed := m.missed.Load()
 	return Stats{
 		Hits:           max(m.asked.Load()-missed-failed, 0),
 		Misses:         missed,
 		Errors:         failed,
-		MissRefreshes:  m.missRefreshes.Load(),
+		MissRefreshes:  missRefreshes,
 		StaleRefreshes: m.staleRefreshes.Load(),
 	}
 }
@@ -178,7 +184,7 @@ func (m *Mapper) count(err error) {
 	case meta.IsNoMatchError(err):
 		m.missed.Add(1)
 	default:
-		m.failed.Add(1)
+		m.missPolicy().failed.Add(1)
 	}
 }
 
@@ -280,7 +286,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 		m.count(a.err)
 		return a
 	}
-	m.missRefreshes.Add(1)
+	m.missPolicy().refreshes.Add(1)
 	if _, err := m.client.Refresh(ctx); err != nil && m.client.Current() == nil {
 		m.count(a.err)
 		return a

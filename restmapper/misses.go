@@ -2,6 +2,7 @@ package restmapper
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -40,6 +41,10 @@ type misses struct {
 	// was last proven against for a resource that content lacks
 	// (mayProve): once per generation.
 	proved uint64
+
+	// Stats' MissRefreshes and Errors, here rather than in every Mapper:
+	// most mappers never miss nor fail (package shared's identities).
+	refreshes, failed atomic.Int64
 }
 
 type backoff struct {

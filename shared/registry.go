@@ -1,9 +1,11 @@
 package shared
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -108,9 +110,60 @@ type Registry struct {
 	userAgent string
 
 	mu      sync.Mutex
-	clients map[identityKey]*client // by clientKey.identity, which names the server too
+	clients clientMap
 	servers map[serverKey]*server
 }
+
+// clientMap is the registry's clients by clientKey.identity (which names
+// the server too), held by the key's first 8 bytes: a slot of a Go map is
+// its key and value, 16 bytes rather than 40 with the whole 32-byte key,
+// and a thousand identities held about 50 bytes less each with the
+// map's room to grow. A key is a SHA-256, so two held identities whose
+// first 8 bytes are the same do not happen unless made to; the second
+// is then in collided, by its whole key, and a lookup compares the whole
+// key (client.id) before it hands a client out: never another
+// identity's.
+type clientMap struct {
+	byPrefix map[uint64]*client
+	collided map[identityKey]*client // nil until a collision
+}
+
+func prefixOf(id identityKey) uint64 { return binary.LittleEndian.Uint64(id[:8]) }
+
+// get is the client of id, or nil.
+func (m *clientMap) get(id identityKey) *client {
+	if c := m.byPrefix[prefixOf(id)]; c != nil && c.id == id {
+		return c
+	}
+	return m.collided[id]
+}
+
+// put holds c, whose id m does not hold.
+func (m *clientMap) put(c *client) {
+	p := prefixOf(c.id)
+	if m.byPrefix[p] == nil {
+		if m.byPrefix == nil {
+			m.byPrefix = map[uint64]*client{}
+		}
+		m.byPrefix[p] = c
+		return
+	}
+	if m.collided == nil {
+		m.collided = map[identityKey]*client{}
+	}
+	m.collided[c.id] = c
+}
+
+// remove forgets c, if m holds it.
+func (m *clientMap) remove(c *client) {
+	if p := prefixOf(c.id); m.byPrefix[p] == c {
+		delete(m.byPrefix, p)
+	} else if m.collided[c.id] == c {
+		delete(m.collided, c.id)
+	}
+}
+
+func (m *clientMap) len() int { return len(m.byPrefix) + len(m.collided) }
 
 // server is what the clients of one server share: content that each
 // client's own conditional requests prove it sees, held by content (ETag,
@@ -198,7 +251,7 @@ func New(opts ...Option) (*Registry, error) {
 	if _, err := watch.New(dc, watchOptions(o, func() {}, func() {})...); err != nil {
 		return nil, fmt.Errorf("shared: WithWatchOptions: %w", err)
 	}
-	return &Registry{opts: o, userAgent: rest.DefaultKubernetesUserAgent(), clients: map[identityKey]*client{}, servers: map[serverKey]*server{}}, nil
+	return &Registry{opts: o, userAgent: rest.DefaultKubernetesUserAgent(), servers: map[serverKey]*server{}}, nil
 }
 
 func newServer() *server {
@@ -251,7 +304,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 	}
 	c.private = !shareable
 	r.mu.Lock()
-	if held := r.clients[k.identity]; shareable && held != nil {
+	if held := r.clients.get(k.identity); shareable && held != nil {
 		r.dropServerLocked(k.server, srv, shareable)
 		r.takeLocked(held)
 		r.mu.Unlock()
@@ -259,7 +312,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 	}
 	c.refs = 1
 	if shareable {
-		r.clients[k.identity] = c
+		r.clients.put(c)
 	}
 	r.joinLocked(c)
 	r.mu.Unlock()
@@ -270,7 +323,7 @@ func (r *Registry) Acquire(cfg *rest.Config) (*Handle, error) {
 func (r *Registry) take(k clientKey) *client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.clients[k.identity]
+	c := r.clients.get(k.identity)
 	if c != nil {
 		r.takeLocked(c)
 	}
@@ -325,7 +378,16 @@ func (r *Registry) build(cfg *rest.Config, k clientKey, srv *server) (*client, e
 		cfg = rest.CopyConfig(cfg)
 		cfg.UserAgent = r.userAgent
 	}
-	cfg, hc, base, err := httpx.FromConfig(cfg)
+	// An identity whose only credentials are a token and impersonation
+	// (most) sends through one object over client-go's shared transport
+	// (credentials.go); any other, through what client-go builds.
+	hc, compact, err := compactTransport(cfg)
+	var base *url.URL
+	if err == nil && compact {
+		base, _, err = rest.DefaultServerUrlFor(cfg)
+	} else if err == nil {
+		cfg, hc, base, err = httpx.FromConfig(cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("shared: %w", err)
 	}
@@ -421,9 +483,7 @@ func (r *Registry) forgetLocked(c *client) {
 	if c.private {
 		return
 	}
-	if r.clients[c.id] == c {
-		delete(r.clients, c.id)
-	}
+	r.clients.remove(c)
 	r.dropServerLocked(c.srv.key, c.srv, true)
 }
 
@@ -432,7 +492,7 @@ func (r *Registry) forgetLocked(c *client) {
 func (r *Registry) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.clients)
+	return r.clients.len()
 }
 
 // Handle is one user's hold on a shared client. Its methods return the

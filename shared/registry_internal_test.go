@@ -139,3 +139,48 @@ func TestClientSize(t *testing.T) {
 		t.Errorf("a Handle is %d bytes, want at most 32", size)
 	}
 }
+
+// TestClientMapComparesWholeKeys: the registry's map holds clients by
+// their key's first 8 bytes; two identities whose keys share them (which
+// a SHA-256 gives only when made to) are both held, each found by its own
+// whole key, never the other's client, however they come and go.
+func TestClientMapComparesWholeKeys(t *testing.T) {
+	var a, b, other identityKey
+	for i := range a {
+		a[i], b[i], other[i] = byte(i), byte(i), byte(i)
+	}
+	b[31], other[0] = 0xff, 0xff // b shares a's first 8 bytes; other does not
+	ca, cb := &client{id: a}, &client{id: b}
+	var m clientMap
+	m.put(ca)
+	if got := m.get(b); got != nil {
+		t.Fatalf("b, not held, found a's client (%p)", got)
+	}
+	m.put(cb)
+	check := func(when string, wantA, wantB *client, wantLen int) {
+		t.Helper()
+		if got := m.get(a); got != wantA {
+			t.Errorf("%s: a found %p, want %p", when, got, wantA)
+		}
+		if got := m.get(b); got != wantB {
+			t.Errorf("%s: b found %p, want %p", when, got, wantB)
+		}
+		if got := m.get(other); got != nil {
+			t.Errorf("%s: a key not held found %p", when, got)
+		}
+		if n := m.len(); n != wantLen {
+			t.Errorf("%s: %d held, want %d", when, n, wantLen)
+		}
+	}
+	check("both held", ca, cb, 2)
+	m.remove(ca)
+	check("a removed", nil, cb, 1)
+	m.put(ca) // its prefix's slot is free again: b stays where it is
+	check("a held again", ca, cb, 2)
+	m.remove(&client{id: b}) // another client of b's key is not b's
+	check("a stranger removed", ca, cb, 2)
+	m.remove(cb)
+	check("b removed", ca, nil, 1)
+	m.remove(ca)
+	check("both removed", nil, nil, 0)
+}

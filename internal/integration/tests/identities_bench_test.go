@@ -25,6 +25,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/internal/liveheap"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 	"github.com/kubeatlas/kubeatlas/shared"
 )
@@ -152,8 +153,17 @@ func (w *codeWriter) Flush() {
 // first is the admin (who may watch), the others the admin impersonating
 // a user each (who may not: only discovery), as a gateway or dashboard
 // holds one per user. Requests are counted at a proxy in front of the
-// server, per identity. Per round: the live heap (after a GC) with all
-// held over the heap with the first held, goroutines above the first's,
+// server, per identity. Per round: the live heap with all held over the
+// heap with the first held, both above the heap before the first, each
+// read once the process has settled (the watch's informers synced, every
+// identity following it, the goroutines steady) as the median of three
+// readings after collections (internal/liveheap; the median over the
+// rounds is reported, with the least and greatest, and each round is
+// logged; the first identity has made as many lookups as all of them
+// make, as the mapper's index of the server's kinds, which they share,
+// is built at a generation's ninth lookup; heap-x-one-1-lookup is the
+// ratio over the heap after its first lookup, without the index),
+// goroutines above the first's,
 // each other identity's first use (discovery requests, 304s; lists and
 // watches), what every identity sent while held ten minutes (the
 // clients' clock, a fake one, stepped a minute at a time; the watch runs
@@ -163,7 +173,7 @@ func (w *codeWriter) Flush() {
 // and what the identities that did not look sent (the even ones).
 //
 //	KUBEATLAS_KUBE_APISERVER=/path/to/kube-apiserver KUBEATLAS_BENCH_CRDS=1000 \
-//	  go test -run '^$' -bench IdentitiesRealServer -benchtime 1x -timeout 60m
+//	  go test -run '^$' -bench IdentitiesRealServer -benchtime 3x -timeout 60m
 func BenchmarkIdentitiesRealServer(b *testing.B) {
 	n := 1000
 	if v := os.Getenv("KUBEATLAS_BENCH_IDENTITIES"); v != "" {
@@ -180,17 +190,43 @@ func BenchmarkIdentitiesRealServer(b *testing.B) {
 		b.Fatal(err)
 	}
 	gk := schema.GroupKind{Group: "g000.bench.kubeatlas.test", Kind: "Kind0000"}
-	liveHeap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
+	// The proxy is this process's too: its connection to the server is
+	// made before the first round (with the transport client-go caches
+	// for these configs' TLS settings, which the identities' clients
+	// share), as every round after the first would find it.
+	warm, err := rest.HTTPClientFor(p.config(0))
+	if err != nil {
+		b.Fatal(err)
 	}
+	if resp, err := warm.Get(p.url + "/version"); err != nil {
+		b.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	liveHeap := func(settled ...func() bool) uint64 {
+		liveheap.Settle(b, 2*time.Minute, settled...)
+		return liveheap.Read(3)
+	}
+	// watching: the watch runs with the first identity's credentials,
+	// its informers synced, and each of hs follows it.
+	watching := func(hs ...*shared.Handle) func() bool {
+		return func() bool {
+			if w := hs[0].Watcher(); w == nil || !w.Stats().Watching {
+				return false
+			}
+			for _, h := range hs {
+				if !h.Discovery().Following() {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	var ones, ones1, alls, ratios, ratios1 []float64
 	diff := func(a, b identityTally) identityTally {
 		return identityTally{a.discovery - b.discovery, a.notModified - b.notModified, a.documents - b.documents, a.watches - b.watches}
 	}
 	var m struct {
-		one, all                   uint64
 		g1, gAll                   int
 		firstReq, first304, watchR float64
 		idle                       int
@@ -208,6 +244,11 @@ func BenchmarkIdentitiesRealServer(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The proxy's tally of each identity is the server side's
+		// memory, not the identities': made before the heap is read.
+		for i := range n {
+			p.count(identityName(i), func(*identityTally) {})
+		}
 		before := p.all()
 		base, g0 := liveHeap(), runtime.NumGoroutine()
 		handles := make([]*shared.Handle, n)
@@ -219,20 +260,31 @@ func BenchmarkIdentitiesRealServer(b *testing.B) {
 				b.Fatalf("%s: %v", identityName(i), err)
 			}
 			if i == 0 {
-				eventuallyB(b, "the watch following", 2*time.Minute, handles[0].Discovery().Following)
-				m.one += liveHeap() - min(base, liveHeap())
+				first := liveHeap(watching(handles[0]))
+				ones1 = append(ones1, float64(first-min(base, first)))
+				// The mapper's index of the server's kinds is built
+				// at a generation's ninth lookup, by any identity
+				// (restmapper's scansBeforeIndex), and shared: the
+				// identities' lookups build it before the heap with
+				// all held is read. The one identity makes as many
+				// lookups first, so that what the server's identities
+				// share is alike in both readings.
+				for range n - 1 {
+					if _, err := handles[0].Mapper().RESTMapping(gk, "v1"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				one := liveHeap(watching(handles[0]))
+				ones = append(ones, float64(one-min(base, one)))
 				m.g1 += runtime.NumGoroutine() - g0
 			}
 		}
-		eventuallyB(b, "every identity followed", 2*time.Minute, func() bool {
-			for _, h := range handles {
-				if !h.Discovery().Following() {
-					return false
-				}
-			}
-			return true
-		})
-		m.all += liveHeap() - min(base, liveHeap())
+		all := liveHeap(watching(handles...))
+		alls = append(alls, float64(all-min(base, all)))
+		ratios = append(ratios, alls[len(alls)-1]/max(ones[len(ones)-1], 1))
+		ratios1 = append(ratios1, alls[len(alls)-1]/max(ones1[len(ones1)-1], 1))
+		b.Logf("round %d: one identity %.2f MiB (%.2f after its first lookup), all %.2f MiB, %.3fx (%.3fx)", round,
+			ones[len(ones)-1]/(1<<20), ones1[len(ones1)-1]/(1<<20), alls[len(alls)-1]/(1<<20), ratios[len(ratios)-1], ratios1[len(ratios1)-1])
 		m.gAll += runtime.NumGoroutine() - g0
 		after := p.all()
 		for i := 1; i < n; i++ {
@@ -290,9 +342,16 @@ func BenchmarkIdentitiesRealServer(b *testing.B) {
 	}
 	k := float64(round)
 	b.ReportMetric(float64(crds), "crds")
-	b.ReportMetric(float64(m.one)/k/(1<<20), "heap-MiB/1-identity")
-	b.ReportMetric(float64(m.all)/k/(1<<20), "heap-MiB/all")
-	b.ReportMetric(float64(m.all)/float64(max(m.one, 1)), "heap-x-one")
+	one, _, _ := liveheap.Spread(ones)
+	all, _, _ := liveheap.Spread(alls)
+	med, lo, hi := liveheap.Spread(ratios)
+	b.ReportMetric(one/(1<<20), "heap-MiB/1-identity")
+	b.ReportMetric(all/(1<<20), "heap-MiB/all")
+	b.ReportMetric(med, "heap-x-one")
+	b.ReportMetric(lo, "heap-x-one-min")
+	b.ReportMetric(hi, "heap-x-one-max")
+	med1, _, _ := liveheap.Spread(ratios1)
+	b.ReportMetric(med1, "heap-x-one-1-lookup")
 	b.ReportMetric(float64(m.gAll-m.g1)/k, "goroutines-over-one")
 	b.ReportMetric(m.firstReq/k, "first-use-req/other")
 	b.ReportMetric(m.first304/k, "first-use-304s/other")

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/internal/liveheap"
 	"github.com/kubeatlas/kubeatlas/shared"
 )
 
@@ -20,9 +22,19 @@ import (
 // one server with 1,000 CRDs, the watch on, each with its client
 // acquired and a lookup made (issue 45's targets, on the fake; requests
 // counted at the server, per token):
-//   - heap-x-one: the live heap (after a GC) with every identity held,
-//     over the heap with the first one held, both above the registry's
-//     baseline; goroutines-over-one the same for goroutines;
+//   - heap-x-one: the live heap with every identity held over the heap
+//     with the first one held, both above the heap before the first,
+//     each read once the process has settled (the watch's informers
+//     synced, every identity following it, the goroutines steady) as the
+//     median of three readings after collections (internal/liveheap):
+//     the median over the rounds (-benchtime Nx), with the least and
+//     greatest (heap-x-one-min, -max); the one identity has made as
+//     many lookups as all of them make (the mapper's index of the
+//     server's kinds, which they share, is built at a generation's ninth
+//     lookup), and heap-x-one-1-lookup is the median ratio over the heap
+//     after its first lookup, without the index; goroutines-over-one the
+//     same for goroutines; heap-MiB/1-identity and heap-MiB/all are the
+//     medians;
 //   - first-use-req/other: the discovery requests (and 304s) each
 //     identity after the first sent at its first use, and watch-req/other
 //     its lists and watches of CRDs and APIServices;
@@ -51,17 +63,30 @@ func BenchmarkIdentitiesWatched(b *testing.B) {
 		}
 	}
 	d := startDoor(b, discoverytest.WithCRDs(1000, 100))
-	liveHeap := func() uint64 {
+	liveHeap := func(settled ...func() bool) uint64 {
+		liveheap.Settle(b, time.Minute, settled...)
 		// The fake's request log grows with every request: the
 		// server's memory, not the identities'.
 		d.srv.ResetRequests()
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
+		return liveheap.Read(3)
 	}
+	// watching: the watch runs with the first identity's credentials,
+	// its informers synced, and each of hs follows it.
+	watching := func(hs ...*shared.Handle) func() bool {
+		return func() bool {
+			if w := hs[0].Watcher(); w == nil || !w.Stats().Watching {
+				return false
+			}
+			for _, h := range hs {
+				if !h.Discovery().Following() {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	var ones, ones1, alls, ratios, ratios1 []float64
 	var m struct {
-		one, all                   uint64
 		g1, gAll                   int
 		firstReq, first304, watchR float64
 		idle                       int
@@ -75,28 +100,47 @@ func BenchmarkIdentitiesWatched(b *testing.B) {
 		r := newRegistry(b, clk)
 		tokens := make([]string, n)
 		handles := make([]*shared.Handle, n)
+		// The door's tally of each token is the server's memory, not
+		// the identities': made before the heap is first read. Each
+		// identity's config gets a token of its own, made after.
+		d.mu.Lock()
+		for i := range tokens {
+			tokens[i] = fmt.Sprintf("tok-%d-%d", round, i)
+			d.tally(tokens[i])
+		}
+		d.mu.Unlock()
 		base, g0 := liveHeap(), runtime.NumGoroutine()
 		for i := range handles {
-			tokens[i] = fmt.Sprintf("tok-%d-%d", round, i)
-			handles[i] = acquire(b, r, d, tokens[i])
+			handles[i] = acquire(b, r, d, strings.Clone(tokens[i]))
 			if _, err := handles[i].Mapper().RESTMapping(widget, "v1"); err != nil {
 				b.Fatal(err)
 			}
 			if i == 0 {
-				waitFor(b, "the watch following", handles[0].Discovery().Following)
-				m.one += liveHeap() - min(base, liveHeap())
+				first := liveHeap(watching(handles[0]))
+				ones1 = append(ones1, float64(first-min(base, first)))
+				// The mapper's index of the server's kinds is built
+				// at a generation's ninth lookup, by any identity
+				// (restmapper's scansBeforeIndex), and shared: the
+				// identities' lookups build it before the heap with
+				// all held is read. The one identity makes as many
+				// lookups first, so that what the server's identities
+				// share is alike in both readings.
+				for range n - 1 {
+					if _, err := handles[0].Mapper().RESTMapping(widget, "v1"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				one := liveHeap(watching(handles[0]))
+				ones = append(ones, float64(one-min(base, one)))
 				m.g1 += runtime.NumGoroutine() - g0
 			}
 		}
-		waitFor(b, "every identity followed", func() bool {
-			for _, h := range handles {
-				if !h.Discovery().Following() {
-					return false
-				}
-			}
-			return true
-		})
-		m.all += liveHeap() - min(base, liveHeap())
+		all := liveHeap(watching(handles...))
+		alls = append(alls, float64(all-min(base, all)))
+		ratios = append(ratios, alls[len(alls)-1]/max(ones[len(ones)-1], 1))
+		ratios1 = append(ratios1, alls[len(alls)-1]/max(ones1[len(ones1)-1], 1))
+		b.Logf("round %d: one identity %.2f MiB (%.2f after its first lookup), all %.2f MiB, %.3fx (%.3fx)", round,
+			ones[len(ones)-1]/(1<<20), ones1[len(ones1)-1]/(1<<20), alls[len(alls)-1]/(1<<20), ratios[len(ratios)-1], ratios1[len(ratios1)-1])
 		if path := os.Getenv("KUBEATLAS_SHARED_BENCH_HEAPPROFILE"); path != "" && round == 1 {
 			writeHeapProfile(b, path)
 		}
@@ -151,9 +195,16 @@ func BenchmarkIdentitiesWatched(b *testing.B) {
 		waitWatchStopped(b)
 	}
 	k := float64(b.N)
-	b.ReportMetric(float64(m.one)/k/(1<<20), "heap-MiB/1-identity")
-	b.ReportMetric(float64(m.all)/k/(1<<20), "heap-MiB/all")
-	b.ReportMetric(float64(m.all)/float64(max(m.one, 1)), "heap-x-one")
+	one, _, _ := liveheap.Spread(ones)
+	all, _, _ := liveheap.Spread(alls)
+	b.ReportMetric(one/(1<<20), "heap-MiB/1-identity")
+	b.ReportMetric(all/(1<<20), "heap-MiB/all")
+	med, lo, hi := liveheap.Spread(ratios)
+	b.ReportMetric(med, "heap-x-one")
+	b.ReportMetric(lo, "heap-x-one-min")
+	b.ReportMetric(hi, "heap-x-one-max")
+	med1, _, _ := liveheap.Spread(ratios1)
+	b.ReportMetric(med1, "heap-x-one-1-lookup")
 	b.ReportMetric(float64(m.gAll-m.g1)/k, "goroutines-over-one")
 	b.ReportMetric(m.firstReq/k, "first-use-req/other")
 	b.ReportMetric(m.first304/k, "first-use-304s/other")
