@@ -7,6 +7,7 @@ package tests
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -69,6 +70,9 @@ type requestCounts struct {
 	start time.Time
 	mu    sync.Mutex
 	n     map[string]map[string][]int // kind → class → per minute
+	// observe, when set before the proxies start, serves each request
+	// through next itself (to see its answer) after it is counted.
+	observe func(kind string, w http.ResponseWriter, r *http.Request, next http.Handler)
 }
 
 func newRequestCounts(start time.Time) *requestCounts {
