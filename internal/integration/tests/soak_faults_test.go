@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -122,22 +123,32 @@ type identityCounts struct {
 	library    map[string][]int // "kind identity" → library requests a minute
 	throttled  map[string][]int // "kind identity" → 429s a minute
 	retryAfter map[string]int   // Retry-After value → 429s
-	// after429: "kind identity path" → when its last 429 was answered,
-	// until the next request of it; waits: "kind" → the waits seen.
-	after429 map[string]time.Time
+	// after429: "kind identity proxy path" → its last 429, until the
+	// next request of it; waits: "kind" → the waits seen.
+	after429 map[string]throttledAt
 	waits    map[string]*waitStats
 }
 
-// waitStats sums the waits after a 429 without keeping each.
+// throttledAt is when a 429 was answered, and the wait it asked for.
+type throttledAt struct {
+	at    time.Time
+	asked time.Duration // Retry-After, 0 if none or not seconds
+}
+
+// waitStats sums the waits after a 429 without keeping each. early counts
+// the next requests of the same path that came before the Retry-After
+// had passed: a retry that did not wait, or another request of the same
+// client kind and identity (a new refresh) that the server's answer did
+// not hold back.
 type waitStats struct {
-	n, under1s  int
+	n, early    int
 	least, most time.Duration
 	sum         time.Duration
 }
 
 func newIdentityCounts(start time.Time) *identityCounts {
 	return &identityCounts{start: start, library: map[string][]int{}, throttled: map[string][]int{}, retryAfter: map[string]int{},
-		after429: map[string]time.Time{}, waits: map[string]*waitStats{}}
+		after429: map[string]throttledAt{}, waits: map[string]*waitStats{}}
 }
 
 func bump(m map[string][]int, key string, minute int) {
@@ -163,19 +174,19 @@ func (c *identityCounts) began(kind string, r *http.Request) {
 		bump(c.library, kind+" "+id, int(now.Sub(c.start)/time.Minute))
 	}
 	key := kind + " " + id + " " + r.Host + r.URL.Path
-	if at, ok := c.after429[key]; ok {
+	if th, ok := c.after429[key]; ok {
 		delete(c.after429, key)
 		w := c.waits[kind]
 		if w == nil {
 			w = &waitStats{least: time.Hour}
 			c.waits[kind] = w
 		}
-		d := now.Sub(at)
+		d := now.Sub(th.at)
 		w.n++
 		w.sum += d
 		w.least, w.most = min(w.least, d), max(w.most, d)
-		if d < time.Second {
-			w.under1s++
+		if d < th.asked {
+			w.early++
 		}
 	}
 }
@@ -194,7 +205,8 @@ func (c *identityCounts) done(kind string, r *http.Request, status int, retryAft
 	bump(c.throttled, kind+" "+id, int(now.Sub(c.start)/time.Minute))
 	c.retryAfter[retryAfter]++
 	if len(c.after429) < 10000 { // bounded: a path asked once is never cleared
-		c.after429[kind+" "+id+" "+r.Host+r.URL.Path] = now
+		secs, _ := strconv.Atoi(retryAfter)
+		c.after429[kind+" "+id+" "+r.Host+r.URL.Path] = throttledAt{at: now, asked: time.Duration(secs) * time.Second}
 	}
 }
 
@@ -308,8 +320,11 @@ type soakFaults struct {
 	fleet   *fleet.Fleet
 	members []string // fleet cluster IDs: kas-0, kas-1, balancer
 	lb      *soakClient
-	// clients are held to their servers like the checker's own.
+	// clients are held to their servers like the checker's own; discs
+	// are the discovery clients of user-2's handles, by client name, for
+	// the timeline's account of a Thing they stop mapping.
 	clients []*soakClient
+	discs   map[string]*discovery.Client
 
 	mu          sync.Mutex
 	away        [2]time.Duration   // when the aggregated server was stopped, and started again
@@ -331,7 +346,7 @@ type soakFaults struct {
 // (compareBalancer).
 func startSoakFaults(ctx context.Context, t *testing.T, s *soak, p *haPlane, proxies []*countingProxy, counts *identityCounts, reg *shared.Registry, viaLB func(string, int) *rest.Config) *soakFaults {
 	t.Helper()
-	sf := &soakFaults{s: s, t: t, p: p, proxies: proxies, counts: counts,
+	sf := &soakFaults{s: s, t: t, p: p, proxies: proxies, counts: counts, discs: map[string]*discovery.Client{},
 		stale: make([][2]time.Duration, len(p.servers)), wasStale: make([]bool, len(p.servers))}
 
 	// The aggregated server, in a network namespace of its own (the
@@ -368,6 +383,7 @@ func startSoakFaults(ctx context.Context, t *testing.T, s *soak, p *haPlane, pro
 			t.Fatal(err)
 		}
 		sf.clients = append(sf.clients, &soakClient{name: throttledUser + "@" + srv.name, server: i, mapper: h.Mapper(), conv: conv})
+		sf.discs[throttledUser+"@"+srv.name] = h.Discovery()
 	}
 
 	f, err := fleet.New()
@@ -422,8 +438,12 @@ func (sf *soakFaults) run(ctx context.Context, wg *sync.WaitGroup, chk *checker)
 		sf.s.goSafe(wg, "compares of "+cl.name, func() {
 			tick := time.NewTicker(100 * time.Millisecond)
 			defer tick.Stop()
+			told := false
 			for {
 				chk.compareOne(ctx, cl)
+				if dc := sf.discs[cl.name]; dc != nil && !told {
+					told = sf.tellUnmapped(chk, cl.name, dc)
+				}
 				select {
 				case <-ctx.Done():
 					return
@@ -460,6 +480,32 @@ func (sf *soakFaults) run(ctx context.Context, wg *sync.WaitGroup, chk *checker)
 			}
 		}
 	})
+}
+
+// tellUnmapped puts into the timeline, once, what the discovery client of
+// a client that stopped mapping the aggregated Thing held then, and says
+// whether it did.
+func (sf *soakFaults) tellUnmapped(chk *checker, name string, dc *discovery.Client) bool {
+	chk.mu.Lock()
+	d := chk.open[name+" mapping "+tinyGV.Group+"/"+tinyGV.Version+"/Thing"]
+	chk.mu.Unlock()
+	if d == nil {
+		return false
+	}
+	snap := dc.Current()
+	if snap == nil {
+		sf.s.event("%s does not map Thing (got %q): no snapshot", name, d.got)
+		return true
+	}
+	v, ok := snap.Version(tinyGV)
+	desc := "not listed"
+	if ok {
+		desc = fmt.Sprintf("%s, %d resources, last known %v", v.Freshness, len(v.Resources), v.LastKnown)
+	}
+	_, apis := snap.ETags()
+	sf.s.event("%s does not map Thing (got %q); its snapshot (generation %d, /apis %s, fetched +%s, validated +%s, refresh error %v) lists %s %s",
+		name, short(d.got), snap.Generation(), shortETag(apis), fmtOffset(snap.Fetched().Sub(sf.s.start)), fmtOffset(snap.Validated().Sub(sf.s.start)), snap.RefreshError(), tinyGV, desc)
+	return true
 }
 
 // pressure keeps user-2's seats on server i busy half of each second:
@@ -791,10 +837,10 @@ func (sf *soakFaults) report(b *strings.Builder, all []*disagreement, end time.T
 		ras = append(ras, fmt.Sprintf("%q: %d", k, sf.counts.retryAfter[k]))
 	}
 	fmt.Fprintf(b, "Retry-After on the 429s: %s\n", strings.Join(ras, ", "))
-	b.WriteString("the wait after a 429 before the same client kind and identity asked the same path again:\n")
+	b.WriteString("the wait after a 429 before the same client kind and identity asked the same path of the same proxy again (early: before the Retry-After had passed):\n")
 	for _, k := range sortedKeys(sf.counts.waits) {
 		w := sf.counts.waits[k]
-		fmt.Fprintf(b, "  %-28s %6d waits: least %v, mean %v, most %v; under 1 s: %d\n", k, w.n, w.least.Round(time.Millisecond), (w.sum / time.Duration(max(w.n, 1))).Round(time.Millisecond), w.most.Round(time.Millisecond), w.under1s)
+		fmt.Fprintf(b, "  %-28s %6d waits: least %v, mean %v, most %v; early: %d\n", k, w.n, w.least.Round(time.Millisecond), (w.sum / time.Duration(max(w.n, 1))).Round(time.Millisecond), w.most.Round(time.Millisecond), w.early)
 	}
 	b.WriteString("library requests a minute at the servers by client kind and identity (user-2 throttled):\n")
 	for _, k := range sortedKeys(sf.counts.library) {
@@ -1054,7 +1100,7 @@ func TestIdentityCountsWaitAfter429(t *testing.T) {
 		t.Errorf("Retry-After values: %v, want one 1", counts.retryAfter)
 	}
 	w := counts.waits["kubeatlas-checked"]
-	if w == nil || w.n != 1 || w.under1s != 0 || w.least < time.Second {
+	if w == nil || w.n != 1 || w.early != 0 || w.least < time.Second {
 		t.Errorf("waits after the 429: %+v, want one of a second or more", w)
 	}
 	if got := sum(counts.library["kubeatlas-checked "+throttledUser]); got < 3 {
