@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -1105,5 +1106,46 @@ func TestIdentityCountsWaitAfter429(t *testing.T) {
 	}
 	if got := sum(counts.library["kubeatlas-checked "+throttledUser]); got < 3 {
 		t.Errorf("library requests of kubeatlas-checked %s: %d, want /api, /apis twice", throttledUser, got)
+	}
+}
+
+// TestMemorySVGHeapOnItsOwnAxis: the heap is drawn in a panel of its own,
+// its largest sample at the panel's top and its smallest in proportion
+// (from 0), not flat beside RSS ten times its size; RSS stays in the
+// panel above.
+func TestMemorySVGHeapOnItsOwnAxis(t *testing.T) {
+	var samples []memSample
+	for i, heap := range []uint64{8, 10, 12, 9} {
+		samples = append(samples, memSample{at: time.Duration(i) * time.Minute, heap: heap << 20, rss: 100 << 20, goroutines: 120, sockets: 20})
+	}
+	svg := memorySVG(samples)
+	points := func(color string) [][2]float64 {
+		t.Helper()
+		_, rest, ok := strings.Cut(svg, `<polyline fill="none" stroke="`+color+`" stroke-width="2" points="`)
+		if !ok {
+			t.Fatalf("no polyline of %s in %s", color, svg)
+		}
+		list, _, _ := strings.Cut(rest, `"`)
+		var out [][2]float64
+		for _, p := range strings.Fields(list) {
+			var x, y float64
+			if _, err := fmt.Sscanf(p, "%f,%f", &x, &y); err != nil {
+				t.Fatalf("point %q: %v", p, err)
+			}
+			out = append(out, [2]float64{x, y})
+		}
+		return out
+	}
+	const heapTop, heapHeight, rssTop, rssHeight = 290.0, 140.0, 30.0, 220.0
+	heap := points("#1f77b4")
+	for i, want := range []float64{8, 10, 12, 9} {
+		if y := heapTop + heapHeight - heapHeight*want/12; math.Abs(heap[i][1]-y) > 0.1 {
+			t.Errorf("heap sample %d (%v MiB) at y %.1f, want %.1f: on its own axis, 0 to 12 MiB over %v px from %v", i, want, heap[i][1], y, heapHeight, heapTop)
+		}
+	}
+	for _, p := range points("#ff7f0e") {
+		if p[1] < rssTop || p[1] > rssTop+rssHeight {
+			t.Errorf("an RSS point at y %.1f, outside its panel (%v to %v)", p[1], rssTop, rssTop+rssHeight)
+		}
 	}
 }
