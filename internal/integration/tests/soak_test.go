@@ -546,7 +546,9 @@ func soakFailAfter(t *testing.T) time.Duration {
 // through its typed converter) while the CRDs change on a schedule and
 // the pair is upgraded to v1.37.1 one server at a time, then one server
 // rolled back; every client connection is cut at the proxies twice, and
-// etcd is restarted once. The checker holds a shared handle per server (its mapper
+// etcd is restarted once; an aggregated API server goes away and returns,
+// user-2 meets 429s from API priority and fairness, and a fleet of the two
+// servers and the balancer is held (soak_faults_test.go). The checker holds a shared handle per server (its mapper
 // and typed converter, the watch on) to what that server serves, four
 // times a second. It fails on an answer wrong more than 1 s
 // (KUBEATLAS_SOAK_FAIL_AFTER) after the
