@@ -334,20 +334,20 @@ func (u *union) newConnections() *httpx.Client {
 }
 
 func (u *union) newConnectionsClient() (fresh *httpx.Client, own bool) {
-	f := *u.read.http
+	f := u.read.http.Clone()
 	if cfg := u.config.copy(); cfg != nil {
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {
 			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: httpx.Closing{Next: httpx.Counting{Next: hc.Transport, N: &u.read.stats.requests}}, Timeout: hc.Timeout}, httpx.DefaultMaxRedirects)
-			return &f, true
+			return f, true
 		}
 		u.read.opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
 	}
 	hc := *u.read.http.HC
 	hc.Transport = httpx.Closing{Next: hc.Transport}
 	f.HC = &hc
-	return &f, false
+	return f, false
 }
 
 // resource finds a resource of a group-version in c.
