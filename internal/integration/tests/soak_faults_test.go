@@ -350,7 +350,7 @@ type soakFaults struct {
 	wasStale    []bool
 	samples     []fleetSample
 	lbCompares  int
-	lbUnion     int // answers right for neither server taken as the member's union
+	lbUnion     int // answers right for neither server taken as the member's union (mappings, preferred versions)
 	pressureSnt int
 }
 
@@ -758,8 +758,10 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 	// While the member serves the union of the views of servers that
 	// disagree behind its URL (discovery's rule: Snapshot.Mixed), a
 	// resource removed from every server goes only once the views that had
-	// it have not been seen for a few refreshes: a mapping neither server
-	// serves is then what the member promises, not wrong.
+	// it have not been seen for a few refreshes, and a group's versions
+	// are in the order of the view first seen: a mapping neither server
+	// serves, or a preferred version neither prefers, is then what the
+	// member promises, not wrong.
 	var union bool
 	if snap := sf.lbDisc.Current(); snap != nil {
 		union = snap.Mixed()
@@ -801,7 +803,7 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 				served = at
 			}
 		}
-		if !right && union && strings.HasPrefix(key, "mapping ") && got != "none" && !strings.HasPrefix(got, "error: ") {
+		if !right && union && (strings.HasPrefix(key, "mapping ") || strings.HasPrefix(key, "preferred ")) && got != "none" && !strings.HasPrefix(got, "error: ") {
 			right = true
 			sf.mu.Lock()
 			sf.lbUnion++
@@ -911,7 +913,7 @@ func (sf *soakFaults) report(b *strings.Builder, all []*disagreement, end time.T
 			}
 		}
 	}
-	fmt.Fprintf(b, "the balancer's member: %d compares against both servers, %d answers right for neither, %d of them over 1 s; %d mappings right for neither but in the union the member served while its servers disagreed (Snapshot.Mixed), not counted\n", sf.lbCompares, lbTotal, lbWrong, sf.lbUnion)
+	fmt.Fprintf(b, "the balancer's member: %d compares against both servers, %d answers right for neither, %d of them over 1 s; %d mappings and preferred versions right for neither but the union the member served while its servers disagreed (Snapshot.Mixed), not counted\n", sf.lbCompares, lbTotal, lbWrong, sf.lbUnion)
 	fmt.Fprintf(b, "%-8s %-20s %8s %8s   members' /apis ETags, and errors\n", "at", "servers", "surfaces", "failing")
 	for _, smp := range sf.samples {
 		var errs []string
