@@ -244,9 +244,9 @@ func (k *checker) sampleClient() (hc *httpx.Client, done func()) {
 		cfg := rest.CopyConfig(k.cfg)
 		cfg.Dial = (&net.Dialer{}).DialContext
 		if own, err := rest.HTTPClientFor(cfg); err == nil {
-			c := *k.url
+			c := k.url.Clone()
 			c.HC = httpx.WithRedirectPolicy(&http.Client{Transport: own.Transport, Timeout: own.Timeout}, httpx.DefaultMaxRedirects)
-			return &c, func() { utilnet.CloseIdleConnectionsFor(own.Transport) }
+			return c, func() { utilnet.CloseIdleConnectionsFor(own.Transport) }
 		}
 	}
 	utilnet.CloseIdleConnectionsFor(k.url.HC.Transport)

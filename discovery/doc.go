@@ -32,7 +32,9 @@
 // then the client is cold.
 //
 // Requests answered 429 or 5xx with Retry-After are sent again after the
-// wait asked for ([WithMaxRetries]), within the caller's deadline; redirects
+// wait asked for ([WithMaxRetries]), within the caller's deadline; a 429
+// whose wait was not made is the answer of the client's every request,
+// none sent, until its Retry-After has passed; redirects
 // are followed only on the server's own host, so credentials stay there.
 //
 // # Failures

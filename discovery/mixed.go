@@ -109,7 +109,7 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 			return s
 		}
 		// A change, or another server: ask again on new connections.
-		other := u.resample(ctx, view)
+		other := u.resample(ctx, view, prev)
 		if other == nil {
 			return s // a change, confirmed
 		}
@@ -135,7 +135,7 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 		// balancer's turns can keep a client's requests off one server for
 		// a while (each refresh sends two requests at once), and a server
 		// that still disagrees must not flap out and in.
-		if other := u.resample(ctx, view); other != nil {
+		if other := u.resample(ctx, view, prev); other != nil {
 			h.see(other)
 		}
 	}
@@ -167,8 +167,12 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 // is not view (nil when it is, or on an error: a failed resample proves
 // nothing). One after the other, not both at once: a balancer that sends
 // each request to the next server would otherwise send them to the
-// servers the refresh's two requests went to.
-func (u *union) resample(ctx context.Context, view *content) *content {
+// servers the refresh's two requests went to. A part the server sent
+// anew keeps what prev (the client's own snapshot before the refresh)
+// last knew of a group-version now Stale or failed, as the refresh's own
+// read does: served as the third view of a server moving on, it would
+// otherwise drop an aggregated API's kinds for as long as it is away.
+func (u *union) resample(ctx context.Context, view *content, prev *Snapshot) *content {
 	u.c.reader().stats.resamples.Add(1)
 	on := u.newConnections()
 	var named *part
@@ -187,6 +191,12 @@ func (u *union) resample(ctx context.Context, view *content) *content {
 	core, err := u.c.reader().fetchPart(ctx, on, "/api", &view.core)
 	if err != nil || named == &view.named && core == &view.core {
 		return nil
+	}
+	if core != &view.core {
+		keepLastKnown(core, prev)
+	}
+	if named != &view.named {
+		keepLastKnown(named, prev)
 	}
 	return newContent(*core, *named)
 }
@@ -329,20 +339,20 @@ func (u *union) newConnections() *httpx.Client {
 }
 
 func (u *union) newConnectionsClient() (fresh *httpx.Client, own bool) {
-	f := *u.c.reader().http
+	f := u.c.reader().http.Clone()
 	if cfg := u.c.config.copy(); cfg != nil {
 		cfg.Dial = (&net.Dialer{}).DialContext
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {
 			f.HC = httpx.WithRedirectPolicy(&http.Client{Transport: httpx.Closing{Next: httpx.Counting{Next: hc.Transport, N: &u.c.reader().stats.requests}}, Timeout: hc.Timeout}, httpx.DefaultMaxRedirects)
-			return &f, true
+			return f, true
 		}
 		u.c.reader().opts.logger.Debug("discovery: no transport of its own for new connections", "err", err)
 	}
 	hc := *u.c.reader().http.HC
 	hc.Transport = httpx.Closing{Next: hc.Transport}
 	f.HC = &hc
-	return &f, false
+	return f, false
 }
 
 // resource finds a resource of a group-version in c.

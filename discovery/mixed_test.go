@@ -1,10 +1,13 @@
 package discovery_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
@@ -105,5 +108,69 @@ func TestOneServerMovingOnIsNotDisagreement(t *testing.T) {
 	}
 	if _, ok := s.Group("b0.burst.example.com"); ok || s.Mixed() {
 		t.Errorf("a deleted group is still served after a refresh (mixed %v)", s.Mixed())
+	}
+}
+
+// TestMovingOnKeepsLastKnown: a refresh that reads an aggregated API's
+// group-version Stale with no resources (its server away, never cached by
+// the aggregator) while the server moves on before the resample (a CRD
+// installs) serves the resample's view with the version's last known
+// resources, as the refresh's own read does: before, the third view was
+// served as read, its kinds no longer mapped, and every refresh after
+// kept nothing (issue 47's soak: a throttled identity, whose resample
+// waited out a Retry-After, stopped mapping the aggregated kind for the
+// whole outage while the identities beside it kept it).
+func TestMovingOnKeepsLastKnown(t *testing.T) {
+	srv, hc, base := docserver.StartInProcess(t)
+	gv := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+	live := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Resources: []apidiscoveryv2.APIResourceDiscovery{{
+		Resource: "nodes", ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: "NodeMetrics"},
+		Scope: apidiscoveryv2.ScopeCluster, Verbs: []string{"get", "list"},
+	}}}
+	if err := srv.SetGroupVersion(gv.Group, live); err != nil {
+		t.Fatal(err)
+	}
+	var burst []func()
+	tr := afterAPIs{next: hc.Transport, hook: func() {
+		if len(burst) > 0 {
+			burst[0]()
+			burst = burst[1:]
+		}
+	}}
+	c, err := discovery.NewForHTTPClient(&http.Client{Transport: tr}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := restmapper.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale}); err != nil {
+		t.Fatal(err)
+	}
+	burst = append(burst, func() {
+		if err := srv.AddCRD(docserver.CRD{Group: "later.example.com", Versions: []string{"v1"}, Kind: "Later"}); err != nil {
+			t.Error(err)
+		}
+	})
+	for i := range 2 {
+		s, err := c.Refresh(ctx)
+		if !errors.Is(err, discovery.ErrStale) {
+			t.Fatalf("refresh %d: %v, want the Stale group-version", i+1, err)
+		}
+		if _, ok := s.Group("later.example.com"); !ok {
+			t.Errorf("refresh %d: the CRD the resample saw is not served", i+1)
+		}
+		v, ok := s.Version(gv)
+		if !ok || !v.LastKnown || len(v.Resources) != 1 {
+			t.Errorf("refresh %d: %s is %+v, want its last known resource", i+1, gv, v)
+		}
+		if _, err := m.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: "NodeMetrics"}, gv.Version); err != nil {
+			t.Errorf("refresh %d: NodeMetrics no longer maps: %v", i+1, err)
+		}
 	}
 }

@@ -14,7 +14,9 @@
 // (one document per group-version is kept, the live one), and is checked
 // on its way in, where it is hashed (or, in protobuf, decoded) once for
 // both the store and the caller. A 429 or 5xx with Retry-After is retried
-// ([WithMaxRetries]) within the caller's deadline. An error status is an
+// ([WithMaxRetries]) within the caller's deadline, and a 429 whose wait
+// was not made is the answer of the client's every request, none sent,
+// until its Retry-After has passed. An error status is an
 // apimachinery *StatusError (apierrors.IsNotFound, IsTooManyRequests and
 // SuggestsClientDelay work), as discovery's and client-go's are; requests
 // go through the same helper as discovery's (internal/httpx), so a base

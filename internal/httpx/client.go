@@ -84,6 +84,28 @@ type Client struct {
 	MaxRetries int
 	// Body says how bodies are read: the limit after decompression.
 	Body Options
+
+	// held is a 429 whose Retry-After was not waited out (the caller's
+	// deadline came first, or the retries ran out), until that wait has
+	// passed: Get answers it again without a request. API Priority and
+	// Fairness asks for up to 32 s, longer than a refresh or a root read
+	// may wait, and a call each second would otherwise ask again each
+	// second (issue 47's soak: 631 of 666 requests after a 429 came
+	// before its Retry-After).
+	held atomic.Pointer[heldAnswer]
+}
+
+// Clone is a client with c's settings and none of its state (a held
+// 429): what a caller changes a setting of (HC, for a transport of new
+// connections) without touching c.
+func (c *Client) Clone() *Client {
+	return &Client{HC: c.HC, Base: c.Base, Gzip: c.Gzip, Identity: c.Identity, MaxRetries: c.MaxRetries, Body: c.Body}
+}
+
+// heldAnswer is a 429 Get answers again until until.
+type heldAnswer struct {
+	until time.Time
+	err   *apierrors.StatusError
 }
 
 // NewClient is a client for base through a copy of hc (nil:
@@ -173,11 +195,22 @@ func (r *Response) Recycle() {
 //   - one wrapping ErrTooLarge, or a read or gzip error, with the Response
 //     (headers only);
 //   - an *apierrors.StatusError (StatusError) for any status but 200, 304
-//     after an ETag, or 206 after a Range, with the Response.
+//     after an ETag, or 206 after a Range, with the Response; and, with a
+//     nil Response and no request sent, the StatusError of a 429 whose
+//     Retry-After has not passed yet and was not waited out (the caller's
+//     deadline came first, or the retries ran out): a client asked to
+//     wait does not ask again sooner, whichever path, as API Priority and
+//     Fairness throttles an identity, not a path.
 func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	u, err := c.URL(r.Ref)
 	if err != nil {
 		return nil, err
+	}
+	if h := c.held.Load(); h != nil {
+		if time.Now().Before(h.until) {
+			return nil, h.err
+		}
+		c.held.CompareAndSwap(h, nil)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -219,7 +252,11 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 		resp.StatusCode == http.StatusNotModified && r.ETag != "" ||
 		resp.StatusCode == http.StatusPartialContent && r.Range != ""
 	if !answered {
-		return out, StatusError(resp, body)
+		err := StatusError(resp, body)
+		if wait, ok := RetryAfter(resp); ok && wait > 0 && resp.StatusCode == http.StatusTooManyRequests {
+			c.held.Store(&heldAnswer{until: time.Now().Add(wait), err: err})
+		}
+		return out, err
 	}
 	return out, nil
 }

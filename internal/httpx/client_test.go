@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -68,5 +70,47 @@ func TestGetStatuses(t *testing.T) {
 	r, err := c.Get(ctx, Request{Ref: "/busy"})
 	if d, ok := apierrors.SuggestsClientDelay(err); !apierrors.IsTooManyRequests(err) || !ok || d != 9 || r == nil {
 		t.Errorf("429: %v (delay %d %v)", err, d, ok)
+	}
+}
+
+// TestThrottledAnswerHeld: a 429 whose Retry-After the caller's deadline
+// cannot wait out is answered again, for any path and without a request,
+// until that wait has passed; then the next call is sent.
+func TestThrottledAnswerHeld(t *testing.T) {
+	var requests atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.Write([]byte("fine"))
+	}))
+	defer ts.Close()
+	base, _ := url.Parse(ts.URL)
+	c := NewClient(nil, base, 3)
+	c.Body.Limit = 1 << 20
+	c.MaxRetries = DefaultMaxRetries
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if _, err := c.Get(short, Request{Ref: "/apis"}); !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("a deadline shorter than the Retry-After: %v, want the 429", err)
+	}
+	for _, ref := range []string{"/apis", "/openapi/v3"} {
+		r, err := c.Get(context.Background(), Request{Ref: ref})
+		if d, ok := apierrors.SuggestsClientDelay(err); !apierrors.IsTooManyRequests(err) || !ok || d != 1 || r != nil {
+			t.Errorf("%s within the Retry-After: %v, %v; want the 429 held, no response", ref, r, err)
+		}
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests within the Retry-After, want 1", n)
+	}
+	time.Sleep(time.Until(began.Add(time.Second + 50*time.Millisecond)))
+	if r, err := c.Get(context.Background(), Request{Ref: "/apis"}); err != nil || string(r.Body) != "fine" {
+		t.Errorf("after the Retry-After: %v", err)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
 	}
 }

@@ -3,7 +3,9 @@
 # (kube-apiserver v1.36.3 twice on one etcd, peer-aggregated discovery on)
 # upgraded to v1.37.1 one server at a time and one server rolled back,
 # under load, with CRD versions added, unserved, moved and removed on a
-# schedule, for DURATION (default 30m; CI runs 5m; hours allowed), and
+# schedule, an aggregated API server stopped and started again, one
+# identity throttled (429s) by API priority and fairness and a fleet of
+# both servers and the balancer held, for DURATION (default 30m; CI runs 5m; hours allowed), and
 # writes report.txt and memory.svg into REPORT_DIR (default ./soak-report
 # under the current directory). Fails on a missed target (see
 # docs/testing.md). Builds both servers unless KUBEATLAS_KUBE_APISERVER and

@@ -66,6 +66,11 @@ type haOptions struct {
 	// sameVersion starts both servers from KUBEATLAS_KUBE_APISERVER
 	// (v1.36.3): a pair that agrees.
 	sameVersion bool
+	// aggregatorRouting gives both --enable-aggregator-routing, so that an
+	// APIService is reached at its EndpointSlice's address (an aggregated
+	// server in a network namespace: see aggregation_test.go) rather than
+	// at a ClusterIP nobody routes.
+	aggregatorRouting bool
 }
 
 // haServer is one kube-apiserver of an haPlane.
@@ -198,6 +203,9 @@ func startHA(t testing.TB, o haOptions) *haPlane {
 		args := apiserverFlags(etcdURL, dir, port, filepath.Join(dir, name+"-certs"), crt, key)
 		if o.peerProxy {
 			args = append(append(args, peerFlags...), "--peer-advertise-port="+strconv.Itoa(port))
+		}
+		if o.aggregatorRouting {
+			args = append(args, "--enable-aggregator-routing=true")
 		}
 		if o.storageVersionAPI {
 			args = append(args, "--feature-gates=StorageVersionAPI=true", "--runtime-config=internal.apiserver.k8s.io/v1alpha1=true")

@@ -43,6 +43,10 @@ type soakTruth struct {
 	// fields: soakGroup's "group/version/Kind" to its spec's fields,
 	// sorted.
 	fields map[string][]string
+	// stale: the "group/version"s served with freshness Stale (an
+	// aggregated API server away); lastKnown: those of them given the
+	// kinds last read while Current (truthReader.keepLastKnown).
+	stale, lastKnown map[string]bool
 }
 
 // truthReader reads one server's truth, directly (no proxy), as the admin.
@@ -52,6 +56,9 @@ type truthReader struct {
 	hc   *http.Client
 	url  string
 	docs map[string]map[string][]string // URL → "group/version/Kind" → fields
+	// known: "group/version" → Kind → resource, as last read Current
+	// (soak_faults_test.go).
+	known map[string]map[string]string
 }
 
 func (r *truthReader) get(ctx context.Context, path, accept string, v any) error {
@@ -80,7 +87,7 @@ func (r *truthReader) get(ctx context.Context, path, accept string, v any) error
 }
 
 func (r *truthReader) read(ctx context.Context) (*soakTruth, error) {
-	t := &soakTruth{at: time.Now(), kinds: map[string]string{}, preferred: map[string]string{}, fields: map[string][]string{}}
+	t := &soakTruth{at: time.Now(), kinds: map[string]string{}, preferred: map[string]string{}, fields: map[string][]string{}, stale: map[string]bool{}, lastKnown: map[string]bool{}}
 	ambiguous := map[string]bool{} // a kind two resources of a group-version answer with
 	for _, path := range []string{"/api", "/apis"} {
 		var doc struct {
@@ -90,6 +97,7 @@ func (r *truthReader) read(ctx context.Context) (*soakTruth, error) {
 				} `json:"metadata"`
 				Versions []struct {
 					Version   string `json:"version"`
+					Freshness string `json:"freshness"`
 					Resources []struct {
 						Resource     string `json:"resource"`
 						ResponseKind struct {
@@ -104,6 +112,9 @@ func (r *truthReader) read(ctx context.Context) (*soakTruth, error) {
 		}
 		for _, g := range doc.Items {
 			for _, v := range g.Versions {
+				if v.Freshness == "Stale" {
+					t.stale[g.Metadata.Name+"/"+v.Version] = true
+				}
 				for _, res := range v.Resources {
 					k := res.ResponseKind.Kind
 					if k == "" {
@@ -124,6 +135,7 @@ func (r *truthReader) read(ctx context.Context) (*soakTruth, error) {
 	for gvk := range ambiguous {
 		delete(t.kinds, gvk)
 	}
+	r.keepLastKnown(t)
 	var root struct {
 		Paths map[string]struct {
 			URL string `json:"serverRelativeURL"`
@@ -464,76 +476,83 @@ func (c *checker) truthAt(i int) time.Time {
 // clients are asked without the lock held (they may do I/O).
 func (c *checker) compare(ctx context.Context) {
 	for _, cl := range c.clients {
-		c.mu.Lock()
-		t := c.truth[cl.server]
-		gone := map[string]bool{}
-		for k := range c.gone[cl.server] {
-			gone[k] = true
-		}
+		c.compareOne(ctx, cl)
+	}
+}
+
+// compareOne asks one client (any, not only c.clients: a client that may
+// block, such as a throttled one, is compared on a goroutine of its own)
+// and opens or closes its disagreements.
+func (c *checker) compareOne(ctx context.Context, cl *soakClient) {
+	c.mu.Lock()
+	t := c.truth[cl.server]
+	gone := map[string]bool{}
+	for k := range c.gone[cl.server] {
+		gone[k] = true
+	}
+	c.mu.Unlock()
+	if t == nil {
+		return
+	}
+	want, got := cl.answers(ctx, t, gone, c.universe)
+	now := time.Now()
+	c.mu.Lock()
+	c.checks++
+	if c.truth[cl.server] != t {
+		// A newer truth arrived while asking: compare next time.
 		c.mu.Unlock()
-		if t == nil {
-			continue
-		}
-		want, got := cl.answers(ctx, t, gone, c.universe)
-		now := time.Now()
-		c.mu.Lock()
-		c.checks++
-		if c.truth[cl.server] != t {
-			// A newer truth arrived while asking: compare next time.
-			c.mu.Unlock()
-			continue
-		}
-		for key, w := range want {
-			id := cl.name + " " + key
-			d := c.open[id]
-			if got[key] == w {
-				if d != nil && d.want != w {
-					d.ahead = true
-					d.interrupted = "the client was ahead of the checker's read: the server served its answer by the next read"
-				}
-				if d != nil {
-					d.end = now
-					c.done = append(c.done, d)
-					delete(c.open, id)
-				}
-				continue
-			}
+		return
+	}
+	for key, w := range want {
+		id := cl.name + " " + key
+		d := c.open[id]
+		if got[key] == w {
 			if d != nil && d.want != w {
-				// The client answered what the server serves now
-				// before the checker read it: it was ahead, not late.
-				d.end, d.interrupted = now, "the server changed again"
+				d.ahead = true
+				d.interrupted = "the client was ahead of the checker's read: the server served its answer by the next read"
+			}
+			if d != nil {
+				d.end = now
 				c.done = append(c.done, d)
 				delete(c.open, id)
-				d = nil
 			}
-			if d == nil {
-				served := c.since[cl.server][key]
-				var after time.Time
-				if !c.prev[cl.server].IsZero() && c.prev[cl.server].Before(served) {
-					after = c.prev[cl.server]
-				}
-				c.open[id] = &disagreement{client: cl.name, server: cl.server, key: key, want: w, got: got[key], served: served, servedAfter: after, start: now}
-			}
+			continue
 		}
-		// Keys no longer wanted (the truth dropped them): close as
-		// interrupted.
-		for id, d := range c.open {
-			if d.client == cl.name {
-				if _, ok := want[d.key]; !ok {
-					d.end, d.interrupted = now, "no longer served"
-					if strings.HasPrefix(d.got, "error: ") {
-						// The client had stopped answering for it
-						// before the checker read that the server had.
-						d.ahead = true
-						d.interrupted = "the client was ahead of the checker's read: no longer served by the next read"
-					}
-					c.done = append(c.done, d)
-					delete(c.open, id)
-				}
-			}
+		if d != nil && d.want != w {
+			// The client answered what the server serves now
+			// before the checker read it: it was ahead, not late.
+			d.end, d.interrupted = now, "the server changed again"
+			c.done = append(c.done, d)
+			delete(c.open, id)
+			d = nil
 		}
-		c.mu.Unlock()
+		if d == nil {
+			served := c.since[cl.server][key]
+			var after time.Time
+			if !c.prev[cl.server].IsZero() && c.prev[cl.server].Before(served) {
+				after = c.prev[cl.server]
+			}
+			c.open[id] = &disagreement{client: cl.name, server: cl.server, key: key, want: w, got: got[key], served: served, servedAfter: after, start: now}
+		}
 	}
+	// Keys no longer wanted (the truth dropped them): close as
+	// interrupted.
+	for id, d := range c.open {
+		if d.client == cl.name {
+			if _, ok := want[d.key]; !ok {
+				d.end, d.interrupted = now, "no longer served"
+				if strings.HasPrefix(d.got, "error: ") {
+					// The client had stopped answering for it
+					// before the checker read that the server had.
+					d.ahead = true
+					d.interrupted = "the client was ahead of the checker's read: no longer served by the next read"
+				}
+				c.done = append(c.done, d)
+				delete(c.open, id)
+			}
+		}
+	}
+	c.mu.Unlock()
 }
 
 // run reads the truth every second and compares ten times a second

@@ -7,6 +7,7 @@ package tests
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -69,6 +70,9 @@ type requestCounts struct {
 	start time.Time
 	mu    sync.Mutex
 	n     map[string]map[string][]int // kind → class → per minute
+	// observe, when set before the proxies start, serves each request
+	// through next itself (to see its answer) after it is counted.
+	observe func(kind string, w http.ResponseWriter, r *http.Request, next http.Handler)
 }
 
 func newRequestCounts(start time.Time) *requestCounts {
@@ -133,50 +137,66 @@ func perMinute(v []int, d time.Duration) float64 {
 	return float64(sum) / d.Minutes()
 }
 
-// memorySVG draws the memory samples: heap and RSS in MiB on the left
-// axis, goroutines and sockets on the right, minutes along the bottom.
+// memorySVG draws the memory samples in two panels over the same minutes:
+// above, RSS in MiB on the left axis and goroutines and sockets on the
+// right; below, the heap after a GC in MiB on an axis of its own (a tenth
+// of RSS or less, it would lie flat on RSS's axis), from 0 to its largest
+// sample.
 func memorySVG(samples []memSample) string {
-	const w, h, left, right, top, bottom = 760.0, 360.0, 60.0, 60.0, 30.0, 40.0
-	pw, ph := w-left-right, h-top-bottom
+	const w, left, right, top, gap, bottom = 760.0, 60.0, 60.0, 30.0, 40.0, 40.0
+	const ph1, ph2 = 220.0, 140.0 // the panels' heights
+	h := top + ph1 + gap + ph2 + bottom
+	pw := w - left - right
 	var maxT time.Duration
-	var maxMiB, maxCount float64 = 1, 1
+	var maxRSS, maxHeap, maxCount float64 = 1, 1, 1
 	for _, s := range samples {
 		maxT = max(maxT, s.at)
-		maxMiB = max(maxMiB, float64(s.heap)/(1<<20), float64(s.rss)/(1<<20))
+		maxRSS = max(maxRSS, float64(s.rss)/(1<<20))
+		maxHeap = max(maxHeap, float64(s.heap)/(1<<20))
 		maxCount = max(maxCount, float64(s.goroutines), float64(s.sockets))
 	}
 	if maxT == 0 {
 		maxT = time.Minute
 	}
 	x := func(at time.Duration) float64 { return left + pw*float64(at)/float64(maxT) }
-	y := func(v, top2 float64) float64 { return top + ph - ph*v/top2 }
+	// y maps v of a scale whose top is full onto the panel from y0 down
+	// to y0+ph.
+	y := func(v, full, y0, ph float64) float64 { return y0 + ph - ph*v/full }
+	top2 := top + ph1 + gap
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="13">kubeatlas soak: memory each minute</text>`+"\n", left)
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left, top+ph, left+pw, top+ph)
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left, top, left, top+ph)
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", left+pw, top, left+pw, top+ph)
+	line := func(x1, y1, x2, y2 float64) {
+		fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", x1, y1, x2, y2)
+	}
+	for _, p := range []struct{ y0, ph float64 }{{top, ph1}, {top2, ph2}} {
+		line(left, p.y0+p.ph, left+pw, p.y0+p.ph)
+		line(left, p.y0, left, p.y0+p.ph)
+	}
+	line(left+pw, top, left+pw, top+ph1)
 	for i := 0; i <= 4; i++ {
 		v := float64(i) / 4
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.0f MiB</text>`+"\n", left-4, y(v, 1)+4, v*maxMiB)
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%.0f</text>`+"\n", left+pw+4, y(v, 1)+4, v*maxCount)
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%.1f min</text>`+"\n", x(time.Duration(v*float64(maxT))), top+ph+16, v*maxT.Minutes())
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.0f MiB</text>`+"\n", left-4, y(v, 1, top, ph1)+4, v*maxRSS)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%.0f</text>`+"\n", left+pw+4, y(v, 1, top, ph1)+4, v*maxCount)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.1f MiB</text>`+"\n", left-4, y(v, 1, top2, ph2)+4, v*maxHeap)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%.1f min</text>`+"\n", x(time.Duration(v*float64(maxT))), top2+ph2+16, v*maxT.Minutes())
 	}
 	series := []struct {
 		name, color string
 		value       func(memSample) float64
 		scale       float64
+		y0, ph      float64
 	}{
-		{"heap (MiB, left)", "#1f77b4", func(s memSample) float64 { return float64(s.heap) / (1 << 20) }, maxMiB},
-		{"RSS (MiB, left)", "#ff7f0e", func(s memSample) float64 { return float64(s.rss) / (1 << 20) }, maxMiB},
-		{"goroutines (right)", "#2ca02c", func(s memSample) float64 { return float64(s.goroutines) }, maxCount},
-		{"sockets (right)", "#d62728", func(s memSample) float64 { return float64(s.sockets) }, maxCount},
+		{"RSS (MiB, left)", "#ff7f0e", func(s memSample) float64 { return float64(s.rss) / (1 << 20) }, maxRSS, top, ph1},
+		{"goroutines (right)", "#2ca02c", func(s memSample) float64 { return float64(s.goroutines) }, maxCount, top, ph1},
+		{"sockets (right)", "#d62728", func(s memSample) float64 { return float64(s.sockets) }, maxCount, top, ph1},
+		{"heap after a GC (MiB, below)", "#1f77b4", func(s memSample) float64 { return float64(s.heap) / (1 << 20) }, maxHeap, top2, ph2},
 	}
 	for i, se := range series {
 		var pts []string
 		for _, s := range samples {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.at), y(se.value(s), se.scale)))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.at), y(se.value(s), se.scale, se.y0, se.ph)))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", se.color, strings.Join(pts, " "))
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" fill="%s">%s</text>`+"\n", left+10+float64(i)*160, h-6, se.color, se.name)

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,6 +95,10 @@ func startCountingProxy(t *testing.T, p *haPlane, server string, counts *request
 	cp.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind, _, _ := strings.Cut(r.Header.Get("User-Agent"), " ")
 		counts.add(kind, r.URL.Path)
+		if counts.observe != nil {
+			counts.observe(kind, w, r, rp)
+			return
+		}
 		rp.ServeHTTP(w, r)
 	}))
 	cp.ts.Config.ErrorLog = log.New(io.Discard, "", 0) // cut connections' TLS errors
@@ -541,7 +546,9 @@ func soakFailAfter(t *testing.T) time.Duration {
 // through its typed converter) while the CRDs change on a schedule and
 // the pair is upgraded to v1.37.1 one server at a time, then one server
 // rolled back; every client connection is cut at the proxies twice, and
-// etcd is restarted once. The checker holds a shared handle per server (its mapper
+// etcd is restarted once; an aggregated API server goes away and returns,
+// user-2 meets 429s from API priority and fairness, and a fleet of the two
+// servers and the balancer is held (soak_faults_test.go). The checker holds a shared handle per server (its mapper
 // and typed converter, the watch on) to what that server serves, four
 // times a second. It fails on an answer wrong more than 1 s
 // (KUBEATLAS_SOAK_FAIL_AFTER) after the
@@ -551,7 +558,7 @@ func TestSoak(t *testing.T) {
 	d := soakDuration(t)
 	ctrllog.SetLogger(logr.Discard()) // controller-runtime's warning that no logger was set, once per client
 	nextBin, oldBin := os.Getenv(nextAPIServerVar), os.Getenv("KUBEATLAS_KUBE_APISERVER")
-	p := startHA(t, haOptions{peerProxy: true, sameVersion: true})
+	p := startHA(t, haOptions{peerProxy: true, sameVersion: true, aggregatorRouting: true})
 	if nextBin == "" {
 		haMissing(t, "the soak's rolling upgrade needs %s (v1.37.1)", nextAPIServerVar)
 	}
@@ -567,6 +574,8 @@ func TestSoak(t *testing.T) {
 		s.versions = append(s.versions, srv.version)
 	}
 	counts := newRequestCounts(s.start)
+	byIdentity := newIdentityCounts(s.start) // soak_faults_test.go
+	counts.observe = byIdentity.observe
 	var proxies []*countingProxy
 	for _, srv := range p.servers {
 		proxies = append(proxies, startCountingProxy(t, p, srv.url, counts))
@@ -624,6 +633,8 @@ func TestSoak(t *testing.T) {
 		}
 		readers = append(readers, &truthReader{hc: hc, url: srv.url, docs: map[string]map[string][]string{}})
 	}
+	// The aggregated server, user-2 throttled, the fleet: soak_faults_test.go.
+	faulty := startSoakFaults(ctx, t, s, p, proxies, byIdentity, reg, viaLB)
 	chk := newChecker(readers, clients, soakUniverse())
 	waitUntil(t, "both servers serving Widget", 60*time.Second, func() bool {
 		chk.readTruth(ctx)
@@ -640,6 +651,7 @@ func TestSoak(t *testing.T) {
 
 	var wg sync.WaitGroup
 	s.goSafe(&wg, "checker", func() { chk.run(ctx) })
+	faulty.run(ctx, &wg, chk)
 
 	var mem []memSample
 	var memMu sync.Mutex
@@ -784,6 +796,10 @@ func TestSoak(t *testing.T) {
 			}
 		}},
 	}
+	// The aggregated server away from 40% of the run, for a tenth of it
+	// and at least 45 s (its aggregator notices within about 30 s).
+	faults = append(faults, faulty.outage(0.40, 0.40+max(0.10, (45*time.Second).Seconds()/d.Seconds()))...)
+	sort.SliceStable(faults, func(i, j int) bool { return faults[i].at < faults[j].at })
 	for _, f := range faults {
 		if !sleepCtx(ctx, time.Until(s.start.Add(time.Duration(f.at*float64(d))))) {
 			break
@@ -911,6 +927,8 @@ func TestSoak(t *testing.T) {
 	if len(panics) > 0 {
 		fmt.Fprintf(&b, "\n== panics: %d\n%s\n", len(panics), strings.Join(panics, "\n"))
 	}
+
+	faulty.report(&b, all, end)
 
 	b.WriteString("\n== targets\n")
 	fmt.Fprintf(&b, "answers wrong more than 1 s after the server served the change: %d (target 0): %s\n", len(wrong), metOrNot(len(wrong) == 0))
