@@ -811,7 +811,14 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 		}
 		id := sf.lb.name + " " + key
 		d := chk.open[id]
+		w := strings.Join(want, "; ")
 		if right {
+			if d != nil && d.want != w {
+				// The member answered what a server serves now
+				// before the checker read it: ahead, not late.
+				d.ahead = true
+				d.interrupted = "the member was ahead of the checker's read: a server served its answer by the next read"
+			}
 			if d != nil {
 				d.end = now
 				chk.done = append(chk.done, d)
@@ -819,7 +826,6 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 			}
 			continue
 		}
-		w := strings.Join(want, "; ")
 		if d != nil && d.want != w {
 			d.end, d.interrupted = now, "the servers changed again"
 			chk.done = append(chk.done, d)
@@ -836,6 +842,12 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 	for id, d := range chk.open {
 		if d.client == sf.lb.name && !keys[d.key] {
 			d.end, d.interrupted = now, "no longer served"
+			if strings.HasPrefix(d.got, "error: ") {
+				// The member had stopped answering for it before
+				// the checker read that the servers had.
+				d.ahead = true
+				d.interrupted = "the member was ahead of the checker's read: no longer served by the next read"
+			}
 			chk.done = append(chk.done, d)
 			delete(chk.open, id)
 		}
@@ -1107,6 +1119,28 @@ func TestBalancerMemberRightForEitherServer(t *testing.T) {
 	step("kas-0 down: only kas-1 counts, and it serves things", false, true)
 	chk.up(0)
 	step("kas-0 up again (no Thing): unmapped is right for it", false, false)
+
+	// Ahead of the checker: both servers move to thingies and the member
+	// refreshes before the checker reads them. Compared with the old
+	// reading the member is right for neither; at the next reading it is
+	// right, and the disagreement was the member being ahead, however long
+	// ago the old value was first read.
+	set(0, "things")
+	step("both serve things again, the member refreshed", true, false)
+	set(0, "thingies")
+	set(1, "thingies")
+	if _, err := dc.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sf.compareBalancer(ctx, chk)
+	ahead := openOn()
+	if ahead == nil {
+		t.Fatal("the member ahead of the checker's reading: no disagreement opened against the old reading")
+	}
+	step("the checker reads thingies: the member is right", false, false)
+	if !ahead.ahead || ahead.wrong(time.Now().Add(time.Hour)) {
+		t.Errorf("the member ahead of the checker's reading was judged late: ahead %v, %s", ahead.ahead, ahead.interrupted)
+	}
 }
 
 // TestIdentityCountsWaitAfter429: the proxy's hook counts a 429 by client
