@@ -69,10 +69,13 @@ type requestCounts struct {
 	start time.Time
 	mu    sync.Mutex
 	n     map[string]map[string][]int // kind → class → per minute
+	// ledger breaks the counts down by identity, path and status
+	// (soak_cost_test.go).
+	ledger *requestLedger
 }
 
 func newRequestCounts(start time.Time) *requestCounts {
-	return &requestCounts{start: start, n: map[string]map[string][]int{}}
+	return &requestCounts{start: start, n: map[string]map[string][]int{}, ledger: newRequestLedger(start)}
 }
 
 // libraryPath says whether a request is one a discovery, mapping or
