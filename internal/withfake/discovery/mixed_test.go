@@ -7,8 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
@@ -137,5 +139,60 @@ func TestResampleLeavesCallersConnections(t *testing.T) {
 	}
 	if n := tr.closes.Load(); n != 0 {
 		t.Errorf("the caller's transport had its idle connections closed %d times", n)
+	}
+}
+
+// TestViewNoServerServesLeavesWithinASecond: a client that has seen two
+// servers disagree behind a balancer (one served a group the other did
+// not) and refreshes seldom, as package shared's identities do (at a miss,
+// or when their leader's content lacks what they answer with), drops the
+// group at its first refresh a second after no server serves it any
+// more: the view that had it is looked for once more and leaves. Before,
+// a view stayed for eight of the client's refreshes however long they
+// took, and issue 47's soak saw such clients map a removed CRD's kind,
+// a 404 at each request, until its CRD came back (22 s).
+func TestViewNoServerServesLeavesWithinASecond(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin))
+	removed := schema.GroupVersion{Group: "removed.example.com", Version: "v1"}
+	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: removed.Group, Versions: []string{"v1"}, Kind: "Removed"}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := newClient(t, base, discovery.WithClock(clk))
+	ctx := t.Context()
+	for i := 0; i < 200 && (c.Current() == nil || !c.Current().Mixed()); i++ {
+		if _, err := c.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := c.Current(); !s.Mixed() {
+		t.Fatal("the client never saw the servers disagree")
+	}
+	// Seen a moment ago, within the window: a refresh now keeps it.
+	clk.Step(100 * time.Millisecond)
+	if _, err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Current().Version(removed); !ok {
+		t.Fatal("a group one server serves left the union at once")
+	}
+
+	// The group goes from the server that served it; a second later the
+	// client's next refresh no longer serves it.
+	if err := srv.Backends()[1].RemoveCRD(removed.Group, "removeds"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	before := c.Stats().Resamples
+	s, err := c.Refresh(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Version(removed); ok || s.Mixed() {
+		v, r := s.Partial()
+		t.Errorf("a second after no server serves %v, a refresh still serves it (mixed %v, partial %v %v)", removed, s.Mixed(), v, r)
+	}
+	if c.Stats().Resamples == before {
+		t.Errorf("the view left without being looked for once more")
 	}
 }
