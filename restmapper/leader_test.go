@@ -2,9 +2,11 @@ package restmapper_test
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/internal/docserver"
@@ -132,5 +134,103 @@ func TestFollowerProvesWhatItsLeaderLacks(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("a leader lacking what the follower's server serves: %d requests for 100 lookups, want 2 (one proof)", n)
+	}
+}
+
+// TestFollowedRepeatedMissesSendNothing: while its client is followed
+// (discovery.Client.Following: its own watch, or the content of a leader
+// whose watch runs), a mapper's question that missed before does not
+// refresh again; its first miss still does. A change the leader's watch
+// brings ends the following, and the next repeat refreshes and finds the
+// kind. Issue 47's soak found three followed identities whose controllers
+// looked up two kinds not served, each every 2 s, refreshing about once a
+// second each (219 library requests in the first minute, where
+// controller-runtime's defaults sent 696 and the target is a tenth).
+func TestFollowedRepeatedMissesSendNothing(t *testing.T) {
+	srv, base := docserver.Start(t)
+	table := discovery.NewSurfaces()
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	newClient := func() *discovery.Client {
+		t.Helper()
+		c, err := discovery.NewForHTTPClient(nil, base, discovery.WithSurfaces(table), discovery.WithClock(clk), discovery.WithMaxAge(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Snapshot(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	leader, follower := newClient(), newClient()
+	defer leader.Follow()() // as its watch does
+	defer follower.FollowLeader(leader)()
+	crd := docserver.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late", Namespaced: true}
+	gk := schema.GroupKind{Group: crd.Group, Kind: crd.Kind}
+	for _, x := range []struct {
+		name string
+		c    *discovery.Client
+	}{{"the leader", leader}, {"a follower", follower}} {
+		name, c := x.name, x.c
+		m, err := restmapper.New(c, restmapper.WithClock(clk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetRequests()
+		if _, err := m.RESTMapping(gk, "v1"); !meta.IsNoMatchError(err) {
+			t.Fatalf("%s: %v, want no match", name, err)
+		}
+		if n := len(srv.Requests()); n != 2 {
+			t.Errorf("%s: a first miss sent %d requests, want one refresh (2)", name, n)
+		}
+		// Every 2 s for a minute, as the soak's controllers ask.
+		srv.ResetRequests()
+		for range 30 {
+			clk.Step(2 * time.Second)
+			if _, err := m.RESTMapping(gk, "v1"); !meta.IsNoMatchError(err) {
+				t.Fatalf("%s: %v, want no match", name, err)
+			}
+		}
+		if n := len(srv.Requests()); n != 0 {
+			t.Errorf("%s, followed: 30 repeated misses 2 s apart sent %d requests, want 0", name, n)
+		}
+		if !c.Following() {
+			t.Fatalf("%s is not followed", name)
+		}
+	}
+
+	// The CRD is served and the leader's watch refreshes it: the
+	// follower, no longer holding the leader's content, refreshes at its
+	// next repeat and finds the kind.
+	if err := srv.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := restmapper.New(follower, restmapper.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp, err := m.RESTMapping(gk, "v1"); err != nil || mp.Resource.Resource != "lates" {
+		t.Fatalf("the follower after its leader's watch saw the CRD: %v, %v", mp, err)
+	}
+
+	// Not followed: repeats refresh on their backoff, as before.
+	unfollowed := newClient()
+	m, err = restmapper.New(unfollowed, restmapper.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := schema.GroupKind{Group: "never.example.com", Kind: "Never"}
+	if _, err := m.RESTMapping(other, "v1"); !meta.IsNoMatchError(err) {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	for range 30 {
+		clk.Step(2 * time.Second)
+		_, _ = m.RESTMapping(other, "v1")
+	}
+	if n := len(srv.Requests()); n != 2*30 {
+		t.Errorf("not followed: 30 repeated misses 2 s apart sent %d requests, want a refresh (2) each", n)
 	}
 }
