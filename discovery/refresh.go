@@ -139,6 +139,56 @@ func (c *Client) LeaderLacks(gvr schema.GroupVersionResource) (generation uint64
 	return 0, false
 }
 
+// LeaderServesKind says whether c has a followed leader (FollowLeader,
+// its watch running) and, if so, whether one of them holds content that
+// serves gvk (in any version of its group when gvk.Version is empty) as
+// a resource's kind. A lookup of c that finds no such kind again, while
+// every followed leader, whose watch vouches for its content, lacks it
+// too, has nothing to find in a refresh of c's own; when a leader serves
+// it, c's view is behind (restmapper's repeated misses refresh only
+// then, when c does not hold its leader's content: behind a balancer over
+// servers of two versions, the leader's content joins both servers' views
+// and the client's holds one, so it is not Following, and issue 47's
+// soak found its identities refreshing at each repeated miss, about once
+// a second each). Like LeaderLacks, it tells the caller nothing of the
+// leader's content but whether gvk is in it; no request, and nothing is
+// allocated.
+func (c *Client) LeaderServesKind(gvk schema.GroupVersionKind) (followed, serves bool) {
+	for n := c.leaders.head.Load(); n != nil; n = n.next {
+		l := n.c
+		ls := l.current.Load()
+		if l.followers.Load() == 0 || ls == nil {
+			continue
+		}
+		followed = true
+		if servesKind(ls, gvk) {
+			return true, true
+		}
+	}
+	return followed, false
+}
+
+// servesKind says whether s lists a resource of kind gvk in its
+// group-version (any version of the group when gvk.Version is empty).
+func servesKind(s *Snapshot, gvk schema.GroupVersionKind) bool {
+	g, ok := s.Group(gvk.Group)
+	if !ok {
+		return false
+	}
+	for i := range g.Versions {
+		v := &g.Versions[i]
+		if gvk.Version != "" && v.Version != gvk.Version {
+			continue
+		}
+		for j := range v.Resources {
+			if v.Resources[j].Kind.Kind == gvk.Kind {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // serves says whether s lists gvr (its plural name, as a REST mapping's
 // Resource names it).
 func serves(s *Snapshot, gvr schema.GroupVersionResource) bool {

@@ -281,7 +281,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	// A cold lookup's snapshot was read after it began: a refresh would
 	// read the same.
-	if !meta.IsNoMatchError(a.err) || cold || !m.missPolicy().mayRefresh(k, m.opts.clock.Now(), m.client.Following()) {
+	if !meta.IsNoMatchError(a.err) || cold || !m.missPolicy().mayRefresh(k, m.opts.clock.Now(), m.client.Following() || m.leadersLack(k, versions)) {
 		m.count(a.err)
 		return a
 	}
@@ -330,6 +330,28 @@ func (m *Mapper) leaderLacks(k memoKey, a answer) (uint64, bool) {
 		return m.client.LeaderLacks(schema.GroupVersionResource{Group: k.group, Version: k.version, Resource: k.name})
 	}
 	return 0, false
+}
+
+// leadersLack says whether question k (versions: see several), a kind's
+// mapping, is one that every followed leader of the client lacks too
+// (discovery.Client.LeaderServesKind): their watch vouches that the
+// server does not serve it, so a repeated miss has nothing to find in a
+// refresh (misses.go). A question of a resource, or a client with no
+// followed leader, is not.
+func (m *Mapper) leadersLack(k memoKey, versions []string) bool {
+	if k.op != opRESTMapping && k.op != opRESTMappings {
+		return false
+	}
+	if len(versions) == 0 {
+		followed, serves := m.client.LeaderServesKind(schema.GroupVersionKind{Group: k.group, Version: k.version, Kind: k.name})
+		return followed && !serves
+	}
+	for _, v := range versions {
+		if followed, serves := m.client.LeaderServesKind(schema.GroupVersionKind{Group: k.group, Version: v, Kind: k.name}); !followed || serves {
+			return false
+		}
+	}
+	return true
 }
 
 // revalidate refreshes discovery for a lookup without a version whose

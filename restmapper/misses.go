@@ -25,7 +25,11 @@ import (
 // Following: discovery/watch refreshes it on every change it sees, or, for
 // package shared's identities, the client holds the content of a leader
 // that is) does not refresh: the refresh could only find what the follower
-// already brought. A change the follower sees ends the following (the
+// already brought. Nor does a repeated miss of a kind that every followed
+// leader of the client lacks too (discovery.Client.LeaderServesKind; a
+// client behind a balancer over servers that disagree holds one server's
+// view while its leader joins both, so it is not Following): the leader's
+// watch vouches that the server does not serve it. A change the follower sees ends the following (the
 // leader's new content, or the client's own refresh under way), and the
 // next repeat refreshes again, on its backoff. A question's first miss
 // still refreshes, followed or not: its kind may have been served a moment
