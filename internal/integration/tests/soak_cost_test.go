@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -285,12 +286,60 @@ func (l *requestLedger) report(b *strings.Builder, kind string, limit int) {
 			notFound = append(notFound, e)
 		}
 	}
+	l.notFoundSummary(b, kind, notFound)
 	fmt.Fprintf(b, "\n== timelines of %s's first %d 404s (of %d): what led to each\n", kind, min(limit, len(notFound)), len(notFound))
 	for _, e := range notFound[:min(limit, len(notFound))] {
 		l.timeline(b, e)
 	}
 	if l.dropped > 0 {
 		fmt.Fprintf(b, "(%d requests not kept: more than %d)\n", l.dropped, ledgerMaxLines)
+	}
+}
+
+// notFoundSummary sorts kind's 404s by identity and by how long before
+// each the server that answered it had stopped listing its resource in
+// its discovery (the checker's reads, a second apart: "stopped" is the
+// first read that did not list it). A 404 while the server's discovery
+// still listed the resource is the server's (its handler ahead of its
+// discovery); one after is the client's answer lagging the server.
+func (l *requestLedger) notFoundSummary(b *strings.Builder, kind string, notFound []ledgerEntry) {
+	buckets := []struct {
+		name string
+		max  time.Duration
+	}{{"while listed", 0}, {"<1s after", time.Second}, {"1-2s", 2 * time.Second}, {"2-5s", 5 * time.Second}, {"5-20s", 20 * time.Second}, {">20s", 1 << 60}, {"never listed there", 1 << 62}}
+	byIdentity := map[string][]int{}
+	for _, e := range notFound {
+		gvr := soakResourceOf(e.path)
+		v := l.listed[e.server][gvr]
+		i := sort.Search(len(v), func(i int) bool { return v[i] > e.at }) // transitions up to e.at: v[:i]
+		var late time.Duration
+		switch {
+		case i == 0:
+			late = 1 << 61 // never listed on that server before
+		case i%2 == 1:
+			late = 0 // listed at the last read before
+		default:
+			late = max(e.at-v[i-1], 1)
+		}
+		counts := byIdentity[e.identity]
+		if counts == nil {
+			counts = make([]int, len(buckets))
+			byIdentity[e.identity] = counts
+		}
+		for j, bk := range buckets {
+			if late <= bk.max {
+				counts[j]++
+				break
+			}
+		}
+	}
+	var names []string
+	for _, bk := range buckets {
+		names = append(names, bk.name)
+	}
+	fmt.Fprintf(b, "\n== %s's 404s by identity and by when the server that answered had stopped listing the resource (checker's reads, 1 s apart): %s\n", kind, strings.Join(names, ", "))
+	for _, id := range sortedKeys(byIdentity) {
+		fmt.Fprintf(b, "  %-7s %v\n", id, byIdentity[id])
 	}
 }
 
@@ -405,5 +454,15 @@ func TestSoakLedger(t *testing.T) {
 	l.truth("kas-0", start.Add(3*time.Second), map[string]string{})
 	if got := l.listed["kas-0"][soakGroup+"/v1/gadgets"]; len(got) != 2 || got[0] != time.Second || got[1] != 3*time.Second {
 		t.Errorf("listed spans: %v, want [1s 3s]", got)
+	}
+	var b strings.Builder
+	path := "/apis/" + soakGroup + "/v1/namespaces/default/gadgets"
+	l.notFoundSummary(&b, "k", []ledgerEntry{
+		{at: 2500 * time.Millisecond, server: "kas-0", identity: "admin", path: path},  // listed at the read before
+		{at: 4500 * time.Millisecond, server: "kas-0", identity: "admin", path: path},  // 1.5 s after the read that did not list it
+		{at: 4500 * time.Millisecond, server: "kas-1", identity: "user-1", path: path}, // never listed there
+	})
+	if !strings.Contains(b.String(), "admin   [1 0 1 0 0 0 0]") || !strings.Contains(b.String(), "user-1  [0 0 0 0 0 0 1]") {
+		t.Errorf("notFoundSummary:\n%s", b.String())
 	}
 }
