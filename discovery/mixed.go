@@ -240,7 +240,7 @@ func (c *content) etagView() *content {
 // documents.
 func unionContent(views []*content, before *content) *content {
 	first := views[0]
-	u := &content{core: first.core, named: first.named, err: first.err, generation: generations.Add(1), partsOf: first}
+	u := &content{core: first.core, named: first.named, err: first.err, generation: generations.Add(1), partsOf: first, of: views}
 	u.core.raw, u.named.raw = nil, nil
 	u.partialVersions = map[schema.GroupVersion]bool{}
 	u.partialResources = map[schema.GroupVersionResource]bool{}

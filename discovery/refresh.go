@@ -228,7 +228,13 @@ func (c *Client) leaderHolds(s *Snapshot) bool {
 // sameContent says whether a and b hold the same discovery: the same
 // content, or documents with the same ETags, each checked against its
 // ETag (Surfaces) and complete (content that came back after another is
-// renumbered, so the generation alone would part them).
+// renumbered, so the generation alone would part them), or unions of
+// disagreeing servers' views (mixed.go) that join views with the same
+// ETags: behind a balancer over servers of two versions, a leader and
+// its follower each join the two servers' views in a union of their
+// own, and issue 47's soak found the follower never Following while two
+// versions ran (each of its lookups that needed it proved its view,
+// four requests a refresh).
 func sameContent(a, b *Snapshot) bool {
 	if a == nil || b == nil {
 		return false
@@ -238,7 +244,25 @@ func sameContent(a, b *Snapshot) bool {
 	}
 	ka, okA := a.content.key()
 	kb, okB := b.content.key()
-	return okA && okB && ka == kb
+	return okA && okB && ka == kb || sameViewKeys(a.content.of, b.content.of)
+}
+
+// sameViewKeys says whether unions' views a and b (content.of) are views of
+// the same documents, each keyed (content.key): nothing is allocated.
+func sameViewKeys(a, b []*content) bool {
+	if len(a) == 0 || len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		kx, ok := x.key()
+		if !ok {
+			return false
+		}
+		if !slices.ContainsFunc(b, func(y *content) bool { ky, ok := y.key(); return ok && ky == kx }) {
+			return false
+		}
+	}
+	return true
 }
 
 // leaders is FollowLeader's list: written under mu, read with one atomic

@@ -196,3 +196,62 @@ func TestViewNoServerServesLeavesWithinASecond(t *testing.T) {
 		t.Errorf("the view left without being looked for once more")
 	}
 }
+
+// TestFollowerOfAMixedLeaderIsFollowed: behind a balancer over servers
+// that disagree, a leader and its follower (FollowLeader, as package
+// shared's identities) each serve a union of the two servers' views, a
+// union of their own; the follower holds its leader's content, and is
+// Following, when its union joins views with the same ETags as the
+// leader's. Before, only the same union object counted, and issue 47's
+// soak found followers never Following while the pair ran two versions
+// (each lookup that needed it proved their views, four requests a
+// refresh). A change on one server that the leader sees parts them again.
+func TestFollowerOfAMixedLeaderIsFollowed(t *testing.T) {
+	srv, base := discoverytest.Start(t, discoverytest.WithBackends(2, discoverytest.RoundRobin))
+	upgraded := schema.GroupVersion{Group: "upgraded.example.com", Version: "v1"}
+	if err := srv.Backends()[1].AddCRD(discoverytest.CRD{Group: upgraded.Group, Versions: []string{"v1"}, Kind: "New"}); err != nil {
+		t.Fatal(err)
+	}
+	table := discovery.NewSurfaces()
+	ctx := t.Context()
+	mixed := func() *discovery.Client {
+		t.Helper()
+		c := newClient(t, base, discovery.WithSurfaces(table))
+		for i := 0; i < 200 && (c.Current() == nil || !c.Current().Mixed()); i++ {
+			if _, err := c.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !c.Current().Mixed() {
+			t.Fatal("the client never saw the servers disagree")
+		}
+		return c
+	}
+	leader, follower := mixed(), mixed()
+	defer leader.Follow()()
+	defer follower.FollowLeader(leader)()
+	if !follower.Following() {
+		t.Fatal("a follower whose union joins the same views as its leader's is not Following")
+	}
+	if n := testing.AllocsPerRun(100, func() { follower.Following() }); n != 0 {
+		t.Errorf("Following allocates %v times a call", n)
+	}
+	gvr := upgraded.WithResource("news")
+	if _, lacks := follower.LeaderLacks(gvr); lacks {
+		t.Error("LeaderLacks: true for a resource both unions serve")
+	}
+
+	// A CRD on one server: the leader's refresh sees it, and its union
+	// is of other views.
+	if err := srv.Backends()[0].AddCRD(discoverytest.CRD{Group: "more.example.com", Versions: []string{"v1"}, Kind: "More"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20 && follower.Following(); i++ {
+		if _, err := leader.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if follower.Following() {
+		t.Error("the follower is still Following after its leader's union changed")
+	}
+}
