@@ -66,7 +66,8 @@ func (c *Client) Follow() (stop func()) {
 // (Following) while leader is followed (Follow; not through a leader of
 // its own) and c's current snapshot holds the same content as leader's
 // (the same generation, or documents with the same ETags, which c's own
-// requests were answered with). A change leader's follower sees refreshes
+// requests were answered with; behind a balancer over servers that
+// disagree, a union of views with the same ETags, mixed.go). A change leader's follower sees refreshes
 // leader, and its new content ends c's following at once, with no request
 // and no callback, until a refresh of c's own (the next lookup that needs
 // it: a miss, a lookup without a version) shows c the same content. So
