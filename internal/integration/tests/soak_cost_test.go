@@ -10,6 +10,7 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeatlas/kubeatlas/shared"
 )
 
 // soakRequestLogVar, set to anything, makes the soak write requests.log
@@ -464,5 +469,80 @@ func TestSoakLedger(t *testing.T) {
 	})
 	if !strings.Contains(b.String(), "admin   [1 0 1 0 0 0 0]") || !strings.Contains(b.String(), "user-1  [0 0 0 0 0 0 1]") {
 		t.Errorf("notFoundSummary:\n%s", b.String())
+	}
+}
+
+// followSampler samples, each second, whether each controller identity's
+// discovery client (package shared's, the one its reconciles use) is
+// followed (discovery.Client.Following: it holds the content of the
+// leader whose watch runs) and whether its snapshot, and the leader's,
+// joins disagreeing servers' views (Snapshot.Mixed), minute by minute: a
+// follower not followed proves its view at the lookups that need it.
+type followSampler struct {
+	start time.Time
+
+	mu      sync.Mutex
+	samples map[string][][3]int // name → minute → samples, following, mixed
+}
+
+// sampleFollowing starts the sampler over the controllers' identities
+// (configs, acquired from reg as their reconciles acquire them) and the
+// leader's handle, until ctx ends.
+func sampleFollowing(ctx context.Context, s *soak, wg *sync.WaitGroup, reg *shared.Registry, configs []*rest.Config, leader *shared.Handle) *followSampler {
+	f := &followSampler{start: s.start, samples: map[string][][3]int{}}
+	handles := map[string]*shared.Handle{"leader": leader}
+	for i, cfg := range configs {
+		h, err := reg.Acquire(cfg)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		handles[identityName(i)] = h
+	}
+	s.goSafe(wg, "follow sampler", func() {
+		defer func() {
+			for name, h := range handles {
+				if name != "leader" {
+					h.Release()
+				}
+			}
+		}()
+		for sleepCtx(ctx, time.Second) {
+			m := int(time.Since(f.start) / time.Minute)
+			f.mu.Lock()
+			for name, h := range handles {
+				dc := h.Discovery()
+				v := f.samples[name]
+				for len(v) <= m {
+					v = append(v, [3]int{})
+				}
+				v[m][0]++
+				if name != "leader" && dc.Following() {
+					v[m][1]++
+				}
+				if c := dc.Current(); c != nil && c.Mixed() {
+					v[m][2]++
+				}
+				f.samples[name] = v
+			}
+			f.mu.Unlock()
+		}
+	})
+	return f
+}
+
+func (f *followSampler) report(b *strings.Builder) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b.WriteString("\n== the controllers' identities each second, by minute: followed (holding the watch leader's content) and mixed (a union of disagreeing servers' views), of the samples\n")
+	for _, name := range sortedKeys(f.samples) {
+		var parts []string
+		for _, v := range f.samples[name] {
+			if name == "leader" {
+				parts = append(parts, fmt.Sprintf("mixed %d/%d", v[2], v[0]))
+			} else {
+				parts = append(parts, fmt.Sprintf("followed %d/%d mixed %d/%d", v[1], v[0], v[2], v[0]))
+			}
+		}
+		fmt.Fprintf(b, "  %-7s %s\n", name, strings.Join(parts, "; "))
 	}
 }

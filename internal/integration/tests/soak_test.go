@@ -686,6 +686,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	follow := sampleFollowing(ctx, s, &wg, reg, sharedCfgs, ha) // soak_cost_test.go
 	var applies applyOutcomes
 	sched.declared.Store(int64(sched.fields))
 	applier(ctx, s, &wg, ha, applyConv, applyDyn, &sched.declared, &applies)
@@ -861,6 +862,7 @@ func TestSoak(t *testing.T) {
 	ratio := libShared / max(libDefault, 1e-9)
 	fmt.Fprintf(&b, "controllers' library requests a minute: kubeatlas %.1f, controller-runtime's defaults %.1f: %.3f of them (target at most 0.1)\n", libShared, libDefault, ratio)
 	counts.ledger.report(&b, "kubeatlas-controller", 12)
+	follow.report(&b)
 	if err := counts.ledger.writeLog(reportDir); err != nil {
 		t.Error(err)
 	}
