@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -29,14 +30,14 @@ import (
 // and so is a third answer (A, then B, then C: one server moving on, as
 // when CRDs install one after another). The view before coming back (A,
 // then B, then A) means the servers disagree: the client then serves
-// the union of the views it has seen lately (each view is kept for
-// mixedWindow refreshes after it was last seen, and looked for once more
-// with a new connection before it leaves), marks what only some of them
-// serve (Snapshot.Partial), and tells subscribers only when that union
-// changes. A real change still shows: a resource new on one server
-// is added at once (partial, until every view has it); one removed from
-// every server goes once the views that had it have not been seen for
-// mixedWindow refreshes.
+// the union of the views it has seen lately (each view is kept until it
+// has not been seen for mixedWindow refreshes or for mixedAge, whichever
+// comes first, and looked for once more with a new connection before it
+// leaves), marks what only some of them serve (Snapshot.Partial), and
+// tells subscribers only when that union changes. A real change still
+// shows: a resource new on one server is added at once (partial, until
+// every view has it); one removed from every server goes at the first
+// refresh a second after the last read that showed it.
 
 // union is what a client keeps for servers that disagree behind its URL:
 // the views it saw (none while they agree) and the client its resamples
@@ -56,8 +57,19 @@ type resampling struct {
 }
 
 // mixedWindow is how many refreshes a view of a disagreeing server stays
-// in the union after it was last seen.
-const mixedWindow = 8
+// in the union after it was last seen, and mixedAge how long: the first
+// of the two it reaches ends it (after the resample that looks for it once
+// more). The age matters to a client that refreshes seldom (package
+// shared's identities prove their views only at a miss or when their
+// leader's content lacks what they answer with): counted in refreshes
+// alone, a view that no server served any more stayed in its union for
+// minutes, and a resource removed from both servers was mapped (a 404 at
+// every request) for as long. Servers that go on disagreeing keep their
+// views: the resample before a view leaves finds the other server.
+const (
+	mixedWindow = 8
+	mixedAge    = time.Second
+)
 
 // viewHistory is what a client whose servers disagree keeps: the views it
 // saw lately and their union. A client whose servers agree has none (it
@@ -71,22 +83,30 @@ type viewHistory struct {
 
 type seenView struct {
 	c    *content
-	last uint64
+	last uint64    // the refresh that last saw it (viewHistory.seq)
+	at   time.Time // and when, on the client's clock (its read's validation)
 }
 
 func viewKey(c *content) [2]string { return [2]string{c.core.etag, c.named.etag} }
 
-// see records a view seen now and returns the one it holds for its key.
-func (h *viewHistory) see(c *content) *content {
+// see records a view seen at now and returns the one it holds for its
+// key.
+func (h *viewHistory) see(c *content, now time.Time) *content {
 	k := viewKey(c)
 	for i := range h.views {
 		if viewKey(h.views[i].c) == k {
-			h.views[i].last = h.seq
+			h.views[i].last, h.views[i].at = h.seq, now
 			return h.views[i].c
 		}
 	}
-	h.views = append(h.views, seenView{c: c, last: h.seq})
+	h.views = append(h.views, seenView{c: c, last: h.seq, at: now})
 	return c
+}
+
+// gone says whether v, not the view just read (latest), has not been seen
+// for mixedWindow refreshes or for mixedAge at now.
+func (h *viewHistory) gone(v seenView, latest *content, now time.Time) bool {
+	return v.c != latest && (h.seq-v.last >= mixedWindow || now.Sub(v.at) >= mixedAge)
 }
 
 // observe takes a refresh's snapshot s (prev is the client's snapshot
@@ -99,6 +119,7 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 	view := s.etagView()
 	k := viewKey(view)
 	h := u.history
+	now := s.validated
 	if k[0] == "" || k[1] == "" {
 		// Legacy discovery has no ETags to tell views apart.
 		u.history = nil
@@ -122,25 +143,26 @@ func (u *union) observe(ctx context.Context, prev, s *Snapshot) *Snapshot {
 			return &Snapshot{content: other, validated: s.validated, fetched: s.fetched}
 		}
 		h = &viewHistory{}
-		h.see(prev.etagView())
-		h.see(other)
-		view = h.see(view)
+		h.see(prev.etagView(), prev.validated)
+		h.see(other, now)
+		view = h.see(view, now)
 		u.history = h
 	}
 	h.seq++
-	view = h.see(view)
-	expiring := slices.ContainsFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
+	view = h.see(view, now)
+	expiring := slices.ContainsFunc(h.views, func(v seenView) bool { return h.gone(v, view, now) })
 	if expiring {
 		// A view about to leave the union is looked for once more: a
 		// balancer's turns can keep a client's requests off one server for
 		// a while (each refresh sends two requests at once), and a server
 		// that still disagrees must not flap out and in.
 		if other := u.resample(ctx, view, prev); other != nil {
-			h.see(other)
+			h.see(other, now)
 		}
 	}
-	// Views not seen for mixedWindow refreshes leave; the latest stays.
-	h.views = slices.DeleteFunc(h.views, func(v seenView) bool { return v.c != view && h.seq-v.last >= mixedWindow })
+	// Views not seen for mixedWindow refreshes or for mixedAge leave; the
+	// latest stays.
+	h.views = slices.DeleteFunc(h.views, func(v seenView) bool { return h.gone(v, view, now) })
 	if len(h.views) < 2 {
 		u.history = nil
 		if s.content != view {
@@ -232,7 +254,7 @@ func (c *content) etagView() *content {
 // documents.
 func unionContent(views []*content, before *content) *content {
 	first := views[0]
-	u := &content{core: first.core, named: first.named, err: first.err, generation: generations.Add(1), partsOf: first}
+	u := &content{core: first.core, named: first.named, err: first.err, generation: generations.Add(1), partsOf: first, of: views}
 	u.core.raw, u.named.raw = nil, nil
 	u.partialVersions = map[schema.GroupVersion]bool{}
 	u.partialResources = map[schema.GroupVersionResource]bool{}

@@ -66,7 +66,8 @@ func (c *Client) Follow() (stop func()) {
 // (Following) while leader is followed (Follow; not through a leader of
 // its own) and c's current snapshot holds the same content as leader's
 // (the same generation, or documents with the same ETags, which c's own
-// requests were answered with). A change leader's follower sees refreshes
+// requests were answered with; behind a balancer over servers that
+// disagree, a union of views with the same ETags, mixed.go). A change leader's follower sees refreshes
 // leader, and its new content ends c's following at once, with no request
 // and no callback, until a refresh of c's own (the next lookup that needs
 // it: a miss, a lookup without a version) shows c the same content. So
@@ -139,6 +140,56 @@ func (c *Client) LeaderLacks(gvr schema.GroupVersionResource) (generation uint64
 	return 0, false
 }
 
+// LeaderServesKind says whether c has a followed leader (FollowLeader,
+// its watch running) and, if so, whether one of them holds content that
+// serves gvk (in any version of its group when gvk.Version is empty) as
+// a resource's kind. A lookup of c that finds no such kind again, while
+// every followed leader, whose watch vouches for its content, lacks it
+// too, has nothing to find in a refresh of c's own; when a leader serves
+// it, c's view is behind (restmapper's repeated misses refresh only
+// then, when c does not hold its leader's content: behind a balancer over
+// servers of two versions, the leader's content joins both servers' views
+// and the client's holds one, so it is not Following, and issue 47's
+// soak found its identities refreshing at each repeated miss, about once
+// a second each). Like LeaderLacks, it tells the caller nothing of the
+// leader's content but whether gvk is in it; no request, and nothing is
+// allocated.
+func (c *Client) LeaderServesKind(gvk schema.GroupVersionKind) (followed, serves bool) {
+	for n := c.leaders.head.Load(); n != nil; n = n.next {
+		l := n.c
+		ls := l.current.Load()
+		if l.followers.Load() == 0 || ls == nil {
+			continue
+		}
+		followed = true
+		if servesKind(ls, gvk) {
+			return true, true
+		}
+	}
+	return followed, false
+}
+
+// servesKind says whether s lists a resource of kind gvk in its
+// group-version (any version of the group when gvk.Version is empty).
+func servesKind(s *Snapshot, gvk schema.GroupVersionKind) bool {
+	g, ok := s.Group(gvk.Group)
+	if !ok {
+		return false
+	}
+	for i := range g.Versions {
+		v := &g.Versions[i]
+		if gvk.Version != "" && v.Version != gvk.Version {
+			continue
+		}
+		for j := range v.Resources {
+			if v.Resources[j].Kind.Kind == gvk.Kind {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // serves says whether s lists gvr (its plural name, as a REST mapping's
 // Resource names it).
 func serves(s *Snapshot, gvr schema.GroupVersionResource) bool {
@@ -178,7 +229,13 @@ func (c *Client) leaderHolds(s *Snapshot) bool {
 // sameContent says whether a and b hold the same discovery: the same
 // content, or documents with the same ETags, each checked against its
 // ETag (Surfaces) and complete (content that came back after another is
-// renumbered, so the generation alone would part them).
+// renumbered, so the generation alone would part them), or unions of
+// disagreeing servers' views (mixed.go) that join views with the same
+// ETags: behind a balancer over servers of two versions, a leader and
+// its follower each join the two servers' views in a union of their
+// own, and issue 47's soak found the follower never Following while two
+// versions ran (each of its lookups that needed it proved its view,
+// four requests a refresh).
 func sameContent(a, b *Snapshot) bool {
 	if a == nil || b == nil {
 		return false
@@ -188,7 +245,25 @@ func sameContent(a, b *Snapshot) bool {
 	}
 	ka, okA := a.content.key()
 	kb, okB := b.content.key()
-	return okA && okB && ka == kb
+	return okA && okB && ka == kb || sameViewKeys(a.content.of, b.content.of)
+}
+
+// sameViewKeys says whether unions' views a and b (content.of) are views of
+// the same documents, each keyed (content.key): nothing is allocated.
+func sameViewKeys(a, b []*content) bool {
+	if len(a) == 0 || len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		kx, ok := x.key()
+		if !ok {
+			return false
+		}
+		if !slices.ContainsFunc(b, func(y *content) bool { ky, ok := y.key(); return ok && ky == kx }) {
+			return false
+		}
+	}
+	return true
 }
 
 // leaders is FollowLeader's list: written under mu, read with one atomic

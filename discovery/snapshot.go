@@ -43,8 +43,10 @@ type content struct {
 	byGroup   map[string]int
 
 	// Set for the union of disagreeing servers' views (mixed.go): the
-	// view whose parts it carries, and what only some views serve.
+	// view whose parts it carries, the views it joins, and what only some
+	// views serve.
 	partsOf          *content
+	of               []*content
 	partialVersions  map[schema.GroupVersion]bool
 	partialResources map[schema.GroupVersionResource]bool
 }
@@ -67,7 +69,7 @@ func (c *content) renumbered() *content {
 	return &content{
 		generation: generations.Add(1),
 		core:       c.core, named: c.named, groups: c.groups, err: c.err,
-		partsOf: c.partsOf, partialVersions: c.partialVersions, partialResources: c.partialResources,
+		partsOf: c.partsOf, of: c.of, partialVersions: c.partialVersions, partialResources: c.partialResources,
 	}
 }
 

@@ -32,7 +32,10 @@
 // whose CRD was just served is found at its first lookup whatever missed
 // before, and then after a backoff that grows from 50 ms to
 // [WithMissRefreshInterval] (a second), within budgets that keep a loop over
-// kinds that never exist to about one refresh a second. Installed, deleted,
+// kinds that never exist to about one refresh a second. While the client is
+// followed ([discovery.Client.Following]: discovery/watch refreshes it on
+// every change it sees), a question that missed before does not refresh
+// again: such a loop costs its first refresh. Installed, deleted,
 // re-scoped and re-versioned CRDs show after the next refresh, without a
 // new mapper; discovery/watch makes that refresh happen as soon as the
 // server serves the change.

@@ -54,8 +54,12 @@ func named(name string, set func(*options) error) Option {
 // refresh at most 8 times in a row and then once per interval, and so do
 // repeated misses: a loop over a kind that never exists costs a handful of
 // refreshes (two 304s each) in its first second and then one an interval,
-// whatever else is asked for. It is also how old discovery may be when a
-// lookup without a version is answered: the first such lookup after it
+// whatever else is asked for; while the client is followed
+// (discovery.Client.Following), a question that missed before does not
+// refresh again (the follower refreshes the client on every change it
+// sees), so such a loop costs its first refresh and nothing more. It is
+// also how old discovery may be when a lookup without a version is
+// answered: the first such lookup after it
 // revalidates (within the repeats' budget) before answering, unless the
 // client is followed (discovery.Client.Following: discovery/watch keeps
 // it current).
@@ -103,7 +107,8 @@ func WithWarningHandler(f func(string)) Option {
 // when nothing changed) and tries again: at once the first time a question
 // misses, then after a backoff (WithMissRefreshInterval), so a kind whose
 // CRD was just served is found at its first lookup and a loop over a kind
-// that does not exist costs about one refresh a second. A lookup without a
+// that does not exist costs about one refresh a second (one in all while
+// discovery/watch follows the client: it refreshes on every change). A lookup without a
 // version is answered from discovery validated within the interval: the
 // first one after it revalidates before answering, so a version added to
 // or removed from a group shows in versionless answers an interval later
@@ -282,7 +287,7 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	// A cold lookup's snapshot was read after it began: a refresh would
 	// read the same.
-	if !meta.IsNoMatchError(a.err) || cold || !m.missPolicy().mayRefresh(k, m.opts.clock.Now()) {
+	if !meta.IsNoMatchError(a.err) || cold || !m.missPolicy().mayRefresh(k, m.opts.clock.Now(), m.client.Following() || m.leadersLack(k, versions)) {
 		m.count(a.err)
 		return a
 	}
@@ -331,6 +336,28 @@ func (m *Mapper) leaderLacks(k memoKey, a answer) (uint64, bool) {
 		return m.client.LeaderLacks(schema.GroupVersionResource{Group: k.group, Version: k.version, Resource: k.name})
 	}
 	return 0, false
+}
+
+// leadersLack says whether question k (versions: see several), a kind's
+// mapping, is one that every followed leader of the client lacks too
+// (discovery.Client.LeaderServesKind): their watch vouches that the
+// server does not serve it, so a repeated miss has nothing to find in a
+// refresh (misses.go). A question of a resource, or a client with no
+// followed leader, is not.
+func (m *Mapper) leadersLack(k memoKey, versions []string) bool {
+	if k.op != opRESTMapping && k.op != opRESTMappings {
+		return false
+	}
+	if len(versions) == 0 {
+		followed, serves := m.client.LeaderServesKind(schema.GroupVersionKind{Group: k.group, Version: k.version, Kind: k.name})
+		return followed && !serves
+	}
+	for _, v := range versions {
+		if followed, serves := m.client.LeaderServesKind(schema.GroupVersionKind{Group: k.group, Version: v, Kind: k.name}); !followed || serves {
+			return false
+		}
+	}
+	return true
 }
 
 // revalidate refreshes discovery for a lookup without a version whose

@@ -16,7 +16,7 @@ func TestMissPolicy(t *testing.T) {
 	k := memoKey{op: opRESTMapping, group: "g", name: "K"}
 	var at []time.Duration
 	for d := time.Duration(0); d < 3*time.Second; d += time.Millisecond {
-		if p.mayRefresh(k, now.Add(d)) {
+		if p.mayRefresh(k, now.Add(d), false) {
 			at = append(at, d)
 		}
 	}
@@ -26,35 +26,35 @@ func TestMissPolicy(t *testing.T) {
 	}
 
 	p.found(k)
-	if !p.mayRefresh(k, now.Add(3*time.Second)) {
+	if !p.mayRefresh(k, now.Add(3*time.Second), false) {
 		t.Error("a question found and then missing again is not a first miss")
 	}
 
 	p = newMisses(time.Second)
 	n := 0
 	for i := range 100 {
-		if p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now) {
+		if p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now, false) {
 			n++
 		}
 	}
 	if n != missBurst {
 		t.Errorf("100 first misses at once refreshed %d times, want the burst of %d", n, missBurst)
 	}
-	if p.mayRefresh(memoKey{name: "new"}, now.Add(500*time.Millisecond)) {
+	if p.mayRefresh(memoKey{name: "new"}, now.Add(500*time.Millisecond), false) {
 		t.Error("a first miss refreshed half an interval after the burst was spent")
 	}
-	if !p.mayRefresh(memoKey{name: "new"}, now.Add(time.Second)) {
+	if !p.mayRefresh(memoKey{name: "new"}, now.Add(time.Second), false) {
 		t.Error("a first miss did not refresh an interval after the burst was spent")
 	}
 
 	// Repeats spend their own budget, not the first misses'.
 	p = newMisses(time.Second)
 	for i := range missBurst {
-		p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now)
+		p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now, false)
 	}
 	for d := 50 * time.Millisecond; d < time.Second; d += time.Millisecond {
 		for i := range missBurst {
-			p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now.Add(d))
+			p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now.Add(d), false)
 		}
 	}
 	if p.repeats.TokensAt(now.Add(time.Second)) >= 1 || p.firsts.TokensAt(now.Add(time.Second)) < 1 {
@@ -64,7 +64,7 @@ func TestMissPolicy(t *testing.T) {
 
 	p = newMisses(time.Second)
 	for i := range 5 * missKeys {
-		p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now.Add(time.Duration(i)*time.Second))
+		p.mayRefresh(memoKey{name: fmt.Sprint(i)}, now.Add(time.Duration(i)*time.Second), false)
 	}
 	if len(p.backoffs) > missKeys {
 		t.Errorf("remembers %d questions, want at most %d", len(p.backoffs), missKeys)

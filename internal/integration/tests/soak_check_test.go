@@ -332,6 +332,8 @@ func (d *disagreement) late(now time.Time) time.Duration {
 type checker struct {
 	readers []*truthReader
 	clients []*soakClient
+	// onTruth, if set before run, is told of each server's reads.
+	onTruth func(server int, t *soakTruth)
 	// universe is every field soakGroup's schemas may declare.
 	universe []string
 
@@ -462,6 +464,9 @@ func (c *checker) readTruth(ctx context.Context) {
 		c.prev[i] = c.truthAt(i)
 		c.truth[i] = t
 		c.mu.Unlock()
+		if c.onTruth != nil {
+			c.onTruth(i, t)
+		}
 	}
 }
 

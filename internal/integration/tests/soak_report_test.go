@@ -73,10 +73,13 @@ type requestCounts struct {
 	// observe, when set before the proxies start, serves each request
 	// through next itself (to see its answer) after it is counted.
 	observe func(kind string, w http.ResponseWriter, r *http.Request, next http.Handler)
+	// ledger breaks the counts down by identity, path and status
+	// (soak_cost_test.go).
+	ledger *requestLedger
 }
 
 func newRequestCounts(start time.Time) *requestCounts {
-	return &requestCounts{start: start, n: map[string]map[string][]int{}}
+	return &requestCounts{start: start, n: map[string]map[string][]int{}, ledger: newRequestLedger(start)}
 }
 
 // libraryPath says whether a request is one a discovery, mapping or

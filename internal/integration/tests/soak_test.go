@@ -86,6 +86,12 @@ func startCountingProxy(t *testing.T, p *haPlane, server string, counts *request
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 100, ForceAttemptHTTP2: true}
 	rp.Transport = tr
 	cp := &countingProxy{counts: counts}
+	name := server // the server's name, for the ledger (soak_cost_test.go)
+	for _, srv := range p.servers {
+		if srv.url == server {
+			name = srv.name
+		}
+	}
 	// A server down (restarted) or a cut connection is counted, not
 	// logged: the timeline says when.
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
@@ -95,6 +101,7 @@ func startCountingProxy(t *testing.T, p *haPlane, server string, counts *request
 	cp.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind, _, _ := strings.Cut(r.Header.Get("User-Agent"), " ")
 		counts.add(kind, r.URL.Path)
+		w = counts.ledger.observe(w, r, name)
 		if counts.observe != nil {
 			counts.observe(kind, w, r, rp)
 			return
@@ -636,6 +643,7 @@ func TestSoak(t *testing.T) {
 	// The aggregated server, user-2 throttled, the fleet: soak_faults_test.go.
 	faulty := startSoakFaults(ctx, t, s, p, proxies, byIdentity, reg, viaLB)
 	chk := newChecker(readers, clients, soakUniverse())
+	chk.onTruth = func(i int, t *soakTruth) { counts.ledger.truth(p.servers[i].name, t.at, t.kinds) }
 	waitUntil(t, "both servers serving Widget", 60*time.Second, func() bool {
 		chk.readTruth(ctx)
 		for _, tr := range chk.truth {
@@ -693,6 +701,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	follow := sampleFollowing(ctx, s, &wg, reg, sharedCfgs, ha) // soak_cost_test.go
 	var applies applyOutcomes
 	sched.declared.Store(int64(sched.fields))
 	applier(ctx, s, &wg, ha, applyConv, applyDyn, &sched.declared, &applies)
@@ -873,6 +882,11 @@ func TestSoak(t *testing.T) {
 	libDefault := perMinute(snap["controller-runtime-default"]["library"], end.Sub(s.start))
 	ratio := libShared / max(libDefault, 1e-9)
 	fmt.Fprintf(&b, "controllers' library requests a minute: kubeatlas %.1f, controller-runtime's defaults %.1f: %.3f of them (target at most 0.1)\n", libShared, libDefault, ratio)
+	counts.ledger.report(&b, "kubeatlas-controller", 12)
+	follow.report(&b)
+	if err := counts.ledger.writeLog(reportDir); err != nil {
+		t.Error(err)
+	}
 
 	b.WriteString("\n== the check that names skew (consistency.Check every 10 s, both servers vouched for)\n")
 	s.mu.Lock()
