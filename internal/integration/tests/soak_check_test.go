@@ -310,6 +310,10 @@ type disagreement struct {
 	// server showed: the server served it between two reads, and the
 	// client saw it first. Not a wrong answer.
 	ahead bool
+	// held: the server held the client's requests back with 429s from
+	// before served until then (a Retry-After it asked the client to
+	// wait): late counts from there (identityCounts.heldUntil).
+	held time.Time
 }
 
 // wrong says whether the disagreement counts against the target: the
@@ -324,7 +328,11 @@ func (d *disagreement) late(now time.Time) time.Duration {
 	if end.IsZero() {
 		end = now
 	}
-	return end.Sub(d.served)
+	from := d.served
+	if d.held.After(from) {
+		from = d.held
+	}
+	return end.Sub(from)
 }
 
 // checker holds each server's latest truth and each client's open

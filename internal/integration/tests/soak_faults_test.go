@@ -130,7 +130,17 @@ type identityCounts struct {
 	// next request of it; waits: "kind path" → the waits seen.
 	after429 map[string]throttledAt
 	waits    map[string]*waitStats
+	// held: proxy host → the spans in which the server told the checked
+	// throttled handles (client kind kubeatlas-checked, user-3) to wait:
+	// a 429's arrival to its Retry-After (heldUntil).
+	held map[string][]heldSpan
 }
+
+// heldSpan is a 429's arrival and the end of the wait it asked for.
+type heldSpan struct{ from, until time.Time }
+
+// maxHeldSpans bounds the spans kept for each proxy.
+const maxHeldSpans = 100000
 
 // throttledAt is when a 429 was answered, and the wait it asked for.
 type throttledAt struct {
@@ -151,7 +161,7 @@ type waitStats struct {
 
 func newIdentityCounts(start time.Time) *identityCounts {
 	return &identityCounts{start: start, library: map[string][]int{}, throttled: map[string][]int{}, retryAfter: map[string]int{},
-		after429: map[string]throttledAt{}, waits: map[string]*waitStats{}}
+		after429: map[string]throttledAt{}, waits: map[string]*waitStats{}, held: map[string][]heldSpan{}}
 }
 
 func bump(m map[string][]int, key string, minute int) {
@@ -214,6 +224,32 @@ func (c *identityCounts) done(kind string, r *http.Request, status int, retryAft
 		secs, _ := strconv.Atoi(retryAfter)
 		c.after429[kind+" "+id+" "+r.Host+r.URL.Path] = throttledAt{at: now, asked: time.Duration(secs) * time.Second}
 	}
+	if kind == "kubeatlas-checked" && id == throttledUser {
+		if secs, err := strconv.Atoi(retryAfter); err == nil && secs > 0 && len(c.held[r.Host]) < maxHeldSpans {
+			c.held[r.Host] = append(c.held[r.Host], heldSpan{from: now, until: now.Add(time.Duration(secs) * time.Second)})
+		}
+	}
+}
+
+// heldUntil is when a checked throttled handle of the server behind the
+// proxy at host could first have learnt what the server served at t: t
+// itself, unless a 429 told it to wait past t, then the end of that wait
+// (and of any wait a 429 within it asked for). The target counts
+// from when the server a client talks to serves the change; a server that
+// answers a client 429, Retry-After: 32 does not serve it anything for
+// those 32 s, and the library waits them out as it must.
+func (c *identityCounts) heldUntil(host string, t time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for moved := true; moved; {
+		moved = false
+		for _, sp := range c.held[host] {
+			if !sp.from.After(t) && sp.until.After(t) {
+				t, moved = sp.until, true
+			}
+		}
+	}
+	return t
 }
 
 // observe is the counting proxy's hook: it serves r through next and
@@ -854,6 +890,27 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 	}
 }
 
+// markHeld times each disagreement of a checked throttled handle from
+// the end of the wait its server's 429s asked for, where that wait
+// covered the moment the checker first read what the server served
+// (identityCounts.heldUntil), and says so in the report.
+func (sf *soakFaults) markHeld(all []*disagreement) {
+	for _, d := range all {
+		if d.server < 0 || d.server >= len(sf.proxies) || !strings.HasPrefix(d.client, throttledUser+"@") {
+			continue
+		}
+		host := strings.TrimPrefix(sf.proxies[d.server].ts.URL, "https://")
+		if h := sf.counts.heldUntil(host, d.served); h.After(d.served) {
+			d.held = h
+			note := fmt.Sprintf("its server answered it 429 until +%s: timed from there", fmtOffset(h.Sub(sf.s.start)))
+			if d.interrupted != "" {
+				note = d.interrupted + "; " + note
+			}
+			d.interrupted = note
+		}
+	}
+}
+
 // report writes this file's sections of the report: the aggregated
 // server's outage as each server served it and what the clients
 // answered; the 429s by client kind and identity, the waits after them,
@@ -905,6 +962,23 @@ func (sf *soakFaults) report(b *strings.Builder, all []*disagreement, end time.T
 		ras = append(ras, fmt.Sprintf("%q: %d", k, sf.counts.retryAfter[k]))
 	}
 	fmt.Fprintf(b, "Retry-After on the 429s: %s\n", strings.Join(ras, ", "))
+	var thr, thrHeld, thrLate, thrWrong int
+	for _, dg := range all {
+		if !strings.HasPrefix(dg.client, throttledUser+"@") {
+			continue
+		}
+		thr++
+		if !dg.held.IsZero() {
+			thrHeld++
+		}
+		if !dg.ahead && dg.end.Sub(dg.served) > time.Second || !dg.ahead && dg.end.IsZero() && end.Sub(dg.served) > time.Second {
+			thrLate++
+		}
+		if dg.wrong(end) {
+			thrWrong++
+		}
+	}
+	fmt.Fprintf(b, "%s's checked handles: %d disagreements, %d of them begun while their server was answering them 429; %d over 1 s after the checker first read what the server served, %d over 1 s after the 429s' Retry-After had passed (the target's count)\n", throttledUser, thr, thrHeld, thrLate, thrWrong)
 	b.WriteString("the wait after a 429 before the same client kind and identity asked the same path of the same proxy again (early: before the Retry-After had passed):\n")
 	for _, k := range sortedKeys(sf.counts.waits) {
 		w := sf.counts.waits[k]
@@ -1236,5 +1310,60 @@ func TestMemorySVGHeapOnItsOwnAxis(t *testing.T) {
 		if p[1] < rssTop || p[1] > rssTop+rssHeight {
 			t.Errorf("an RSS point at y %.1f, outside its panel (%v to %v)", p[1], rssTop, rssTop+rssHeight)
 		}
+	}
+}
+
+// TestThrottledTimedFromTheEndOfTheirWait: a checked throttled handle's
+// disagreement is timed from the end of the Retry-After its server's 429s
+// asked for, where a wait covered the moment the change was first read
+// (chained waits: a 429 within a wait extends it), and from that moment
+// otherwise; another identity's or client kind's 429s hold nothing.
+func TestThrottledTimedFromTheEndOfTheirWait(t *testing.T) {
+	c := newIdentityCounts(time.Now())
+	req := func(kind, user string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "https://127.0.0.1:9/apis", nil)
+		r.Header.Set("Impersonate-User", user)
+		return r
+	}
+	t0 := time.Now()
+	c.done("kubeatlas-checked", req("kubeatlas-checked", throttledUser), http.StatusTooManyRequests, "3")
+	c.done("kubeatlas-checked", req("kubeatlas-checked", "user-1"), http.StatusTooManyRequests, "30")
+	c.done("kubeatlas-throttled", req("kubeatlas-throttled", throttledUser), http.StatusTooManyRequests, "30")
+	c.mu.Lock()
+	spans := c.held["127.0.0.1:9"]
+	if len(spans) != 1 {
+		c.mu.Unlock()
+		t.Fatalf("held spans %v, want the checked throttled handle's one", spans)
+	}
+	first := spans[0]
+	// A 429 within the first wait, asking for 5 s more.
+	c.held["127.0.0.1:9"] = append(c.held["127.0.0.1:9"], heldSpan{from: first.from.Add(2 * time.Second), until: first.from.Add(7 * time.Second)})
+	c.mu.Unlock()
+
+	if got := c.heldUntil("127.0.0.1:9", first.from.Add(time.Second)); !got.Equal(first.from.Add(7 * time.Second)) {
+		t.Errorf("a change read 1 s into the first wait: held until +%v, want +7s (the chained wait's end)", got.Sub(first.from))
+	}
+	if at := first.from.Add(8 * time.Second); !c.heldUntil("127.0.0.1:9", at).Equal(at) {
+		t.Errorf("a change read after every wait is held")
+	}
+	if at := t0.Add(-time.Second); !c.heldUntil("127.0.0.1:9", at).Equal(at) {
+		t.Errorf("a change read before the first 429 is held")
+	}
+
+	sf := &soakFaults{s: &soak{start: t0}, counts: c,
+		proxies: []*countingProxy{{ts: &httptest.Server{URL: "https://127.0.0.1:9"}}}}
+	served := first.from.Add(time.Second)
+	held := &disagreement{client: throttledUser + "@kas-0", server: 0, served: served, end: first.from.Add(7500 * time.Millisecond)}
+	other := &disagreement{client: "user-1@kas-0", server: 0, served: served, end: first.from.Add(7500 * time.Millisecond)}
+	late := &disagreement{client: throttledUser + "@kas-0", server: 0, served: first.from.Add(8 * time.Second), end: first.from.Add(10 * time.Second)}
+	sf.markHeld([]*disagreement{held, other, late})
+	if held.wrong(held.end) {
+		t.Errorf("right 0.5 s after its 429s' wait ended: judged wrong (late %v)", held.late(held.end))
+	}
+	if !other.wrong(other.end) {
+		t.Errorf("another identity, not held: not judged wrong")
+	}
+	if !late.wrong(late.end) {
+		t.Errorf("the throttled handle 2 s late after its waits: not judged wrong")
 	}
 }
