@@ -310,10 +310,9 @@ type disagreement struct {
 	// server showed: the server served it between two reads, and the
 	// client saw it first. Not a wrong answer.
 	ahead bool
-	// held: the server held the client's requests back with 429s from
-	// before served until then (a Retry-After it asked the client to
-	// wait): late counts from there (identityCounts.heldUntil).
-	held time.Time
+	// held: how long of it the server had the client wait after 429s
+	// (their Retry-After): not counted (identityCounts.heldWithin).
+	held time.Duration
 }
 
 // wrong says whether the disagreement counts against the target: the
@@ -328,11 +327,7 @@ func (d *disagreement) late(now time.Time) time.Duration {
 	if end.IsZero() {
 		end = now
 	}
-	from := d.served
-	if d.held.After(from) {
-		from = d.held
-	}
-	return end.Sub(from)
+	return end.Sub(d.served) - d.held
 }
 
 // checker holds each server's latest truth and each client's open

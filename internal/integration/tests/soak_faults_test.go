@@ -231,25 +231,35 @@ func (c *identityCounts) done(kind string, r *http.Request, status int, retryAft
 	}
 }
 
-// heldUntil is when a checked throttled handle of the server behind the
-// proxy at host could first have learnt what the server served at t: t
-// itself, unless a 429 told it to wait past t, then the end of that wait
-// (and of any wait a 429 within it asked for). The issue's target counts
-// from when the server a client talks to serves the change; a server that
-// answers a client 429, Retry-After: 32 does not serve it anything for
-// those 32 s, and the library waits them out as it must.
-func (c *identityCounts) heldUntil(host string, t time.Time) time.Time {
+// heldWithin is how much of [from, to) a checked throttled handle of the
+// server behind the proxy at host spent told to wait: the union of the
+// spans from each 429 it was answered to the end of its Retry-After. The
+// issue counts from when the server a client talks to serves the change;
+// a server that answers a client 429, Retry-After: 32 serves it nothing
+// for 32 s, which the library must wait out (a lookup waits within its
+// call; a refresh refused keeps the old view, or the error for a client
+// that has none, until it may ask again).
+func (c *identityCounts) heldWithin(host string, from, to time.Time) time.Duration {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for moved := true; moved; {
-		moved = false
-		for _, sp := range c.held[host] {
-			if !sp.from.After(t) && sp.until.After(t) {
-				t, moved = sp.until, true
-			}
+	spans := slices.Clone(c.held[host])
+	c.mu.Unlock()
+	slices.SortFunc(spans, func(a, b heldSpan) int { return a.from.Compare(b.from) })
+	var held time.Duration
+	at := from // the union's end so far, clipped to [from, to)
+	for _, sp := range spans {
+		lo, hi := sp.from, sp.until
+		if at.After(lo) {
+			lo = at
+		}
+		if to.Before(hi) {
+			hi = to
+		}
+		if hi.After(lo) {
+			held += hi.Sub(lo)
+			at = hi
 		}
 	}
-	return t
+	return held
 }
 
 // observe is the counting proxy's hook: it serves r through next and
@@ -890,19 +900,23 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 	}
 }
 
-// markHeld times each disagreement of a checked throttled handle from
-// the end of the wait its server's 429s asked for, where that wait
-// covered the moment the checker first read what the server served
-// (identityCounts.heldUntil), and says so in the report.
-func (sf *soakFaults) markHeld(all []*disagreement) {
+// markHeld takes from each disagreement of a checked throttled handle
+// the time its server's 429s told it to wait (identityCounts.heldWithin),
+// and says so in the report: it is wrong when it disagreed for more than
+// 1 s in which it was free to ask.
+func (sf *soakFaults) markHeld(all []*disagreement, end time.Time) {
 	for _, d := range all {
 		if d.server < 0 || d.server >= len(sf.proxies) || !strings.HasPrefix(d.client, throttledUser+"@") {
 			continue
 		}
+		to := d.end
+		if to.IsZero() {
+			to = end
+		}
 		host := strings.TrimPrefix(sf.proxies[d.server].ts.URL, "https://")
-		if h := sf.counts.heldUntil(host, d.served); h.After(d.served) {
+		if h := sf.counts.heldWithin(host, d.served, to); h > 0 {
 			d.held = h
-			note := fmt.Sprintf("its server answered it 429 until +%s: timed from there", fmtOffset(h.Sub(sf.s.start)))
+			note := fmt.Sprintf("its server had it wait %v of that after 429s: not counted", h.Round(10*time.Millisecond))
 			if d.interrupted != "" {
 				note = d.interrupted + "; " + note
 			}
@@ -968,7 +982,7 @@ func (sf *soakFaults) report(b *strings.Builder, all []*disagreement, end time.T
 			continue
 		}
 		thr++
-		if !dg.held.IsZero() {
+		if dg.held > 0 {
 			thrHeld++
 		}
 		if !dg.ahead && dg.end.Sub(dg.served) > time.Second || !dg.ahead && dg.end.IsZero() && end.Sub(dg.served) > time.Second {
@@ -978,7 +992,7 @@ func (sf *soakFaults) report(b *strings.Builder, all []*disagreement, end time.T
 			thrWrong++
 		}
 	}
-	fmt.Fprintf(b, "%s's checked handles: %d disagreements, %d of them begun while their server was answering them 429; %d over 1 s after the checker first read what the server served, %d over 1 s after the 429s' Retry-After had passed (the target's count)\n", throttledUser, thr, thrHeld, thrLate, thrWrong)
+	fmt.Fprintf(b, "%s's checked handles: %d disagreements, %d of them while their server had them wait after 429s; %d over 1 s after the checker first read what the server served, %d over 1 s of the time they were free to ask (the target's count)\n", throttledUser, thr, thrHeld, thrLate, thrWrong)
 	b.WriteString("the wait after a 429 before the same client kind and identity asked the same path of the same proxy again (early: before the Retry-After had passed):\n")
 	for _, k := range sortedKeys(sf.counts.waits) {
 		w := sf.counts.waits[k]
@@ -1313,57 +1327,70 @@ func TestMemorySVGHeapOnItsOwnAxis(t *testing.T) {
 	}
 }
 
-// TestThrottledTimedFromTheEndOfTheirWait: a checked throttled handle's
-// disagreement is timed from the end of the Retry-After its server's 429s
-// asked for, where a wait covered the moment the change was first read
-// (chained waits: a 429 within a wait extends it), and from that moment
-// otherwise; another identity's or client kind's 429s hold nothing.
-func TestThrottledTimedFromTheEndOfTheirWait(t *testing.T) {
+// TestThrottledTimedWhileFreeToAsk: a checked throttled handle's
+// disagreement counts only the time its server's 429s did not tell it to
+// wait (overlapping waits counted once); another identity's or client
+// kind's 429s hold nothing.
+func TestThrottledTimedWhileFreeToAsk(t *testing.T) {
 	c := newIdentityCounts(time.Now())
-	req := func(kind, user string) *http.Request {
+	req := func(user string) *http.Request {
 		r := httptest.NewRequest(http.MethodGet, "https://127.0.0.1:9/apis", nil)
 		r.Header.Set("Impersonate-User", user)
 		return r
 	}
 	t0 := time.Now()
-	c.done("kubeatlas-checked", req("kubeatlas-checked", throttledUser), http.StatusTooManyRequests, "3")
-	c.done("kubeatlas-checked", req("kubeatlas-checked", "user-1"), http.StatusTooManyRequests, "30")
-	c.done("kubeatlas-throttled", req("kubeatlas-throttled", throttledUser), http.StatusTooManyRequests, "30")
+	c.done("kubeatlas-checked", req(throttledUser), http.StatusTooManyRequests, "3")
+	c.done("kubeatlas-checked", req("user-1"), http.StatusTooManyRequests, "30")
+	c.done("kubeatlas-throttled", req(throttledUser), http.StatusTooManyRequests, "30")
 	c.mu.Lock()
 	spans := c.held["127.0.0.1:9"]
-	if len(spans) != 1 {
+	if len(spans) != 1 || spans[0].until.Sub(spans[0].from) != 3*time.Second {
 		c.mu.Unlock()
-		t.Fatalf("held spans %v, want the checked throttled handle's one", spans)
+		t.Fatalf("held spans %v, want the checked throttled handle's one of 3 s", spans)
 	}
-	first := spans[0]
-	// A 429 within the first wait, asking for 5 s more.
-	c.held["127.0.0.1:9"] = append(c.held["127.0.0.1:9"], heldSpan{from: first.from.Add(2 * time.Second), until: first.from.Add(7 * time.Second)})
+	w0 := spans[0].from
+	// A 429 within the first wait asking for 5 s more (w0+2 to w0+7),
+	// and one later (w0+10 to w0+12).
+	c.held["127.0.0.1:9"] = append(c.held["127.0.0.1:9"],
+		heldSpan{from: w0.Add(10 * time.Second), until: w0.Add(12 * time.Second)},
+		heldSpan{from: w0.Add(2 * time.Second), until: w0.Add(7 * time.Second)})
 	c.mu.Unlock()
 
-	if got := c.heldUntil("127.0.0.1:9", first.from.Add(time.Second)); !got.Equal(first.from.Add(7 * time.Second)) {
-		t.Errorf("a change read 1 s into the first wait: held until +%v, want +7s (the chained wait's end)", got.Sub(first.from))
+	for _, x := range []struct {
+		from, to time.Duration
+		want     time.Duration
+	}{
+		{-time.Second, 0, 0},
+		{time.Second, 6 * time.Second, 5 * time.Second},
+		{-time.Second, 13 * time.Second, 9 * time.Second},
+		{8 * time.Second, 11 * time.Second, time.Second},
+	} {
+		if got := c.heldWithin("127.0.0.1:9", w0.Add(x.from), w0.Add(x.to)); got != x.want {
+			t.Errorf("held within [%v, %v): %v, want %v", x.from, x.to, got, x.want)
+		}
 	}
-	if at := first.from.Add(8 * time.Second); !c.heldUntil("127.0.0.1:9", at).Equal(at) {
-		t.Errorf("a change read after every wait is held")
-	}
-	if at := t0.Add(-time.Second); !c.heldUntil("127.0.0.1:9", at).Equal(at) {
-		t.Errorf("a change read before the first 429 is held")
+	if got := c.heldWithin("127.0.0.1:8", w0, w0.Add(time.Minute)); got != 0 {
+		t.Errorf("another proxy's handle held %v", got)
 	}
 
 	sf := &soakFaults{s: &soak{start: t0}, counts: c,
 		proxies: []*countingProxy{{ts: &httptest.Server{URL: "https://127.0.0.1:9"}}}}
-	served := first.from.Add(time.Second)
-	held := &disagreement{client: throttledUser + "@kas-0", server: 0, served: served, end: first.from.Add(7500 * time.Millisecond)}
-	other := &disagreement{client: "user-1@kas-0", server: 0, served: served, end: first.from.Add(7500 * time.Millisecond)}
-	late := &disagreement{client: throttledUser + "@kas-0", server: 0, served: first.from.Add(8 * time.Second), end: first.from.Add(10 * time.Second)}
-	sf.markHeld([]*disagreement{held, other, late})
+	served := w0.Add(time.Second)
+	held := &disagreement{client: throttledUser + "@kas-0", server: 0, served: served, end: w0.Add(7500 * time.Millisecond)}
+	other := &disagreement{client: "user-1@kas-0", server: 0, served: served, end: w0.Add(7500 * time.Millisecond)}
+	late := &disagreement{client: throttledUser + "@kas-0", server: 0, served: w0.Add(7 * time.Second), end: w0.Add(10 * time.Second)}
+	open := &disagreement{client: throttledUser + "@kas-0", server: 0, served: w0.Add(9500 * time.Millisecond)}
+	sf.markHeld([]*disagreement{held, other, late, open}, w0.Add(12*time.Second))
 	if held.wrong(held.end) {
-		t.Errorf("right 0.5 s after its 429s' wait ended: judged wrong (late %v)", held.late(held.end))
+		t.Errorf("free to ask 0.5 s of its 6.5 s: judged wrong (late %v)", held.late(held.end))
 	}
 	if !other.wrong(other.end) {
 		t.Errorf("another identity, not held: not judged wrong")
 	}
 	if !late.wrong(late.end) {
-		t.Errorf("the throttled handle 2 s late after its waits: not judged wrong")
+		t.Errorf("free to ask 3 s and still wrong: not judged wrong")
+	}
+	if end := w0.Add(12 * time.Second); open.wrong(end) {
+		t.Errorf("open, free to ask 0.5 s of its 2.5 s: judged wrong (late %v)", open.late(end))
 	}
 }

@@ -836,7 +836,7 @@ func TestSoak(t *testing.T) {
 	s.mu.Unlock()
 
 	all := chk.all(end)
-	faulty.markHeld(all) // a throttled handle is timed from the end of its 429s' wait
+	faulty.markHeld(all, end) // a throttled handle's time told to wait after 429s does not count
 	var wrong []*disagreement
 	for _, dg := range all {
 		if dg.wrong(end) {
