@@ -3,6 +3,7 @@ package discovery
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -282,7 +283,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	}
 	c.http.HC.Transport = httpx.Counting{Next: next, N: &c.stats.requests}
 	c.http.Gzip = true
-	c.http.MaxRetries = o.maxRetries
+	c.http.MaxRetries = int32(min(o.maxRetries, math.MaxInt32))
 	// Without a disk cache no body outlives its decoding (fetchPart), so
 	// bodies may come from httpx's pools and go back to them.
 	c.http.Body = httpx.Options{Limit: o.maxResponseBytes, Recyclable: o.disk == nil}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -285,7 +286,7 @@ func newClient(hc *http.Client, base *url.URL, opts []Option) (*Client, error) {
 	// documents decompressed, as it verifies them.
 	h := httpx.NewClient(hc, base, o.maxRedirects)
 	cl := &Client{http: h, opts: o, docs: map[string]*list.Element{}, recent: list.New(), large: semaphore.NewWeighted(1)}
-	h.MaxRetries = o.maxRetries
+	h.MaxRetries = int32(min(o.maxRetries, math.MaxInt32))
 	// A document is read no further than its bound (the root, 100 KB at
 	// 3000 CRDs, shares it).
 	limit := min(o.maxResponseBytes, o.limits.Bytes)

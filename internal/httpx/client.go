@@ -70,6 +70,10 @@ type Client struct {
 	HC *http.Client
 	// Base is scheme://host[/prefix], without a trailing slash.
 	Base *url.URL
+	// MaxRetries bounds the retries of a 429 or 5xx with Retry-After (Do).
+	// An int32 beside the two flags, so that a Client is 64 bytes: package
+	// shared holds one per identity, and 72 is an 80-byte allocation.
+	MaxRetries int32
 	// Gzip asks for gzip explicitly and has ReadBody decompress it: the
 	// gzip trailer then gives the size to allocate at once, and Response.
 	// Wire counts the bytes on the wire. Without it, Go's transport still
@@ -80,8 +84,6 @@ type Client struct {
 	// as a rest.Config with DisableCompression says, whatever the
 	// transport would ask for (Go's own asks for gzip unless told not to).
 	Identity bool
-	// MaxRetries bounds the retries of a 429 or 5xx with Retry-After (Do).
-	MaxRetries int
 	// Body says how bodies are read: the limit after decompression.
 	Body Options
 
@@ -236,7 +238,7 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	}
 	req.Close = r.NewConnection
 	start := time.Now()
-	resp, err := Do(ctx, c.HC, req, c.MaxRetries)
+	resp, err := Do(ctx, c.HC, req, int(c.MaxRetries))
 	if err != nil {
 		recordRequest(ctx, c.Base, u, start, nil)
 		return nil, err
