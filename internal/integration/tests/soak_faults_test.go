@@ -136,6 +136,15 @@ type identityCounts struct {
 	held map[string][]heldSpan
 }
 
+// throttledFailAfter is how long of the time it was free to ask a
+// throttled handle may disagree before TestSoak fails (the report judges
+// it against 1 s as every other): the checker compares it on a goroutine
+// of its own that waits in the handle's calls, a lookup waiting out a
+// Retry-After of up to 32 s within the call, so the end of a disagreement
+// is seen only when that wait is over; a handle stuck for minutes still
+// fails.
+const throttledFailAfter = 30 * time.Second
+
 // heldSpan is a 429's arrival and the end of the wait it asked for.
 type heldSpan struct{ from, until time.Time }
 
