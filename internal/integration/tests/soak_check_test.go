@@ -351,7 +351,10 @@ type checker struct {
 	done    []*disagreement          // ended
 	reads   int                      // truth reads that answered
 	downs   map[int]int              // per server: reads that failed
-	checks  int
+	// lastDown is when a server was last stopped: a client behind the
+	// balancer may be answered by it until then (compareBalancer).
+	lastDown time.Time
+	checks   int
 }
 
 func newChecker(readers []*truthReader, clients []*soakClient, universe []string) *checker {
@@ -372,7 +375,8 @@ func (c *checker) down(i int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped[i] = true
-	c.drop(i, time.Now(), "server stopped")
+	c.lastDown = time.Now()
+	c.drop(i, c.lastDown, "server stopped")
 }
 
 // up says that server i is serving again: its next read counts as
