@@ -597,6 +597,21 @@ func (c *checker) all(now time.Time) []*disagreement {
 		cp := *d
 		cp.interrupted = "still open at the end"
 		cp.end = now
+		// Begun after the checker's last read of its server (of either,
+		// for the balancer's member): the client agreed with that read
+		// and then answered otherwise, and no read came after to say
+		// whether it was ahead or wrong (a CRD step in the run's last
+		// second). Not judged.
+		var last time.Time
+		for i, t := range c.truth {
+			if t != nil && (d.server < 0 || d.server == i) && t.at.After(last) {
+				last = t.at
+			}
+		}
+		if !last.IsZero() && d.start.After(last) {
+			cp.ahead = true
+			cp.interrupted = "still open at the end, begun after the checker's last read of the server: not judged"
+		}
 		out = append(out, &cp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -1410,5 +1411,28 @@ func TestThrottledTimedWhileFreeToAsk(t *testing.T) {
 	}
 	if end := w0.Add(12 * time.Second); open.wrong(end) {
 		t.Errorf("open, free to ask 0.5 s of its 2.5 s: judged wrong (late %v)", open.late(end))
+	}
+}
+
+// TestOpenAtTheEndJudgedOnlyWhenARead: a disagreement still open when the
+// run ends is wrong when the checker's last read of its server already
+// showed it (the client lagged that read), and not judged when it began
+// after that read (the client moved on and no read came after to say
+// whether it was ahead).
+func TestOpenAtTheEndJudgedOnlyWhenARead(t *testing.T) {
+	c := newChecker(make([]*truthReader, 2), nil, nil)
+	t0 := time.Now()
+	c.truth[0] = &soakTruth{at: t0}
+	c.truth[1] = &soakTruth{at: t0.Add(-300 * time.Millisecond)}
+	c.open["lagging"] = &disagreement{client: "a", server: 0, key: "k1", served: t0.Add(-20 * time.Second), start: t0.Add(-2 * time.Second)}
+	c.open["moved"] = &disagreement{client: "b", server: 0, key: "k2", served: t0.Add(-20 * time.Second), start: t0.Add(500 * time.Millisecond)}
+	c.open["member"] = &disagreement{client: "m", server: -1, key: "k3", served: t0.Add(-20 * time.Second), start: t0.Add(-100 * time.Millisecond)}
+	end := t0.Add(800 * time.Millisecond)
+	wrong := map[string]bool{}
+	for _, d := range c.all(end) {
+		wrong[d.client] = d.wrong(end)
+	}
+	if want := map[string]bool{"a": true, "b": false, "m": true}; !maps.Equal(wrong, want) {
+		t.Errorf("judged wrong at the end: %v, want %v", wrong, want)
 	}
 }

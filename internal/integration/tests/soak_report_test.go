@@ -11,10 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -25,6 +27,23 @@ type memSample struct {
 	rss        uint64        // VmRSS, bytes
 	goroutines int
 	sockets    int // open file descriptors that are sockets
+}
+
+// writeHeapProfile writes the heap's profile to path (after the GC
+// sampleMemory made): heap-from.pprof at the sample growth is judged from
+// and heap-end.pprof at the last, so that growth can be told apart as the
+// library's or the soak's own records (go tool pprof -sample_index=
+// inuse_space -diff_base heap-from.pprof heap-end.pprof).
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Errorf("heap profile: %v", err)
+	}
 }
 
 func sampleMemory(since time.Time) memSample {

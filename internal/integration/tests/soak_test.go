@@ -667,8 +667,14 @@ func TestSoak(t *testing.T) {
 		for {
 			m := sampleMemory(s.start)
 			memMu.Lock()
+			first := len(mem) > 0 && mem[len(mem)-1].at < soakGrowthFrom-5*time.Second && m.at >= soakGrowthFrom-5*time.Second
 			mem = append(mem, m)
 			memMu.Unlock()
+			if first {
+				// The sample growth is judged from: its heap profile, for
+				// go tool pprof -diff_base against heap-end.pprof.
+				writeHeapProfile(t, filepath.Join(reportDir, "heap-from.pprof"))
+			}
 			if !sleepCtx(ctx, time.Minute) {
 				return
 			}
@@ -818,6 +824,7 @@ func TestSoak(t *testing.T) {
 	sleepCtx(ctx, time.Until(s.start.Add(d)))
 	// The last sample while the load still runs, like the others.
 	final := sampleMemory(s.start)
+	writeHeapProfile(t, filepath.Join(reportDir, "heap-end.pprof"))
 	end := time.Now()
 	cancel()
 	wg.Wait()
