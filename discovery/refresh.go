@@ -140,6 +140,14 @@ func (c *Client) LeaderLacks(gvr schema.GroupVersionResource) (generation uint64
 	return 0, false
 }
 
+// Throttled says whether the server has told c to wait: a 429 whose
+// Retry-After has not passed (API Priority and Fairness throttling c's
+// identity). Until it passes, a refresh sends nothing and fails at once
+// with that 429, so a caller that refreshes on its own schedule (a
+// lookup's miss, restmapper's) need not ask, nor count the answer against
+// its budget. One atomic load; nothing is allocated.
+func (c *Client) Throttled() bool { return !c.http.HeldUntil().IsZero() }
+
 // LeaderServesKind says whether c has a followed leader (FollowLeader,
 // its watch running) and, if so, whether one of them holds content that
 // serves gvk (in any version of its group when gvk.Version is empty) as

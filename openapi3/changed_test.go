@@ -3,6 +3,7 @@ package openapi3_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"runtime"
 	"slices"
 	"testing"
@@ -256,4 +257,50 @@ func TestChangedDropsRemovedDocuments(t *testing.T) {
 		t.Errorf("after the root dropped %s, the table holds %d documents; want 1 (apps/v1's)", late, n)
 	}
 	runtime.KeepAlive(c) // which holds apps/v1's
+}
+
+// TestChangedThrottledReadKeepsTheMark: a root read the server refuses
+// with a 429 (API Priority and Fairness throttling the identity) does not
+// answer Changed's mark: once its Retry-After has passed, the first call a
+// second after the refusal reads the root again and finds the change,
+// where a failed read otherwise answers the marks and leaves the next read
+// to the max age. Issue 47's soak found a throttled identity's schemas up
+// to 13.7 s behind the server, of the time it was free to ask.
+func TestChangedThrottledReadKeepsTheMark(t *testing.T) {
+	srv, base := docserver.Start(t)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	// No retries: the 429 is not waited out within the read, so the
+	// client holds it for its Retry-After.
+	c := newClient(t, base, openapi3.WithClock(clk), openapi3.WithMaxAge(time.Hour), openapi3.WithMaxRetries(0))
+	ctx := context.Background()
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	widget := schema.GroupVersion{Group: "late.example.com", Version: "v1"}
+	if err := srv.AddCRD(docserver.CRD{Group: widget.Group, Versions: []string{widget.Version}, Kind: "Widget"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("/openapi/v3", docserver.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Second, Times: 1})
+	srv.ResetRequests()
+	c.Changed()
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	root, err := c.Paths(ctx)
+	if err != nil {
+		t.Fatalf("the refused read: %v; want the root held", err)
+	}
+	if _, ok := root[openapi3.PathFor(widget)]; ok {
+		t.Fatal("the refused read listed the new group-version")
+	}
+	if st := srv.Statuses(); st["/openapi/v3"] != http.StatusTooManyRequests {
+		t.Fatalf("statuses %v; want the root refused with a 429", st)
+	}
+	time.Sleep(1100 * time.Millisecond) // the Retry-After, which the client holds in real time
+	clk.SetTime(clk.Now().Add(time.Second))
+	root, err = c.Paths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := root[openapi3.PathFor(widget)]; !ok {
+		t.Errorf("the first call a second after the refusal, its wait passed: the new group-version is not listed (requests %v)", paths(srv))
+	}
 }

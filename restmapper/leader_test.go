@@ -1,6 +1,7 @@
 package restmapper_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -325,5 +326,83 @@ func TestRepeatedMissOfWhatTheLeaderLacksSendsNothing(t *testing.T) {
 		follower.LeaderServesKind(schema.GroupVersionKind{Group: late.Group, Version: "v1", Kind: late.Kind})
 	}); n != 0 {
 		t.Errorf("LeaderServesKind allocates %v times a call; its doc says nothing", n)
+	}
+}
+
+// TestThrottledProofIsMadeOnceTheWaitHasPassed: a follower whose proof
+// (see TestFollowerProvesWhatItsLeaderLacks) the server refuses with a
+// 429 (API Priority and Fairness throttling its identity) proves again
+// at the first lookup after the 429's Retry-After has passed, and sends
+// nothing before: the refused proof is not counted as made. Issue 47's
+// soak found a throttled identity mapping a removed kind for up to 13.7 s
+// of the time it was free to ask: a proof is made once per leader
+// content, and the refused one had been counted.
+func TestThrottledProofIsMadeOnceTheWaitHasPassed(t *testing.T) {
+	srv, base := docserver.Start(t)
+	gone := docserver.CRD{Group: "infra.example.com", Versions: []string{"v1"}, Kind: "Cluster", Namespaced: true}
+	if err := srv.AddCRD(gone); err != nil {
+		t.Fatal(err)
+	}
+	table := discovery.NewSurfaces()
+	newClient := func(opts ...discovery.Option) *discovery.Client {
+		t.Helper()
+		c, err := discovery.NewForHTTPClient(nil, base, append(opts, discovery.WithSurfaces(table))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Snapshot(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// No retries: the 429 is not waited out within the refresh, so the
+	// client holds it for its Retry-After (as a refresh timeout shorter
+	// than APF's wait does).
+	leader, follower := newClient(), newClient(discovery.WithMaxRetries(0))
+	defer leader.Follow()()
+	defer follower.FollowLeader(leader)()
+	m, err := restmapper.New(follower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goneGK := schema.GroupKind{Group: gone.Group, Kind: gone.Kind}
+	if err := srv.RemoveCRD(gone.Group, "clusters"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.InjectFault("/api*", docserver.Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	srv.ResetRequests()
+	if _, err := m.RESTMapping(goneGK, "v1"); err != nil {
+		t.Fatalf("the proof refused: %v; want the held answer, the old mapping", err)
+	}
+	refused := len(srv.Requests())
+	if refused == 0 {
+		t.Fatal("no proof was tried")
+	}
+	if !follower.Throttled() {
+		t.Fatal("Throttled: false after a 429 with Retry-After that was not waited out")
+	}
+	for range 50 {
+		_, _ = m.RESTMapping(goneGK, "v1")
+	}
+	if n := len(srv.Requests()); n != refused {
+		t.Errorf("while told to wait: %d requests for 50 lookups, want none", n-refused)
+	}
+	srv.ClearFaults()
+	deadline := time.Now().Add(3 * time.Second)
+	for follower.Throttled() {
+		if time.Now().After(deadline) {
+			t.Fatal("still Throttled 3 s after a Retry-After of 1 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if mp, err := m.RESTMapping(goneGK, "v1"); !meta.IsNoMatchError(err) {
+		t.Fatalf("the first lookup after the wait: %v, %v; want no match (the proof made)", mp, err)
+	}
+	if n := len(srv.Requests()) - refused; n != 2 {
+		t.Errorf("the proof after the wait sent %d requests, want 2", n)
 	}
 }

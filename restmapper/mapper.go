@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -271,28 +272,40 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 			if st2 := m.revalidate(ctx); st2 != nil && st2 != st {
 				a = st2.answer(k, versions)
 			}
-		} else if gen, lacks := m.leaderLacks(k, a); lacks && m.missPolicy().mayProve(gen, m.opts.clock.Now()) {
+		} else if gen, lacks := m.leaderLacks(k, a); lacks && !m.client.Throttled() {
 			// A hit with a version on a resource the client's leader
 			// (package shared's watch) saw the server stop serving: the
 			// client proves its own view first (two requests), once for
 			// that leader content, and answers from what it proved.
-			m.staleRefreshes.Add(1)
-			_, _ = m.client.Refresh(ctx)
-			if st2, _ := m.current(ctx); st2 != nil && st2 != st {
-				a = st2.answer(k, versions)
+			if sp, ok := m.missPolicy().mayProve(gen, m.opts.clock.Now()); ok {
+				m.staleRefreshes.Add(1)
+				_, err := m.client.Refresh(ctx)
+				m.refused(sp, err)
+				if st2, _ := m.current(ctx); st2 != nil && st2 != st {
+					a = st2.answer(k, versions)
+				}
 			}
 		}
 		m.count(a.err)
 		return a
 	}
 	// A cold lookup's snapshot was read after it began: a refresh would
-	// read the same.
-	if !meta.IsNoMatchError(a.err) || cold || !m.missPolicy().mayRefresh(k, m.opts.clock.Now(), m.client.Following() || m.leadersLack(k, versions)) {
+	// read the same. A client the server told to wait (a 429's
+	// Retry-After) would only get the 429 back: it asks once the wait
+	// has passed, its backoff and budget as they were (misses.giveBack).
+	if !meta.IsNoMatchError(a.err) || cold || m.client.Throttled() {
+		m.count(a.err)
+		return a
+	}
+	sp, ok := m.missPolicy().mayRefresh(k, m.opts.clock.Now(), m.client.Following() || m.leadersLack(k, versions))
+	if !ok {
 		m.count(a.err)
 		return a
 	}
 	m.missPolicy().refreshes.Add(1)
-	if _, err := m.client.Refresh(ctx); err != nil && m.client.Current() == nil {
+	_, err = m.client.Refresh(ctx)
+	m.refused(sp, err)
+	if err != nil && m.client.Current() == nil {
 		m.count(a.err)
 		return a
 	}
@@ -303,6 +316,17 @@ func (m *Mapper) lookup(k memoKey, versions []string) answer {
 	}
 	m.count(a.err)
 	return a
+}
+
+// refused gives back what a refresh took of the miss policy (sp) when
+// the server refused it with a 429 (err): the client keeps its
+// Retry-After (discovery.Client.Throttled), and the first lookup that
+// needs a refresh once it has passed asks again, as if the refused one
+// had not been made.
+func (m *Mapper) refused(sp spent, err error) {
+	if err != nil && apierrors.IsTooManyRequests(err) {
+		m.missPolicy().giveBack(sp, m.opts.clock.Now())
+	}
 }
 
 // leaderLacks says whether a resource that answer a names (its mappings'
@@ -373,7 +397,7 @@ func (m *Mapper) revalidate(ctx context.Context) *state {
 	if !f.due(m.client) {
 		return nil
 	}
-	if m.missPolicy().mayRefreshStale(m.opts.clock.Now()) {
+	if !m.client.Throttled() && m.missPolicy().mayRefreshStale(m.opts.clock.Now()) {
 		m.staleRefreshes.Add(1)
 		_, _ = m.client.Refresh(ctx)
 	}

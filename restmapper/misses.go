@@ -99,12 +99,12 @@ func (p *misses) budgets() {
 
 // mayRefresh says whether a miss of k at now may refresh discovery, and
 // if so counts it; a repeat of a client that is followed may not.
-func (p *misses) mayRefresh(k memoKey, now time.Time, followed bool) bool {
+func (p *misses) mayRefresh(k memoKey, now time.Time, followed bool) (spent, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b, seen := p.backoffs[k]
 	if seen && (followed || now.Before(b.next)) {
-		return false
+		return spent{}, false
 	}
 	p.budgets()
 	budget := p.repeats
@@ -112,19 +112,72 @@ func (p *misses) mayRefresh(k memoKey, now time.Time, followed bool) bool {
 		budget = p.firsts
 		b.wait = missFirstBackoff
 	}
-	if !budget.AllowN(now, 1) {
-		return false
+	r, ok := take(budget, now)
+	if !ok {
+		return spent{}, false
 	}
 	if !seen && len(p.backoffs) >= missKeys {
 		clear(p.backoffs) // bounded memory; the first-miss budget bounds what this costs
 	}
+	sp := spent{key: k, had: seen, prev: b, token: r}
 	b.next = now.Add(min(b.wait, p.max))
 	b.wait = min(2*b.wait, p.max)
 	if p.backoffs == nil {
 		p.backoffs = map[memoKey]backoff{}
 	}
 	p.backoffs[k] = b
-	return true
+	return sp, true
+}
+
+// take takes a token of budget at now, as AllowN(now, 1) does, and
+// returns it, so that giveBack can put it back.
+func take(budget *rate.Limiter, now time.Time) (*rate.Reservation, bool) {
+	r := budget.ReserveN(now, 1)
+	if !r.OK() {
+		return nil, false
+	}
+	if r.DelayFrom(now) > 0 {
+		r.CancelAt(now)
+		return nil, false
+	}
+	return r, true
+}
+
+// spent is what a refresh the policy allowed took: a question's backoff
+// (mayRefresh) or a leader generation's proof (mayProve), and a budget's
+// token. giveBack returns it when the server refused the refresh with a
+// 429: API Priority and Fairness throttling the client's identity, whose
+// Retry-After the client keeps (discovery.Client.Throttled) and lookups
+// wait out without asking. The server's wait then paces the refreshes,
+// not a backoff grown by refusals nor a budget they spent: issue 47's
+// soak found a throttled identity's answers wrong for up to 13.7 s of the
+// time it was free to ask.
+type spent struct {
+	key        memoKey
+	had        bool    // the question had a backoff before (prev)
+	prev       backoff // its backoff before
+	proof      bool    // a proof (mayProve): prevProved is the generation proven before
+	prevProved uint64
+	token      *rate.Reservation
+}
+
+// giveBack undoes sp at now (the refresh was refused with a 429).
+func (p *misses) giveBack(sp spent, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sp.token != nil {
+		sp.token.CancelAt(now)
+	}
+	if sp.proof {
+		p.proved = sp.prevProved
+		return
+	}
+	switch {
+	case sp.had:
+		p.backoffs[sp.key] = sp.prev
+	default:
+		delete(p.backoffs, sp.key)
+	}
 }
 
 // found forgets k's backoff: it is served now.
@@ -153,16 +206,18 @@ func (p *misses) mayRefreshStale(now time.Time) bool {
 // disagree, the view the client proves may still hold the resource the
 // leader's lacks; it is not proven again until the leader's content
 // changes.
-func (p *misses) mayProve(gen uint64, now time.Time) bool {
+func (p *misses) mayProve(gen uint64, now time.Time) (spent, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.proved == gen {
-		return false
+		return spent{}, false
 	}
 	p.budgets()
-	if !p.firsts.AllowN(now, 1) {
-		return false
+	r, ok := take(p.firsts, now)
+	if !ok {
+		return spent{}, false
 	}
+	sp := spent{proof: true, prevProved: p.proved, token: r}
 	p.proved = gen
-	return true
+	return sp, true
 }

@@ -104,6 +104,17 @@ func (c *Client) Clone() *Client {
 	return &Client{HC: c.HC, Base: c.Base, Gzip: c.Gzip, Identity: c.Identity, MaxRetries: c.MaxRetries, Body: c.Body}
 }
 
+// HeldUntil is when the 429 Get answers again without a request stops
+// being answered (its Retry-After), or the zero time when none is held:
+// a caller that would only get that 429 back (a refresh a lookup wants)
+// need not ask, nor count the answer against its own budget.
+func (c *Client) HeldUntil() time.Time {
+	if h := c.held.Load(); h != nil && time.Now().Before(h.until) {
+		return h.until
+	}
+	return time.Time{}
+}
+
 // heldAnswer is a 429 Get answers again until until.
 type heldAnswer struct {
 	until time.Time

@@ -9,9 +9,12 @@ package tests
 // discovery stopped listing the resource).
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,8 +37,10 @@ import (
 // one per chunk of the CRD watches they hold open.
 const soakRequestLogVar = "KUBEATLAS_SOAK_REQUEST_LOG"
 
-// ledgerMaxLines bounds requests.log's lines held until the end (a
-// 30-minute run makes about 40,000).
+// ledgerMaxLines bounds the entries kept until the end (a 30-minute run
+// makes about 40,000). They are kept on disk, not in the heap (spill):
+// held in memory they were the soak's own heap growth, about 2 MB in 22
+// minutes, which the growth target would have charged to the library.
 const ledgerMaxLines = 400_000
 
 // ledgerKey is one cell of the breakdown.
@@ -64,7 +69,8 @@ type requestLedger struct {
 
 	mu      sync.Mutex
 	cells   map[ledgerKey][]int
-	entries []ledgerEntry
+	spill   *ledgerSpill // the entries, on disk; nil before the first
+	kept    int          // entries written to spill
 	dropped int
 	// listed: server name → "group/version/resource" → offsets at which
 	// the checker's read of that server's aggregated discovery began
@@ -212,11 +218,106 @@ func (l *requestLedger) chunk(w *ledgerWriter, crds string) {
 
 // entry keeps e; l.mu is held.
 func (l *requestLedger) entry(e ledgerEntry) {
-	if len(l.entries) >= ledgerMaxLines {
+	if l.kept >= ledgerMaxLines {
 		l.dropped++
 		return
 	}
-	l.entries = append(l.entries, e)
+	if l.spill == nil {
+		sp, err := newLedgerSpill()
+		if err != nil {
+			l.dropped++
+			return
+		}
+		l.spill = sp
+	}
+	if err := l.spill.write(e); err != nil {
+		l.dropped++
+		return
+	}
+	l.kept++
+}
+
+// entries reads back every entry kept, in order; l.mu is held. For the
+// report, after the run.
+func (l *requestLedger) entries() []ledgerEntry {
+	if l.spill == nil {
+		return nil
+	}
+	es, err := l.spill.readAll()
+	if err != nil {
+		l.dropped += l.kept - len(es)
+	}
+	return es
+}
+
+// close removes the spill's file.
+func (l *requestLedger) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.spill != nil {
+		l.spill.remove()
+		l.spill = nil
+	}
+}
+
+// ledgerSpill is the ledger's entries in a temporary file, a JSON object
+// a line, written through a buffer.
+type ledgerSpill struct {
+	f   *os.File
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+// spilled is a ledgerEntry as a line of the spill.
+type spilled struct {
+	At       time.Duration `json:"a"`
+	Server   string        `json:"s,omitempty"`
+	Kind     string        `json:"k,omitempty"`
+	Identity string        `json:"i,omitempty"`
+	Class    string        `json:"c,omitempty"`
+	Path     string        `json:"p,omitempty"`
+	Status   int           `json:"t,omitempty"`
+	CRDs     string        `json:"d,omitempty"`
+}
+
+func newLedgerSpill() (*ledgerSpill, error) {
+	f, err := os.CreateTemp("", "soak-ledger-*.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	return &ledgerSpill{f: f, w: w, enc: json.NewEncoder(w)}, nil
+}
+
+func (sp *ledgerSpill) write(e ledgerEntry) error {
+	return sp.enc.Encode(spilled{e.at, e.server, e.kind, e.identity, e.class, e.path, e.status, e.crds})
+}
+
+func (sp *ledgerSpill) readAll() ([]ledgerEntry, error) {
+	if err := sp.w.Flush(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(sp.f.Name())
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []ledgerEntry
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for {
+		var x spilled
+		if err := dec.Decode(&x); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, err
+		}
+		out = append(out, ledgerEntry{at: x.At, server: x.Server, kind: x.Kind, identity: x.Identity, class: x.Class, path: x.Path, status: x.Status, crds: x.CRDs})
+	}
+}
+
+func (sp *ledgerSpill) remove() {
+	sp.f.Close()
+	os.Remove(sp.f.Name())
 }
 
 // truth records what server's discovery listed of soakGroup at a
@@ -285,8 +386,9 @@ func (l *requestLedger) report(b *strings.Builder, kind string, limit int) {
 	slices.Sort(byStatus)
 	fmt.Fprintf(b, "  work answered other than 200, by identity: %s\n", strings.Join(byStatus, "; "))
 
+	entries := l.entries()
 	var notFound []ledgerEntry
-	for _, e := range l.entries {
+	for _, e := range entries {
 		if e.kind == kind && e.class == "work" && e.status == http.StatusNotFound {
 			notFound = append(notFound, e)
 		}
@@ -294,7 +396,7 @@ func (l *requestLedger) report(b *strings.Builder, kind string, limit int) {
 	l.notFoundSummary(b, kind, notFound)
 	fmt.Fprintf(b, "\n== timelines of %s's first %d 404s (of %d): what led to each\n", kind, min(limit, len(notFound)), len(notFound))
 	for _, e := range notFound[:min(limit, len(notFound))] {
-		l.timeline(b, e)
+		l.timeline(b, e, entries)
 	}
 	if l.dropped > 0 {
 		fmt.Fprintf(b, "(%d requests not kept: more than %d)\n", l.dropped, ledgerMaxLines)
@@ -351,7 +453,7 @@ func (l *requestLedger) notFoundSummary(b *strings.Builder, kind string, notFoun
 // timeline writes what led to 404 e: the CRD watch's events of its CRD in
 // the 20 s before, its identity's discovery reads in that time, and when
 // each server's discovery stopped listing its resource.
-func (l *requestLedger) timeline(b *strings.Builder, e ledgerEntry) {
+func (l *requestLedger) timeline(b *strings.Builder, e ledgerEntry, entries []ledgerEntry) {
 	gvr := soakResourceOf(e.path)
 	fmt.Fprintf(b, "+%s  %s %s through %s: %d (%s)\n", fmtOffsetMs(e.at), e.identity, strings.SplitN(e.path, "?", 2)[0], e.server, e.status, gvr)
 	from := e.at - 20*time.Second
@@ -359,7 +461,7 @@ func (l *requestLedger) timeline(b *strings.Builder, e ledgerEntry) {
 	if parts := strings.Split(gvr, "/"); len(parts) == 3 {
 		plural = parts[2]
 	}
-	for _, x := range l.entries {
+	for _, x := range entries {
 		if x.at < from || x.at > e.at {
 			continue
 		}
@@ -417,7 +519,7 @@ func (l *requestLedger) writeLog(dir string) error {
 	}
 	l.mu.Lock()
 	var b bytes.Buffer
-	for _, e := range l.entries {
+	for _, e := range l.entries() {
 		fmt.Fprintf(&b, "+%s %s %s %s %s %d %s %s\n", fmtOffsetMs(e.at), e.server, e.kind, e.identity, strings.ReplaceAll(e.class, " ", "_"), e.status, e.path, e.crds)
 	}
 	l.mu.Unlock()
@@ -469,6 +571,29 @@ func TestSoakLedger(t *testing.T) {
 	})
 	if !strings.Contains(b.String(), "admin   [1 0 1 0 0 0 0]") || !strings.Contains(b.String(), "user-1  [0 0 0 0 0 0 1]") {
 		t.Errorf("notFoundSummary:\n%s", b.String())
+	}
+
+	// The entries are kept on disk, not in the heap, and come back whole
+	// for the report: a 404 and the watch event before it.
+	defer l.close()
+	crdWatch := &ledgerWriter{l: l, kind: "kubeatlas-controller", identity: "admin", class: "crd watch", server: "kas-0", path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?watch=1", keep: true}
+	l.chunk(crdWatch, "DELETED gadgets")
+	l.add(&ledgerWriter{l: l, kind: "kubeatlas-controller", identity: "user-1", class: "work", server: "kas-0", path: path + "?limit=1", keep: true}, http.StatusNotFound)
+	l.add(&ledgerWriter{l: l, kind: "kubeatlas-controller", identity: "user-1", class: "work", server: "kas-0", path: path, keep: false}, http.StatusOK)
+	if l.spill == nil || l.kept != 2 {
+		t.Fatalf("kept %d entries (spill %v), want 2 on disk", l.kept, l.spill != nil)
+	}
+	b.Reset()
+	l.report(&b, "kubeatlas-controller", 1)
+	for _, want := range []string{"user-1 " + path + " through kas-0: 404", "watch event at admin's kas-0: DELETED gadgets"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	name := l.spill.f.Name()
+	l.close()
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Errorf("the spill %s is left after close: %v", name, err)
 	}
 }
 

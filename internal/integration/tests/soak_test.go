@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -59,9 +60,10 @@ const (
 // grow by more than soakGrowthLimit to the end; runs shorter than
 // soakGrowthFrom+soakGrowthSpan report the growth without judging it.
 const (
-	soakGrowthFrom  = 5 * time.Minute
-	soakGrowthSpan  = 5 * time.Minute
-	soakGrowthLimit = 0.05
+	soakMemProfileRate = 8 << 10
+	soakGrowthFrom     = 5 * time.Minute
+	soakGrowthSpan     = 5 * time.Minute
+	soakGrowthLimit    = 0.05
 )
 
 // countingProxy is a TLS reverse proxy in front of one server that counts
@@ -563,6 +565,10 @@ func soakFailAfter(t *testing.T) time.Duration {
 // 5 to the end (runs of 10 minutes or more), and on a panic.
 func TestSoak(t *testing.T) {
 	d := soakDuration(t)
+	// The heap's profiles sample an allocation every soakMemProfileRate
+	// bytes: the default 512 KiB is too coarse at a 15-20 MiB heap to say
+	// whose a few MiB of growth are.
+	runtime.MemProfileRate = soakMemProfileRate
 	ctrllog.SetLogger(logr.Discard()) // controller-runtime's warning that no logger was set, once per client
 	nextBin, oldBin := os.Getenv(nextAPIServerVar), os.Getenv("KUBEATLAS_KUBE_APISERVER")
 	p := startHA(t, haOptions{peerProxy: true, sameVersion: true, aggregatorRouting: true})
@@ -674,6 +680,10 @@ func TestSoak(t *testing.T) {
 				// The sample growth is judged from: its heap profile, for
 				// go tool pprof -diff_base against heap-end.pprof.
 				writeHeapProfile(t, filepath.Join(reportDir, "heap-from.pprof"))
+			} else if m.at >= soakGrowthFrom && int(m.at/time.Minute)%5 == 0 {
+				// Every fifth minute after it, so that a grower shows as
+				// a trend rather than as two readings.
+				writeHeapProfile(t, filepath.Join(reportDir, fmt.Sprintf("heap-%02dm.pprof", int(m.at/time.Minute))))
 			}
 			if !sleepCtx(ctx, time.Minute) {
 				return
@@ -895,6 +905,7 @@ func TestSoak(t *testing.T) {
 	if err := counts.ledger.writeLog(reportDir); err != nil {
 		t.Error(err)
 	}
+	counts.ledger.close()
 
 	b.WriteString("\n== the check that names skew (consistency.Check every 10 s, both servers vouched for)\n")
 	s.mu.Lock()
