@@ -267,21 +267,30 @@ func TestAggregatedFreshness(t *testing.T) {
 }
 
 // pythonKubernetes returns a python3 that imports the kubernetes package
-// (Debian's python3-kubernetes is in /usr/bin/python3; a python3 earlier
-// on the PATH may lack it), or skips.
+// (pythonWithKubernetes), or skips.
 func pythonKubernetes(t *testing.T) string {
 	t.Helper()
+	python, tried := pythonWithKubernetes()
+	if python == "" {
+		aggregationMissing(t, "no python3 with the kubernetes package (apt-get install python3-kubernetes) among %v", tried)
+	}
+	return python
+}
+
+// pythonWithKubernetes is a python3 that imports the kubernetes package
+// (Debian's python3-kubernetes is in /usr/bin/python3; a python3 earlier
+// on the PATH may lack it), or "", and the python3s it tried.
+func pythonWithKubernetes() (python string, tried []string) {
 	candidates := []string{"/usr/bin/python3"}
 	if p, err := exec.LookPath("python3"); err == nil {
 		candidates = append(candidates, p)
 	}
 	for _, p := range candidates {
 		if exec.Command(p, "-c", "import kubernetes.watch").Run() == nil {
-			return p
+			return p, candidates
 		}
 	}
-	aggregationMissing(t, "no python3 with the kubernetes package (apt-get install python3-kubernetes) among %v", candidates)
-	return ""
+	return "", candidates
 }
 
 // TestPythonWatch: the Python kubernetes client's watch, run from the

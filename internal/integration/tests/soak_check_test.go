@@ -494,7 +494,8 @@ func (c *checker) compare(ctx context.Context) {
 
 // compareOne asks one client (any, not only c.clients: a client that may
 // block, such as a throttled one, is compared on a goroutine of its own)
-// and opens or closes its disagreements.
+// and opens or closes its disagreements: an answer is right when it is
+// what the client's server serves.
 func (c *checker) compareOne(ctx context.Context, cl *soakClient) {
 	c.mu.Lock()
 	t := c.truth[cl.server]
@@ -509,62 +510,113 @@ func (c *checker) compareOne(ctx context.Context, cl *soakClient) {
 	want, got := cl.answers(ctx, t, gone, c.universe)
 	now := time.Now()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.checks++
 	if c.truth[cl.server] != t {
 		// A newer truth arrived while asking: compare next time.
-		c.mu.Unlock()
 		return
 	}
+	answers := make(map[string]answer, len(want))
 	for key, w := range want {
-		id := cl.name + " " + key
+		answers[key] = answer{right: got[key] == w, want: w, got: got[key]}
+	}
+	c.judge(cl.name, cl.server, answers, now)
+}
+
+// answer is a client's answer on one key at one compare, judged: right
+// or not, what the truth wanted (as the report shows it), what it got.
+type answer struct {
+	right     bool
+	want, got string
+}
+
+// judge opens, keeps and closes client's disagreements after a compare
+// at now, from its answers (key → answer). server is the server it is
+// held to, or -1 for the balancer's member, held to every server that
+// answers (compareBalancer). c.mu is held, and the truths the answers
+// were judged against are the checker's latest.
+func (c *checker) judge(client string, server int, answers map[string]answer, now time.Time) {
+	// The notes name the client and its server(s) as the report does.
+	who, aServer, servers := "client", "the server", "the server"
+	if server < 0 {
+		who, aServer, servers = "member", "a server", "the servers"
+	}
+	for key, a := range answers {
+		id := client + " " + key
 		d := c.open[id]
-		if got[key] == w {
-			if d != nil && d.want != w {
-				d.ahead = true
-				d.interrupted = "the client was ahead of the checker's read: the server served its answer by the next read"
-			}
+		if a.right {
 			if d != nil {
+				if d.want != a.want {
+					// The client answered what its server (the
+					// member: a server) serves now before the
+					// checker read it: it was ahead, not late.
+					d.ahead = true
+					d.interrupted = "the " + who + " was ahead of the checker's read: " + aServer + " served its answer by the next read"
+				}
 				d.end = now
 				c.done = append(c.done, d)
 				delete(c.open, id)
 			}
 			continue
 		}
-		if d != nil && d.want != w {
-			// The client answered what the server serves now
-			// before the checker read it: it was ahead, not late.
-			d.end, d.interrupted = now, "the server changed again"
+		if d != nil && d.want != a.want {
+			d.end, d.interrupted = now, servers+" changed again"
 			c.done = append(c.done, d)
 			delete(c.open, id)
 			d = nil
 		}
 		if d == nil {
-			served := c.since[cl.server][key]
-			var after time.Time
-			if !c.prev[cl.server].IsZero() && c.prev[cl.server].Before(served) {
-				after = c.prev[cl.server]
-			}
-			c.open[id] = &disagreement{client: cl.name, server: cl.server, key: key, want: w, got: got[key], served: served, servedAfter: after, start: now}
+			served, after := c.servedAt(server, key, now)
+			c.open[id] = &disagreement{client: client, server: server, key: key, want: a.want, got: a.got, served: served, servedAfter: after, start: now}
 		}
 	}
 	// Keys no longer wanted (the truth dropped them): close as
 	// interrupted.
 	for id, d := range c.open {
-		if d.client == cl.name {
-			if _, ok := want[d.key]; !ok {
-				d.end, d.interrupted = now, "no longer served"
-				if strings.HasPrefix(d.got, "error: ") {
-					// The client had stopped answering for it
-					// before the checker read that the server had.
-					d.ahead = true
-					d.interrupted = "the client was ahead of the checker's read: no longer served by the next read"
-				}
-				c.done = append(c.done, d)
-				delete(c.open, id)
+		if _, ok := answers[d.key]; d.client == client && !ok {
+			d.end, d.interrupted = now, "no longer served"
+			if strings.HasPrefix(d.got, "error: ") {
+				// The client had stopped answering for it before
+				// the checker read that its server(s) had.
+				d.ahead = true
+				d.interrupted = "the " + who + " was ahead of the checker's read: no longer served by the next read"
 			}
+			c.done = append(c.done, d)
+			delete(c.open, id)
 		}
 	}
-	c.mu.Unlock()
+}
+
+// servedAt is when a disagreement opened at now on key, by a client held
+// to server (-1: the balancer's member), is timed from, and the read
+// before it (zero if none); c.mu is held.
+func (c *checker) servedAt(server int, key string, now time.Time) (served, after time.Time) {
+	if server >= 0 {
+		// When the checker first read the value (at most a second
+		// after the server served it); the read before did not show
+		// it yet.
+		served = c.since[server][key]
+		if p := c.prev[server]; !p.IsZero() && p.Before(served) {
+			after = p
+		}
+		return served, after
+	}
+	// The balancer's member: the later of the moments the checker first
+	// read the values of the servers that answer (from then on neither
+	// served the answer); a server that is down is left out.
+	for i, t := range c.truth {
+		if t != nil {
+			served = later(served, c.since[i][key])
+		}
+	}
+	// A server stopped since: until then the member may have been
+	// answered by it (its connections last until it closes them), and
+	// the checker no longer reads what it served last.
+	served = later(served, c.lastDown)
+	if served.IsZero() {
+		served = now
+	}
+	return served, time.Time{}
 }
 
 // run reads the truth every second and compares ten times a second

@@ -82,6 +82,15 @@ func newRequestLedger(start time.Time) *requestLedger {
 	return &requestLedger{start: start, cells: map[ledgerKey][]int{}, listed: map[string]map[string][]time.Duration{}}
 }
 
+// identityOf is who a request through the proxies is: the user it
+// impersonates, or "admin" without one (identityName).
+func identityOf(r *http.Request) string {
+	if id := r.Header.Get("Impersonate-User"); id != "" {
+		return id
+	}
+	return "admin"
+}
+
 // requestClass is the part of the API a request reads: the breakdown's
 // path column.
 func requestClass(r *http.Request) string {
@@ -119,10 +128,7 @@ func (l *requestLedger) observe(w http.ResponseWriter, r *http.Request, server s
 		return w
 	}
 	kind, _, _ := strings.Cut(r.Header.Get("User-Agent"), " ")
-	identity := r.Header.Get("Impersonate-User")
-	if identity == "" {
-		identity = "admin"
-	}
+	identity := identityOf(r)
 	class := requestClass(r)
 	keep := strings.HasPrefix(kind, "kubeatlas-") || strings.Contains(r.URL.Path, soakGroup)
 	return &ledgerWriter{ResponseWriter: w, l: l, kind: kind, identity: identity, class: class, server: server, path: r.URL.RequestURI(), keep: keep}

@@ -186,11 +186,7 @@ func bump(m map[string][]int, key string, minute int) {
 // began is called as a request arrives at a proxy; done once it is
 // answered, with its status and Retry-After.
 func (c *identityCounts) began(kind string, r *http.Request) {
-	id := r.Header.Get("Impersonate-User")
-	if id == "" {
-		id = "admin"
-	}
-	now := time.Now()
+	id, now := identityOf(r), time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if libraryPath(r.URL.Path) {
@@ -221,11 +217,7 @@ func (c *identityCounts) done(kind string, r *http.Request, status int, retryAft
 	if status != http.StatusTooManyRequests {
 		return
 	}
-	id := r.Header.Get("Impersonate-User")
-	if id == "" {
-		id = "admin"
-	}
-	now := time.Now()
+	id, now := identityOf(r), time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	bump(c.throttled, kind+" "+id, int(now.Sub(c.start)/time.Minute))
@@ -783,8 +775,9 @@ func (sf *soakFaults) memberList(v []string) string {
 // for it when the member does not map it). A disagreement is one answer
 // right for neither; it is timed from the later of the moments the
 // checker first read the two servers' values (from then on neither
-// served the answer), and is judged, reported and failed on with the
-// checker's others. A server that is down (a restart) is left out.
+// served the answer; checker.servedAt), and is judged, reported and
+// failed on with the checker's others (checker.judge). A server that is
+// down (a restart) is left out.
 func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 	chk.mu.Lock()
 	truths := slices.Clone(chk.truth)
@@ -833,6 +826,7 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 	sf.mu.Lock()
 	sf.lbCompares++
 	sf.mu.Unlock()
+	answers := make(map[string]answer, len(keys))
 	for key := range keys {
 		var got string
 		for j := range truths {
@@ -842,7 +836,6 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 		}
 		right := false
 		var want []string
-		var served time.Time
 		for j, t := range truths {
 			if t == nil {
 				continue
@@ -855,15 +848,6 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 			if ok && gots[j][key] == w || !ok && (got == "none" || strings.HasPrefix(got, "error: ")) {
 				right = true
 			}
-			if at, ok := chk.since[j][key]; ok && at.After(served) {
-				served = at
-			}
-		}
-		// A server stopped since: until then the member may have been
-		// answered by it (its connections last until it closes them), and
-		// the checker no longer reads what it served last.
-		if chk.lastDown.After(served) {
-			served = chk.lastDown
 		}
 		if !right && union && (strings.HasPrefix(key, "mapping ") || strings.HasPrefix(key, "preferred ")) && got != "none" && !strings.HasPrefix(got, "error: ") {
 			right = true
@@ -871,49 +855,9 @@ func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 			sf.lbUnion++
 			sf.mu.Unlock()
 		}
-		id := sf.lb.name + " " + key
-		d := chk.open[id]
-		w := strings.Join(want, "; ")
-		if right {
-			if d != nil && d.want != w {
-				// The member answered what a server serves now
-				// before the checker read it: ahead, not late.
-				d.ahead = true
-				d.interrupted = "the member was ahead of the checker's read: a server served its answer by the next read"
-			}
-			if d != nil {
-				d.end = now
-				chk.done = append(chk.done, d)
-				delete(chk.open, id)
-			}
-			continue
-		}
-		if d != nil && d.want != w {
-			d.end, d.interrupted = now, "the servers changed again"
-			chk.done = append(chk.done, d)
-			delete(chk.open, id)
-			d = nil
-		}
-		if d == nil {
-			if served.IsZero() {
-				served = now
-			}
-			chk.open[id] = &disagreement{client: sf.lb.name, server: -1, key: key, want: w, got: got, served: served, start: now}
-		}
+		answers[key] = answer{right: right, want: strings.Join(want, "; "), got: got}
 	}
-	for id, d := range chk.open {
-		if d.client == sf.lb.name && !keys[d.key] {
-			d.end, d.interrupted = now, "no longer served"
-			if strings.HasPrefix(d.got, "error: ") {
-				// The member had stopped answering for it before
-				// the checker read that the servers had.
-				d.ahead = true
-				d.interrupted = "the member was ahead of the checker's read: no longer served by the next read"
-			}
-			chk.done = append(chk.done, d)
-			delete(chk.open, id)
-		}
-	}
+	chk.judge(sf.lb.name, -1, answers, now)
 }
 
 // markHeld takes from each disagreement of a checked throttled handle

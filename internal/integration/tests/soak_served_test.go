@@ -235,7 +235,7 @@ func startSoakServed(t *testing.T, s *soak, chk *checker, upstream *rest.Config,
 			return exec.CommandContext(ctx, kubectl, "--kubeconfig", frontKubeconfig, "get", "apigroups."+servedGV.Group, "-w", "--output-watch-events", "-o", "json")
 		})
 	}
-	if python := pythonWithKubernetes(); python == "" {
+	if python, _ := pythonWithKubernetes(); python == "" {
 		v.missing = append(v.missing, "the Python watch: no python3 with the kubernetes package (apt-get install python3-kubernetes)")
 	} else {
 		script := filepath.Join("testdata", "soak", "served_watch.py")
@@ -273,21 +273,6 @@ func writeKubeconfig(t *testing.T, path, server string, ca []byte, token string)
 
 func certPEM(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-// pythonWithKubernetes is a python3 that imports the kubernetes package,
-// or "".
-func pythonWithKubernetes() string {
-	candidates := []string{"/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, p := range candidates {
-		if exec.Command(p, "-c", "import kubernetes.watch").Run() == nil {
-			return p
-		}
-	}
-	return ""
 }
 
 // run starts the poll of the served list, the cuts, and the watchers,
