@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs issue 47's soak (TestSoak in tests/soak_test.go): the real HA pair
 # (kube-apiserver v1.36.3 twice on one etcd, peer-aggregated discovery on)
-# upgraded to v1.37.1 one server at a time and one server rolled back,
+# upgraded to v1.37.1 one server at a time, one server rolled back and upgraded again,
 # under load, with CRD versions added, unserved, moved and removed on a
 # schedule, an aggregated API server stopped and started again, one
 # identity throttled (429s) by API priority and fairness and a fleet of

@@ -10,11 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -355,6 +357,12 @@ type checker struct {
 	// balancer may be answered by it until then (compareBalancer).
 	lastDown time.Time
 	checks   int
+	// began: client name → when its first compare began. A client
+	// cannot answer before it asks: what its server served before then is
+	// timed from then (servedAt), not from the checker's first read of
+	// it (a throttled handle's first answer came 2.5 minutes after the
+	// checker's first read, 31 s after it first asked).
+	began map[string]time.Time
 }
 
 func newChecker(readers []*truthReader, clients []*soakClient, universe []string) *checker {
@@ -362,7 +370,7 @@ func newChecker(readers []*truthReader, clients []*soakClient, universe []string
 	c := &checker{readers: readers, clients: clients, universe: universe,
 		truth: make([]*soakTruth, n), stopped: make([]bool, n), since: make([]map[string]time.Time, n), prev: make([]time.Time, n),
 		values: make([]map[string]string, n), gone: make([]map[string]time.Time, n),
-		open: map[string]*disagreement{}, downs: map[int]int{}}
+		open: map[string]*disagreement{}, downs: map[int]int{}, began: map[string]time.Time{}}
 	for i := range n {
 		c.since[i], c.values[i], c.gone[i] = map[string]time.Time{}, map[string]string{}, map[string]time.Time{}
 	}
@@ -498,6 +506,7 @@ func (c *checker) compare(ctx context.Context) {
 // what the client's server serves.
 func (c *checker) compareOne(ctx context.Context, cl *soakClient) {
 	c.mu.Lock()
+	c.asking(cl.name, time.Now())
 	t := c.truth[cl.server]
 	gone := map[string]bool{}
 	for k := range c.gone[cl.server] {
@@ -521,6 +530,14 @@ func (c *checker) compareOne(ctx context.Context, cl *soakClient) {
 		answers[key] = answer{right: got[key] == w, want: w, got: got[key]}
 	}
 	c.judge(cl.name, cl.server, answers, now)
+}
+
+// asking records that client's compare begins at at (its first: began);
+// c.mu is held.
+func (c *checker) asking(client string, at time.Time) {
+	if _, ok := c.began[client]; !ok {
+		c.began[client] = at
+	}
 }
 
 // answer is a client's answer on one key at one compare, judged: right
@@ -567,6 +584,11 @@ func (c *checker) judge(client string, server int, answers map[string]answer, no
 		}
 		if d == nil {
 			served, after := c.servedAt(server, key, now)
+			if b := c.began[client]; b.After(served) {
+				// Served before the client first asked: timed from
+				// its first ask.
+				served, after = b, time.Time{}
+			}
 			c.open[id] = &disagreement{client: client, server: server, key: key, want: a.want, got: a.got, served: served, servedAfter: after, start: now}
 		}
 	}
@@ -668,4 +690,35 @@ func (c *checker) all(now time.Time) []*disagreement {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })
 	return out
+}
+
+// TestClientTimedFromItsFirstAsk: a client that first asks long after
+// its server began serving what it is asked about is timed from its first
+// ask, not from the checker's first read: it cannot answer before it
+// asks. Issue 47's 30-minute run judged 143 of a throttled identity's
+// answers wrong over 1 s, every one at the identity's first contact,
+// timed from the checker's first read at +0:01, before the soak's load
+// began (+2:14); its first ask came at +2:14, its first answer at +2:45.
+func TestClientTimedFromItsFirstAsk(t *testing.T) {
+	c := newChecker(make([]*truthReader, 1), nil, nil)
+	t0 := time.Now()
+	c.truth[0] = &soakTruth{at: t0}
+	c.since[0]["mapping g/v1/K"] = t0.Add(-2 * time.Minute)
+	c.prev[0] = t0.Add(-2*time.Minute - time.Second)
+	for _, cl := range []struct {
+		name  string
+		first time.Time
+	}{{"late", t0}, {"early", t0.Add(-2 * time.Minute)}} {
+		c.asking(cl.name, cl.first)
+		c.asking(cl.name, t0.Add(400*time.Millisecond)) // a later compare: not its first
+		c.judge(cl.name, 0, map[string]answer{"mapping g/v1/K": {want: "ks", got: "error: 429"}}, t0.Add(500*time.Millisecond))
+		c.judge(cl.name, 0, map[string]answer{"mapping g/v1/K": {right: true, want: "ks", got: "ks"}}, t0.Add(900*time.Millisecond))
+	}
+	wrong := map[string]bool{}
+	for _, d := range c.all(t0.Add(time.Second)) {
+		wrong[d.client] = d.wrong(t0.Add(time.Second))
+	}
+	if want := map[string]bool{"late": false, "early": true}; !maps.Equal(wrong, want) {
+		t.Errorf("judged wrong: %v, want %v (the late client answered 0.9 s after its first ask)", wrong, want)
+	}
 }

@@ -780,6 +780,7 @@ func (sf *soakFaults) memberList(v []string) string {
 // down (a restart) is left out.
 func (sf *soakFaults) compareBalancer(ctx context.Context, chk *checker) {
 	chk.mu.Lock()
+	chk.asking(sf.lb.name, time.Now())
 	truths := slices.Clone(chk.truth)
 	gones := make([]map[string]bool, len(truths))
 	for j := range truths {
