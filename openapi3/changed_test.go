@@ -264,7 +264,9 @@ func TestChangedDropsRemovedDocuments(t *testing.T) {
 // answer Changed's mark: once its Retry-After has passed, the first call a
 // second after the refusal reads the root again and finds the change,
 // where a failed read otherwise answers the marks and leaves the next read
-// to the max age. Issue 47's soak found a throttled identity's schemas up
+// to the max age. A call answered with the held 429 while told to wait
+// sends nothing and is no try: it does not put the next read a second
+// after it. Issue 47's soak found a throttled identity's schemas up
 // to 13.7 s behind the server, of the time it was free to ask.
 func TestChangedThrottledReadKeepsTheMark(t *testing.T) {
 	srv, base := docserver.Start(t)
@@ -294,8 +296,18 @@ func TestChangedThrottledReadKeepsTheMark(t *testing.T) {
 	if st := srv.Statuses(); st["/openapi/v3"] != http.StatusTooManyRequests {
 		t.Fatalf("statuses %v; want the root refused with a 429", st)
 	}
+	// A call a second and a half later, still told to wait: answered
+	// with the held 429 and nothing sent, which is no try.
+	clk.SetTime(clk.Now().Add(1500 * time.Millisecond))
+	if _, err := c.Paths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Statuses(); len(st) != 1 {
+		t.Fatalf("requests %v while told to wait; want the refused read alone", st)
+	}
 	time.Sleep(1100 * time.Millisecond) // the Retry-After, which the client holds in real time
-	clk.SetTime(clk.Now().Add(time.Second))
+	// Half a second after the held answer, two after the refused read.
+	clk.SetTime(clk.Now().Add(500 * time.Millisecond))
 	root, err = c.Paths(ctx)
 	if err != nil {
 		t.Fatal(err)

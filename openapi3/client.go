@@ -331,7 +331,7 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 	// that miss at once read the root once, however many; one whose
 	// context has ended claims nothing.
 	markDue := root != nil && ctx.Err() == nil && c.marks != c.marksRead && age >= c.markWaitLocked()
-	if markDue {
+	if markDue && !c.held() {
 		c.rootTried = now
 	}
 	c.rootMu.Unlock()
@@ -414,7 +414,9 @@ func (c *Client) RefreshRoot(ctx context.Context) (map[string]string, error) {
 func (c *Client) readRoot(ctx context.Context) (map[string]string, error) {
 	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.rootMu.Lock()
-	c.rootTried = now
+	if !c.held() {
+		c.rootTried = now
+	}
 	prev, covered := c.root, c.marks
 	c.rootMu.Unlock()
 	root, body, err := c.readRootBody(ctx)
@@ -541,7 +543,7 @@ func (c *Client) missRead(ctx context.Context) (root map[string]string, read boo
 	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.rootMu.Lock()
 	due := now.Sub(c.rootTried) >= missRefresh
-	if due {
+	if due && !c.held() {
 		c.rootTried = now
 	}
 	c.rootMu.Unlock()
@@ -551,6 +553,14 @@ func (c *Client) missRead(ctx context.Context) (root map[string]string, read boo
 	root, err = c.RefreshRoot(ctx)
 	return root, true, err
 }
+
+// held says whether the server told the client to wait (a 429 whose
+// Retry-After has not passed, which the client's requests are answered
+// with, and nothing sent): a read then is no try. The first call after
+// the wait reads at once, not a second after the refused read: a
+// throttled identity refused again and again lost up to a second of the
+// time it was free to ask at each refusal (issue 47's soak).
+func (c *Client) held() bool { return !c.http.HeldUntil().IsZero() }
 
 // missRefresh is how often at most a miss (missRead) makes the client
 // read the root again.
