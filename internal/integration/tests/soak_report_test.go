@@ -25,6 +25,7 @@ type memSample struct {
 	at         time.Duration // since the soak began
 	heap       uint64        // HeapAlloc after a GC: the least of heapReadings
 	heapFirst  uint64        // the first of those readings
+	goFirst    int           // goroutines at the first reading (goroutines: the least)
 	rss        uint64        // VmRSS, bytes
 	goroutines int
 	sockets    int // open file descriptors that are sockets
@@ -35,20 +36,33 @@ type memSample struct {
 // and heap-end.pprof at the last, so that growth can be told apart as the
 // library's or the soak's own records (go tool pprof -sample_index=
 // inuse_space -diff_base heap-from.pprof heap-end.pprof).
+//
+// Beside it goes the goroutines' profile as text, counted by stack
+// (goroutines-from.txt, ...): the count moved between about 260 and 290
+// all through one 30-minute run, which a count alone cannot attribute.
 func writeHeapProfile(t *testing.T, path string) {
-	f, err := os.Create(path)
-	if err != nil {
-		t.Errorf("heap profile: %v", err)
-		return
-	}
-	defer f.Close()
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		t.Errorf("heap profile: %v", err)
+	for _, p := range []struct{ name, path string }{
+		{"heap", path},
+		{"goroutine", filepath.Join(filepath.Dir(path), strings.Replace(strings.TrimSuffix(filepath.Base(path), ".pprof")+".txt", "heap-", "goroutines-", 1))},
+	} {
+		f, err := os.Create(p.path)
+		if err != nil {
+			t.Errorf("%s profile: %v", p.name, err)
+			continue
+		}
+		debug := 0
+		if p.name == "goroutine" {
+			debug = 1
+		}
+		if err := pprof.Lookup(p.name).WriteTo(f, debug); err != nil {
+			t.Errorf("%s profile: %v", p.name, err)
+		}
+		f.Close()
 	}
 }
 
-// heapReadings is how many readings of the heap after a GC, heapApart
-// apart, a sample takes the least of. One reading counts what the soak's
+// heapReadings is how many readings of the heap after a GC (and of the
+// goroutines), heapApart apart, a sample takes the least of. One reading counts what the soak's
 // goroutines hold in flight at that instant (the checker's ten compares a
 // second, the served API's poll every 200 ms, the controllers' lists):
 // one 30-minute run's readings moved 12.4-16.6 MiB within a single phase,
@@ -63,20 +77,25 @@ const (
 func sampleMemory(since time.Time) memSample {
 	var ms runtime.MemStats
 	var heap, first uint64
+	var gs, gFirst int
 	for i := range heapReadings {
 		if i > 0 {
 			time.Sleep(heapApart)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
+		g := runtime.NumGoroutine()
 		if i == 0 {
-			first = ms.HeapAlloc
+			first, gFirst = ms.HeapAlloc, g
 		}
 		if i == 0 || ms.HeapAlloc < heap {
 			heap = ms.HeapAlloc
 		}
+		if i == 0 || g < gs {
+			gs = g
+		}
 	}
-	s := memSample{at: time.Since(since), heap: heap, heapFirst: first, goroutines: runtime.NumGoroutine()}
+	s := memSample{at: time.Since(since), heap: heap, heapFirst: first, goroutines: gs, goFirst: gFirst}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {

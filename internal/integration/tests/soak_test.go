@@ -951,9 +951,9 @@ func TestSoak(t *testing.T) {
 	servedResult := served.report(&b, end)
 	cliWrong := clis.report(&b, end)
 
-	b.WriteString("\n== memory each minute (heap after a GC, the least of 5 readings a second apart, and the first of them; RSS; goroutines; sockets)\n")
+	b.WriteString("\n== memory each minute (heap after a GC and goroutines, each the least of 5 readings a second apart, and the first of them; RSS; sockets)\n")
 	for _, m := range mem {
-		fmt.Fprintf(&b, "+%s  heap %6.1f MiB (first %6.1f)  rss %6.1f MiB  goroutines %5d  sockets %4d\n", fmtOffset(m.at), float64(m.heap)/(1<<20), float64(m.heapFirst)/(1<<20), float64(m.rss)/(1<<20), m.goroutines, m.sockets)
+		fmt.Fprintf(&b, "+%s  heap %6.1f MiB (first %6.1f)  rss %6.1f MiB  goroutines %5d (first %5d)  sockets %4d\n", fmtOffset(m.at), float64(m.heap)/(1<<20), float64(m.heapFirst)/(1<<20), float64(m.rss)/(1<<20), m.goroutines, m.goFirst, m.sockets)
 	}
 	var growthNote string
 	var from *memSample
@@ -966,8 +966,8 @@ func TestSoak(t *testing.T) {
 	last := mem[len(mem)-1]
 	judged := d >= soakGrowthFrom+soakGrowthSpan && from != nil
 	if from != nil {
-		growthNote = fmt.Sprintf("from +%s to the end: heap %+.1f%% (first readings %+.1f%%), goroutines %+.1f%%, RSS %+.1f%%, sockets %+.1f%%",
-			fmtOffset(from.at), 100*growth(float64(from.heap), float64(last.heap)), 100*growth(float64(from.heapFirst), float64(last.heapFirst)), 100*growth(float64(from.goroutines), float64(last.goroutines)),
+		growthNote = fmt.Sprintf("from +%s to the end: heap %+.1f%% (first readings %+.1f%%), goroutines %+.1f%% (first readings %+.1f%%), RSS %+.1f%%, sockets %+.1f%%",
+			fmtOffset(from.at), 100*growth(float64(from.heap), float64(last.heap)), 100*growth(float64(from.heapFirst), float64(last.heapFirst)), 100*growth(float64(from.goroutines), float64(last.goroutines)), 100*growth(float64(from.goFirst), float64(last.goFirst)),
 			100*growth(float64(from.rss), float64(last.rss)), 100*growth(float64(from.sockets), float64(last.sockets)))
 	} else {
 		growthNote = "the run ended before minute 5: growth not measured"
