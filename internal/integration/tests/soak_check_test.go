@@ -402,12 +402,41 @@ func (c *checker) drop(i int, now time.Time, why string) {
 		for k, d := range c.open {
 			if d.server == i {
 				d.end, d.interrupted = now, why
+				c.unjudged(d, why)
 				c.done = append(c.done, d)
 				delete(c.open, k)
 			}
 		}
 	}
 	c.truth[i] = nil
+}
+
+// lastRead is when the checker last read server's truth (of any server
+// for the balancer's member, server < 0); zero before any; c.mu is held.
+func (c *checker) lastRead(server int) time.Time {
+	var last time.Time
+	for i, t := range c.truth {
+		if t != nil && (server < 0 || server == i) && t.at.After(last) {
+			last = t.at
+		}
+	}
+	return last
+}
+
+// unjudged marks d, ended with no read of its server after it began
+// (why: the server stopped, the run ended, the member's other server
+// left), as not judged: the client agreed with the checker's last read
+// and then answered otherwise, and no read came after to say whether it
+// was ahead (a CRD step the read had not seen yet) or wrong. Timed from
+// the value's first read, such a disagreement was judged as long as the
+// value had been served: CI's 5-minute run failed on three clients of
+// kas-0 and the balancer's member "45 s" late, each seen and ended in
+// the instant kas-0 was stopped, a second after a CRD step. c.mu is held.
+func (c *checker) unjudged(d *disagreement, why string) {
+	if last := c.lastRead(d.server); !last.IsZero() && d.start.After(last) {
+		d.ahead = true
+		d.interrupted = why + ", begun after the checker's last read of the server: not judged"
+	}
 }
 
 // readTruth reads every server's truth. A server that does not answer has
@@ -578,6 +607,10 @@ func (c *checker) judge(client string, server int, answers map[string]answer, no
 		}
 		if d != nil && d.want != a.want {
 			d.end, d.interrupted = now, servers+" changed again"
+			// Changed with no read since the disagreement began: the
+			// balancer member's other server left (a stop drops its
+			// truth), and nothing said whether the member was ahead.
+			c.unjudged(d, d.interrupted)
 			c.done = append(c.done, d)
 			delete(c.open, id)
 			d = nil
@@ -671,21 +704,9 @@ func (c *checker) all(now time.Time) []*disagreement {
 		cp := *d
 		cp.interrupted = "still open at the end"
 		cp.end = now
-		// Begun after the checker's last read of its server (of either,
-		// for the balancer's member): the client agreed with that read
-		// and then answered otherwise, and no read came after to say
-		// whether it was ahead or wrong (a CRD step in the run's last
-		// second). Not judged.
-		var last time.Time
-		for i, t := range c.truth {
-			if t != nil && (d.server < 0 || d.server == i) && t.at.After(last) {
-				last = t.at
-			}
-		}
-		if !last.IsZero() && d.start.After(last) {
-			cp.ahead = true
-			cp.interrupted = "still open at the end, begun after the checker's last read of the server: not judged"
-		}
+		// Begun after the checker's last read of its server (a CRD step
+		// in the run's last second): not judged.
+		c.unjudged(&cp, cp.interrupted)
 		out = append(out, &cp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })
@@ -720,5 +741,40 @@ func TestClientTimedFromItsFirstAsk(t *testing.T) {
 	}
 	if want := map[string]bool{"late": false, "early": true}; !maps.Equal(wrong, want) {
 		t.Errorf("judged wrong: %v, want %v (the late client answered 0.9 s after its first ask)", wrong, want)
+	}
+}
+
+// TestStopEndsUnjudgedWhatBeganAfterTheLastRead: a disagreement that
+// began after the checker's last read of its server and was ended by the
+// server's stop (or, for the balancer's member, by its other server
+// leaving) is not judged: no read came after it to say whether the client
+// was ahead. One that began before that read still is. CI's 5-minute run
+// failed on four such answers, each seen and ended at kas-0's stop a
+// second after a CRD step, judged "45 s" late from the value's first
+// read.
+func TestStopEndsUnjudgedWhatBeganAfterTheLastRead(t *testing.T) {
+	c := newChecker(make([]*truthReader, 2), nil, nil)
+	t0 := time.Now()
+	key := "mapping g/v1/K"
+	for i := range 2 {
+		c.truth[i] = &soakTruth{at: t0}
+		c.since[i][key] = t0.Add(-45 * time.Second)
+	}
+	wrongAnswer := map[string]answer{key: {want: "ks", got: "error: no match"}}
+	c.judge("before", 0, wrongAnswer, t0.Add(-500*time.Millisecond)) // seen before the last read
+	c.judge("after", 0, wrongAnswer, t0.Add(500*time.Millisecond))
+	member := map[string]answer{key: {want: "kas-0: ks; kas-1: ks", got: "error: no match"}}
+	c.judge("member", -1, member, t0.Add(500*time.Millisecond))
+	c.down(0)                                                       // kas-0 stopped: its truth dropped, lastDown now
+	member[key] = answer{want: "kas-1: ks", got: "error: no match"} // kas-0's truth dropped
+	c.judge("member", -1, member, t0.Add(700*time.Millisecond))
+	c.judge("member", -1, map[string]answer{key: {right: true, want: "kas-1: ks", got: "ks"}}, t0.Add(800*time.Millisecond))
+	end := t0.Add(time.Second)
+	wrong := map[string]bool{}
+	for _, d := range c.all(end) {
+		wrong[d.client] = wrong[d.client] || d.wrong(end)
+	}
+	if want := map[string]bool{"before": true, "after": false, "member": false}; !maps.Equal(wrong, want) {
+		t.Errorf("judged wrong: %v, want %v", wrong, want)
 	}
 }
