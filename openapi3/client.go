@@ -375,9 +375,10 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // for 5 s, then 2, 4, 8 and 16 s apart (35 s in all, past DefaultMaxAge),
 // as a server serves a change a moment after telling of it (a second or
 // so for a CRD's schema, tens of seconds under load); a read that fails
-// answers the
-// marks (the max age schedules the next). An idle client sends nothing:
-// the read waits for a call that needs it.
+// answers the marks (the max age schedules the next), but one the server
+// refused with a 429 does not: the first call a second later, once the
+// 429's Retry-After has passed (nothing is sent before), reads again. An
+// idle client sends nothing: the read waits for a call that needs it.
 //
 // Changed sends nothing and does not block: it is for a watch's callback
 // (discovery/watch.WithOnChange, which package shared wires), and for
