@@ -951,7 +951,7 @@ func TestSoak(t *testing.T) {
 	servedResult := served.report(&b, end)
 	cliWrong := clis.report(&b, end)
 
-	b.WriteString("\n== memory each minute (heap after a GC and goroutines, each the least of 5 readings a second apart, and the first of them; RSS; sockets)\n")
+	b.WriteString("\n== memory each minute (heap after a GC and goroutines, each the least of 5 readings 1.3 s apart, and the first of them; RSS; sockets)\n")
 	for _, m := range mem {
 		fmt.Fprintf(&b, "+%s  heap %6.1f MiB (first %6.1f)  rss %6.1f MiB  goroutines %5d (first %5d)  sockets %4d\n", fmtOffset(m.at), float64(m.heap)/(1<<20), float64(m.heapFirst)/(1<<20), float64(m.rss)/(1<<20), m.goroutines, m.goFirst, m.sockets)
 	}
