@@ -145,7 +145,8 @@ func (c *Client) LeaderLacks(gvr schema.GroupVersionResource) (generation uint64
 // identity). Until it passes, a refresh sends nothing and fails at once
 // with that 429, so a caller that refreshes on its own schedule (a
 // lookup's miss, restmapper's) need not ask, nor count the answer against
-// its budget. One atomic load; nothing is allocated.
+// its budget. An atomic load and a read of the clock; nothing is
+// allocated.
 func (c *Client) Throttled() bool { return !c.http.HeldUntil().IsZero() }
 
 // LeaderServesKind says whether c has a followed leader (FollowLeader,

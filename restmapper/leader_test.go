@@ -385,6 +385,9 @@ func TestThrottledProofIsMadeOnceTheWaitHasPassed(t *testing.T) {
 	if !follower.Throttled() {
 		t.Fatal("Throttled: false after a 429 with Retry-After that was not waited out")
 	}
+	if n := testing.AllocsPerRun(100, func() { follower.Throttled() }); n != 0 {
+		t.Errorf("Throttled allocates %v times a call; its doc says nothing", n)
+	}
 	for range 50 {
 		_, _ = m.RESTMapping(goneGK, "v1")
 	}
