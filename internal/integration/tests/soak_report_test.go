@@ -31,7 +31,7 @@ type memSample struct {
 	sockets    int // open file descriptors that are sockets
 }
 
-// writeHeapProfile writes the heap's profile to path (after the GC
+// writeProfiles writes the heap's profile to path (after the GC
 // sampleMemory made): heap-from.pprof at the sample growth is judged from
 // and heap-end.pprof at the last, so that growth can be told apart as the
 // library's or the soak's own records (go tool pprof -sample_index=
@@ -40,7 +40,7 @@ type memSample struct {
 // Beside it goes the goroutines' profile as text, counted by stack
 // (goroutines-from.txt, ...): the count moved between about 260 and 290
 // all through one 30-minute run, which a count alone cannot attribute.
-func writeHeapProfile(t *testing.T, path string) {
+func writeProfiles(t *testing.T, path string) {
 	for _, p := range []struct{ name, path string }{
 		{"heap", path},
 		{"goroutine", filepath.Join(filepath.Dir(path), strings.Replace(strings.TrimSuffix(filepath.Base(path), ".pprof")+".txt", "heap-", "goroutines-", 1))},

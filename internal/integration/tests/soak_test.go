@@ -679,11 +679,11 @@ func TestSoak(t *testing.T) {
 			if first {
 				// The sample growth is judged from: its heap profile, for
 				// go tool pprof -diff_base against heap-end.pprof.
-				writeHeapProfile(t, filepath.Join(reportDir, "heap-from.pprof"))
+				writeProfiles(t, filepath.Join(reportDir, "heap-from.pprof"))
 			} else if m.at >= soakGrowthFrom && int(m.at/time.Minute)%5 == 0 {
 				// Every fifth minute after it, so that a grower shows as
 				// a trend rather than as two readings.
-				writeHeapProfile(t, filepath.Join(reportDir, fmt.Sprintf("heap-%02dm.pprof", int(m.at/time.Minute))))
+				writeProfiles(t, filepath.Join(reportDir, fmt.Sprintf("heap-%02dm.pprof", int(m.at/time.Minute))))
 			}
 			if !sleepCtx(ctx, time.Minute) {
 				return
@@ -853,7 +853,7 @@ func TestSoak(t *testing.T) {
 	sleepCtx(ctx, time.Until(s.start.Add(d)))
 	// The last sample while the load still runs, like the others.
 	final := sampleMemory(s.start)
-	writeHeapProfile(t, filepath.Join(reportDir, "heap-end.pprof"))
+	writeProfiles(t, filepath.Join(reportDir, "heap-end.pprof"))
 	end := time.Now()
 	cancel()
 	wg.Wait()
