@@ -31,7 +31,8 @@
 //   - bound.go: what each informer may hold (10,000 objects, 32 MiB), each
 //     object slimmed as its list or watch event arrives.
 //   - follow.go: when Run follows the client (discovery.Client.Follow):
-//     its watches open and synced, its last refresh successful.
+//     its watches open and synced, its last refresh successful, no
+//     CRD's change overdue.
 //   - watch.go: [Run], [Watcher] and their options, its [Stats], the informers on CRDs and
 //     APIServices (their lists and watches paced by a backoff), and the
 //     loop that turns their events into rate-limited refreshes; or the

@@ -16,7 +16,9 @@ import (
 //     (a watch-list), so it is not listing, backing off or reconnecting;
 //   - the last refresh of the run's loop succeeded, and the first one that
 //     began after the informers synced has (it catches what changed
-//     before their lists, which no event tells of).
+//     before their lists, which no event tells of);
+//   - no CRD's change is overdue (the watcher's settle): the server is not
+//     behind its own objects.
 //
 // Each condition's end stops following at once; the run's end stops it
 // for good. Its methods are called from the informers' watches, the sync
@@ -30,6 +32,7 @@ type follower struct {
 	open     int    // streams with a watch open
 	synced   bool   // every informer has synced
 	current  bool   // the last refresh succeeded, and one began after synced
+	behind   bool   // a CRD's change is overdue
 	ended    bool   // the run is over: never again
 	stopping func() // Client.Follow's stop, while following
 }
@@ -41,7 +44,7 @@ func (f *follower) update(change func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	change()
-	want := !f.ended && f.synced && f.current && f.open == f.streams
+	want := !f.ended && f.synced && f.current && f.open == f.streams && !f.behind
 	switch {
 	case want && f.stopping == nil:
 		f.stopping = f.c.Follow()
@@ -86,6 +89,9 @@ func (f *follower) refreshed(afterSync bool, err error) {
 		}
 	})
 }
+
+// setBehind records whether a CRD's change is overdue.
+func (f *follower) setBehind(behind bool) { f.update(func() { f.behind = behind }) }
 
 // end stops following for good.
 func (f *follower) end() { f.update(func() { f.ended = true }) }

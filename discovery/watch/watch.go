@@ -75,8 +75,21 @@ const (
 	refreshBurst = 5
 	// maxPending bounds the expectations kept: one per CRD name, and one
 	// for every change of unknown effect; past it, the oldest CRD ones
-	// become a change of unknown effect.
+	// become a change of unknown effect. It bounds the overdue ones too,
+	// past it the oldest forgotten.
 	maxPending = 256
+	// A CRD created or deleted that discovery does not show within the
+	// settle time is overdue: the server is behind its own objects (issue
+	// 47's soak saw a kube-apiserver, loaded and mid-upgrade, serve a new
+	// CRD 44 s after its watch event, while the other server of the pair
+	// served it at once). Run does not follow the client while one is,
+	// and revalidates every lateMin, doubling to lateMax, until discovery
+	// shows it, for overdueFor at most: a CRD that is never served (its
+	// names refused) costs about 35 rounds, and is then trusted to be
+	// what the server means.
+	lateMin    = time.Second
+	lateMax    = 10 * time.Second
+	overdueFor = 5 * time.Minute
 )
 
 var (
@@ -130,7 +143,9 @@ func WithFallbackPoll(d time.Duration) Option {
 
 // WithSettle bounds how long Run keeps revalidating after an event until
 // discovery shows it (a real API server serves a new CRD a moment after
-// its watch event). Default: DefaultSettle (10s).
+// its watch event). A CRD created or deleted that discovery does not show
+// by then is overdue: Run stops following the client until it does (see
+// Run). Default: DefaultSettle (10s).
 func WithSettle(d time.Duration) Option {
 	return named("WithSettle", func(o *watchOptions) error { return setPositive("settle", d, &o.settle) })
 }
@@ -247,7 +262,12 @@ func WithServedAPI(use bool) Option {
 // debounce share one refresh. After a creation or deletion it revalidates,
 // backing off from 100ms to 1s, until discovery shows the change or the
 // settle time passes, so subscribers get the Change that contains the new
-// resource rather than an empty one. A dropped watch resumes from its last
+// resource rather than an empty one. When the settle time passes first,
+// the server is behind its own objects, and Run does not follow c (below)
+// until discovery shows the change, a later event of that CRD replaces
+// it, or 5 minutes pass, revalidating every second, doubling to 10 s,
+// meanwhile: readers that trust a follower ask the server themselves
+// (restmapper's repeated misses). A dropped watch resumes from its last
 // resourceVersion; a 410 Gone relists, and what changed meanwhile is
 // handled like events. Between events it revalidates once per upgrade poll.
 //
@@ -272,12 +292,13 @@ func WithServedAPI(use bool) Option {
 //
 // While what it watches would show it a change (every informer synced,
 // each with a watch open past the initial list it streams, and its last
-// refresh succeeded, the first after the lists included), Run follows c
+// refresh succeeded, the first after the lists included) and no CRD's
+// change is overdue, Run follows c
 // (discovery.Client.Follow), so that readers which would otherwise
 // revalidate c on a timer (restmapper's lookups without a version) do
 // not; it stops following the moment one of these ends (a watch dropped,
-// listing again, backing off, a refresh failed, polling instead), and
-// before it returns.
+// listing again, backing off, a refresh failed, polling instead, a CRD's
+// settle time passed with its change not served), and before it returns.
 func Run(ctx context.Context, c *discovery.Client, opts ...Option) error {
 	w, err := New(c, opts...)
 	if err != nil {
@@ -483,6 +504,10 @@ type watcher struct {
 
 	mu      sync.Mutex
 	pending []expectation
+	// overdue are the CRDs' expectations whose settle time passed before
+	// discovery met them, oldest first, each with the deadline of its
+	// overdueFor: Run does not follow the client while any is left.
+	overdue []expectation
 	seq     uint64 // of the last expectation
 	changes uint64 // events that asked for a refresh (expect), not the catch-up after the lists
 
@@ -675,8 +700,13 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 		}
 	}()
 	backoff := 100 * time.Millisecond
+	late := lateMin    // the wait of the next round for an overdue CRD
 	throttled := false // the next round waits for the rate limit
 	var told uint64    // the changes told to WithOnChange's func
+	if w.behind() {
+		f.setBehind(true) // overdue in an earlier run of the informers
+		schedule(late)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -717,28 +747,50 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			told = changes
 			f.refresh(ctx)
 			idle.Reset(w.o.upgradePoll)
-			if w.settle(upTo) {
+			left, behind := w.settle(upTo)
+			f.setBehind(behind)
+			switch {
+			case left:
 				schedule(backoff)
 				backoff = min(2*backoff, time.Second)
+			case behind:
+				schedule(late)
+				late = min(2*late, lateMax)
+			}
+			if !behind {
+				late = lateMin
 			}
 		}
 	}
 }
 
 // settle drops the expectations up to seq upTo that the current snapshot
-// meets or that ran out of time, and says whether any are left.
-func (w *watcher) settle(upTo uint64) bool {
+// meets or that ran out of time, a CRD's that ran out becoming overdue,
+// drops the overdue ones met or past their overdueFor, and says whether
+// any expectations are left (more) and any overdue (behind).
+func (w *watcher) settle(upTo uint64) (more, behind bool) {
 	s := w.c.Current()
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.overdue = slices.DeleteFunc(w.overdue, func(e expectation) bool { return e.metBy(s) || !now.Before(e.deadline) })
 	left := w.pending[:0]
 	for _, e := range w.pending {
 		if e.seq > upTo {
 			left = append(left, e)
 			continue
 		}
-		if !now.Before(e.deadline) || e.metBy(s) {
+		if e.metBy(s) {
+			continue
+		}
+		if !now.Before(e.deadline) {
+			if e.plural != "" {
+				e.deadline = now.Add(overdueFor)
+				w.overdue = append(dropCRD(w.overdue, e), e)
+				if over := len(w.overdue) - maxPending; over > 0 {
+					w.overdue = slices.Delete(w.overdue, 0, over)
+				}
+			}
 			continue
 		}
 		if e.rounds > 0 {
@@ -750,7 +802,19 @@ func (w *watcher) settle(upTo uint64) bool {
 	}
 	clear(w.pending[len(left):])
 	w.pending = left
-	return len(left) > 0
+	return len(left) > 0, len(w.overdue) > 0
+}
+
+// behind says whether a CRD's change is overdue (settle).
+func (w *watcher) behind() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.overdue) > 0
+}
+
+// dropCRD drops from es the expectation of e's CRD, if any.
+func dropCRD(es []expectation, e expectation) []expectation {
+	return slices.DeleteFunc(es, func(p expectation) bool { return p.plural == e.plural && p.group == e.group })
 }
 
 func (e expectation) metBy(s *discovery.Snapshot) bool {
@@ -797,6 +861,9 @@ func (w *watcher) record(e expectation, change bool) {
 	}
 	e.seq = w.seq
 	w.pending = coalesce(w.pending, e)
+	if e.plural != "" {
+		w.overdue = dropCRD(w.overdue, e) // the new expectation has its own settle time
+	}
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:

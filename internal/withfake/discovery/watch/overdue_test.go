@@ -1,0 +1,150 @@
+package watch_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeatlas/kubeatlas/discovery"
+	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
+	"github.com/kubeatlas/kubeatlas/discovery/watch"
+	"github.com/kubeatlas/kubeatlas/restmapper"
+)
+
+// A server behind its own objects: issue 47's soak saw a kube-apiserver,
+// loaded and mid-upgrade, serve a new CRD 44 s after the CRD's watch event
+// (past the watch's 10-s settle), while the other server of the pair
+// served it at once. A watch that went on following the client vouched
+// for a view without the CRD, so a controller's repeated lookups of the
+// kind sent nothing and said no match after the server served it, until
+// the next CRD event. These tests run in a synctest bubble: the server's
+// delay and the watch's timers are fake time.
+
+// startOverdue starts a server that serves a CRD's change delay after its
+// watch event, a client of it that a Watcher follows (upgrade poll: an
+// hour, so only events and the overdue rounds refresh it), and a mapper
+// over the client; it waits until the client is followed.
+func startOverdue(t *testing.T, delay time.Duration) (*discoverytest.Server, *discovery.Client, *restmapper.Mapper) {
+	t.Helper()
+	srv, hc, base := discoverytest.StartInProcess(t, discoverytest.WithDiscoveryDelay(delay))
+	c, err := discovery.NewForHTTPClient(&http.Client{Transport: hc.Transport}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := restmapper.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watch.New(c, watch.WithUpgradePoll(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	for !c.Following() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return srv, c, m
+}
+
+// TestOverdueCRDIsFoundOnceServed: a CRD that the server serves 40 s after
+// its watch event is mapped at the first lookup a second after it is
+// served (the mapper's miss backoff), by a controller that looks it up
+// every 200 ms from its event on: the watch stops following the client
+// when its settle time (10 s) passes with the CRD not served, so the
+// repeated misses refresh again; once discovery shows it, the watch
+// follows again, and the lookups send nothing.
+func TestOverdueCRDIsFoundOnceServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 40 * time.Second
+		srv, c, m := startOverdue(t, delay)
+		crd := discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}
+		gk := schema.GroupKind{Group: crd.Group, Kind: crd.Kind}
+		created := time.Now()
+		if err := srv.AddCRD(crd); err != nil {
+			t.Fatal(err)
+		}
+		var found time.Duration
+		followedWhileMissing := false
+		for found == 0 && time.Since(created) < 2*delay {
+			if _, err := m.RESTMapping(gk, "v1"); err == nil {
+				found = time.Since(created)
+			}
+			if at := time.Since(created); at > 11*time.Second && at < delay && c.Following() {
+				followedWhileMissing = true
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if followedWhileMissing {
+			t.Error("the watch followed the client between its settle time and the server serving the CRD")
+		}
+		// Served at 40 s; the miss backoff is a second, plus a lookup's
+		// period.
+		if found == 0 || found > delay+1200*time.Millisecond {
+			t.Fatalf("the kind was mapped %v after its CRD's event, want within 1.2 s of the server serving it at %v", found, delay)
+		}
+		// Rounds a second, doubling to 10 s: one by 10 s after the CRD is
+		// served sees it and follows again.
+		time.Sleep(11 * time.Second)
+		if !c.Following() {
+			t.Fatal("not followed again after discovery showed the overdue CRD")
+		}
+		before := c.Stats().Requests
+		for range 50 {
+			if _, err := m.RESTMapping(schema.GroupKind{Group: crd.Group, Kind: "Absent"}, "v1"); err == nil {
+				t.Fatal("an absent kind mapped")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// Its first miss refreshes (followed or not); its repeats do not.
+		if n := c.Stats().Requests - before; n > 4 {
+			t.Errorf("followed again, 50 misses of a kind not served sent %d discovery requests, want its first miss's", n)
+		}
+	})
+}
+
+// TestOverdueIsBounded: a CRD the server never serves (a kube-apiserver
+// refuses a CRD's names that conflict with another's) is overdue for 5
+// minutes at most, at a round every second doubling to 10 s; then the
+// watch follows the client again, and sends nothing more for it.
+func TestOverdueIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c, _ := startOverdue(t, time.Hour)
+		before := c.Stats().Refreshes
+		if err := srv.AddCRD(discoverytest.CRD{Group: "never.example.com", Versions: []string{"v1"}, Kind: "Never"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(11 * time.Second)
+		if c.Following() {
+			t.Fatal("followed past the settle time of a CRD not served")
+		}
+		// Overdue from its settle time (10 s) for 5 minutes, given up by
+		// the next round (10 s apart by then).
+		time.Sleep(5*time.Minute + 10*time.Second)
+		if !c.Following() {
+			t.Fatal("still not followed 5 minutes and a round after the CRD was overdue")
+		}
+		// The settle's rounds (about 14 in 10 s), then about 34 overdue
+		// rounds (1, 2, 4, 8 s, then every 10 s for 5 minutes).
+		if n := c.Stats().Refreshes - before; n > 60 {
+			t.Errorf("%d refreshes while a CRD was overdue for 5 minutes, want at most 60", n)
+		}
+		time.Sleep(time.Minute)
+		n := c.Stats().Refreshes
+		time.Sleep(time.Minute)
+		if m := c.Stats().Refreshes - n; m != 0 {
+			t.Errorf("%d refreshes a minute after the overdue CRD was given up, want none (upgrade poll: an hour)", m)
+		}
+	})
+}
