@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/openapi3/typed"
 	"github.com/kubeatlas/kubeatlas/restmapper"
 )
@@ -49,6 +50,10 @@ type soakTruth struct {
 	// aggregated API server away); lastKnown: those of them given the
 	// kinds last read while Current (truthReader.keepLastKnown).
 	stale, lastKnown map[string]bool
+	// fromLastKnown: the keys of kinds and preferred versions that
+	// keepLastKnown gave ("mapping group/version/Kind", "preferred
+	// group/Kind") to their group-version.
+	fromLastKnown map[string]string
 }
 
 // truthReader reads one server's truth, directly (no proxy), as the admin.
@@ -89,7 +94,8 @@ func (r *truthReader) get(ctx context.Context, path, accept string, v any) error
 }
 
 func (r *truthReader) read(ctx context.Context) (*soakTruth, error) {
-	t := &soakTruth{at: time.Now(), kinds: map[string]string{}, preferred: map[string]string{}, fields: map[string][]string{}, stale: map[string]bool{}, lastKnown: map[string]bool{}}
+	t := &soakTruth{at: time.Now(), kinds: map[string]string{}, preferred: map[string]string{}, fields: map[string][]string{},
+		stale: map[string]bool{}, lastKnown: map[string]bool{}, fromLastKnown: map[string]string{}}
 	ambiguous := map[string]bool{} // a kind two resources of a group-version answer with
 	for _, path := range []string{"/api", "/apis"} {
 		var doc struct {
@@ -205,6 +211,67 @@ type soakClient struct {
 	server int
 	mapper *restmapper.Mapper
 	conv   *typed.Converter
+	// history, when set (remember), is what the client's discovery
+	// snapshots showed: a client that never held a group-version's
+	// kinds has none to keep while it is Stale.
+	history *clientHistory
+}
+
+// clientHistory records the group-versions a discovery client's snapshots
+// held resources of, from every snapshot it publishes (Subscribe; one
+// published while its subscriber runs is joined into the next change, so
+// a snapshot that lasted less than a call may be missed).
+type clientHistory struct {
+	mu   sync.Mutex
+	held map[string]bool // "group/version"
+}
+
+// remember makes c record the history of dc, which its mapper is over,
+// until the returned func is called.
+func (c *soakClient) remember(dc *discovery.Client) (stop func()) {
+	h := &clientHistory{held: map[string]bool{}}
+	c.history = h
+	unsubscribe := dc.Subscribe(func(ch discovery.Change) { h.record(ch.New) })
+	h.record(dc.Current())
+	return unsubscribe
+}
+
+func (h *clientHistory) record(s *discovery.Snapshot) {
+	if s == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, g := range s.Groups() {
+		for _, v := range g.Versions {
+			if len(v.Resources) > 0 {
+				h.held[schema.GroupVersion{Group: g.Name, Version: v.Version}.String()] = true
+			}
+		}
+	}
+}
+
+// heldEver says whether the client held resources of gv ("group/version",
+// the core group's as "/v1"); a client with no history recorded has held
+// everything, as far as the checker knows.
+func (c *soakClient) heldEver(gv string) bool {
+	h := c.history
+	if h == nil {
+		return true
+	}
+	g, v, _ := strings.Cut(gv, "/")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held[schema.GroupVersion{Group: g, Version: v}.String()]
+}
+
+// noHistory says whether key's want came from the checker's own history of
+// a Stale group-version (truthReader.keepLastKnown) that the client never
+// held: its discovery promises last known resources of its own history
+// only, so such a client answers what its server serves, no resources.
+func (c *soakClient) noHistory(t *soakTruth, key string) bool {
+	gv, ok := t.fromLastKnown[key]
+	return ok && !c.heldEver(gv)
 }
 
 // soakAnswers is what the checker compares for one client: key to the
@@ -215,9 +282,15 @@ func (c *soakClient) answers(ctx context.Context, t *soakTruth, gone map[string]
 		g, v, k := splitGVK(gvk)
 		key := "mapping " + gvk
 		want[key] = resource
-		if m, err := c.mapper.RESTMapping(schema.GroupKind{Group: g, Kind: k}, v); err != nil {
+		m, err := c.mapper.RESTMapping(schema.GroupKind{Group: g, Kind: k}, v)
+		switch {
+		case err != nil && c.noHistory(t, key):
+			// A client with no history of the Stale group-version
+			// answers what its server serves: no resources.
+			want[key], got[key] = "none", "none"
+		case err != nil:
 			got[key] = "error: " + err.Error()
-		} else {
+		default:
 			got[key] = m.Resource.Resource
 		}
 	}
@@ -225,9 +298,13 @@ func (c *soakClient) answers(ctx context.Context, t *soakTruth, gone map[string]
 		g, k, _ := strings.Cut(gk, "/")
 		key := "preferred " + gk
 		want[key] = version
-		if m, err := c.mapper.RESTMapping(schema.GroupKind{Group: g, Kind: k}); err != nil {
+		m, err := c.mapper.RESTMapping(schema.GroupKind{Group: g, Kind: k})
+		switch {
+		case err != nil && c.noHistory(t, key):
+			want[key], got[key] = "none", "none"
+		case err != nil:
 			got[key] = "error: " + err.Error()
-		} else {
+		default:
 			got[key] = m.GroupVersionKind.Version
 		}
 	}

@@ -72,10 +72,12 @@ func (r *truthReader) keepLastKnown(t *soakTruth) {
 		g, v, _ := strings.Cut(gv, "/")
 		for k, res := range r.known[gv] {
 			t.kinds[gv+"/"+k] = res
+			t.fromLastKnown["mapping "+gv+"/"+k] = gv
 			if _, ok := t.preferred[g+"/"+k]; !ok {
 				// Its group's only version here (the soak's aggregated
 				// group has one): a versionless lookup answers it.
 				t.preferred[g+"/"+k] = v
+				t.fromLastKnown["preferred "+g+"/"+k] = gv
 			}
 			t.lastKnown[gv] = true
 		}
@@ -457,7 +459,9 @@ func startSoakFaults(ctx context.Context, t *testing.T, s *soak, p *haPlane, pro
 		if err != nil {
 			t.Fatal(err)
 		}
-		sf.clients = append(sf.clients, &soakClient{name: throttledUser + "@" + srv.name, server: i, mapper: h.Mapper(), conv: conv})
+		cl := &soakClient{name: throttledUser + "@" + srv.name, server: i, mapper: h.Mapper(), conv: conv}
+		t.Cleanup(cl.remember(h.Discovery()))
+		sf.clients = append(sf.clients, cl)
 		sf.discs[throttledUser+"@"+srv.name] = h.Discovery()
 	}
 
@@ -482,6 +486,7 @@ func startSoakFaults(ctx context.Context, t *testing.T, s *soak, p *haPlane, pro
 			t.Fatal(err)
 		}
 		cl := &soakClient{name: "fleet:" + id, server: i, mapper: c.Mapper(), conv: conv}
+		t.Cleanup(cl.remember(c.Discovery()))
 		if i < len(p.servers) {
 			sf.clients = append(sf.clients, cl)
 		} else {
@@ -1003,7 +1008,12 @@ func sum(v []int) int {
 // serves once it is Current again or gone; a restmapper over a client
 // that follows the server through those states never disagrees with it.
 // Without truthReader.keepLastKnown the checker wants the stale kinds
-// unmapped ("none") while the mapper, as documented, maps them.
+// unmapped ("none") while the mapper, as documented, maps them. A client
+// whose first snapshot comes while the group-version is Stale has no
+// last known kinds of its own (a throttled identity's first contact, in
+// a 5-minute run): the checker holds it to what the server serves, and
+// to the kinds once they are Current again; without clientHistory it
+// wants the kinds of it.
 func TestCheckerWantsLastKnownWhileStale(t *testing.T) {
 	srv, err := discoverytest.NewServer()
 	if err != nil {
@@ -1027,32 +1037,56 @@ func TestCheckerWantsLastKnownWhileStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mapper := &soakClient{name: "mapper", mapper: m}
+	defer mapper.remember(dc)()
 	chk := newChecker([]*truthReader{{hc: ts.Client(), url: ts.URL, docs: map[string]map[string][]string{}}},
-		[]*soakClient{{name: "mapper", mapper: m}}, nil)
+		[]*soakClient{mapper}, nil)
 	ctx := context.Background()
+	dcs := []*discovery.Client{dc} // refreshed at each step
+	// cold joins the compares when the group-version has turned Stale.
+	cold := func() {
+		cdc, err := discovery.New(&rest.Config{Host: ts.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := restmapper.New(cdc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := &soakClient{name: "cold", mapper: cm}
+		t.Cleanup(cl.remember(cdc))
+		dcs = append(dcs, cdc)
+		chk.clients = append(chk.clients, cl)
+	}
 	key := "mapping " + gv.Group + "/" + gv.Version + "/Thing"
 	for _, step := range []struct {
 		name   string
 		change func() error
 		want   string // the checker's want for Thing's mapping ("" for not asked)
 		stale  bool
+		join   func() // a client that joins the compares at this step
 	}{
-		{"Current", func() error { return nil }, "things", false},
+		{"Current", func() error { return nil }, "things", false, nil},
 		{"Stale, no resources", func() error {
 			return srv.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale})
-		}, "things", true},
-		{"Stale a second read", func() error { return nil }, "things", true},
-		{"Current again", func() error { return srv.SetGroupVersion(gv.Group, thing) }, "things", false},
-		{"gone", func() error { return srv.RemoveGroup(gv.Group) }, "none", false},
+		}, "things", true, nil},
+		{"Stale a second read, a client with no history joins", func() error { return nil }, "things", true, cold},
+		{"Current again", func() error { return srv.SetGroupVersion(gv.Group, thing) }, "things", false, nil},
+		{"gone", func() error { return srv.RemoveGroup(gv.Group) }, "none", false, nil},
 		{"Stale after gone: nothing known", func() error {
 			return srv.SetGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessStale})
-		}, "none", true},
+		}, "none", true, nil},
 	} {
 		if err := step.change(); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
-		if _, err := dc.Refresh(ctx); err != nil && !errors.Is(err, discovery.ErrStale) {
-			t.Fatalf("%s: refresh: %v", step.name, err)
+		if step.join != nil {
+			step.join()
+		}
+		for _, dc := range dcs {
+			if _, err := dc.Refresh(ctx); err != nil && !errors.Is(err, discovery.ErrStale) {
+				t.Fatalf("%s: refresh: %v", step.name, err)
+			}
 		}
 		chk.readTruth(ctx)
 		chk.compare(ctx)

@@ -639,7 +639,9 @@ func TestSoak(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			clients = append(clients, &soakClient{name: identityName(id) + "@" + srv.name, server: i, mapper: h.Mapper(), conv: conv})
+			cl := &soakClient{name: identityName(id) + "@" + srv.name, server: i, mapper: h.Mapper(), conv: conv}
+			defer cl.remember(h.Discovery())()
+			clients = append(clients, cl)
 			if id == 0 {
 				waitUntil(t, srv.name+"'s handle watching", 60*time.Second, func() bool { return h.Watcher() != nil && h.Watcher().Stats().Watching })
 			}
