@@ -83,11 +83,14 @@ const (
 	// 47's soak saw a kube-apiserver, loaded and mid-upgrade, serve a new
 	// CRD 44 s after its watch event, while the other server of the pair
 	// served it at once). Run does not follow the client while one is,
-	// and revalidates every lateMin, doubling to lateMax, until discovery
+	// and revalidates every lateMin for lateFast, so that subscribers
+	// (the served API, openapi3's marks) get the change within a second
+	// of the server serving it, then doubling to lateMax, until discovery
 	// shows it, for overdueFor at most: a CRD that is never served (its
-	// names refused) costs about 35 rounds, and is then trusted to be
-	// what the server means.
+	// names refused) costs about 85 rounds (two 304s each), and is then
+	// trusted to be what the server means.
 	lateMin    = time.Second
+	lateFast   = time.Minute
 	lateMax    = 10 * time.Second
 	overdueFor = 5 * time.Minute
 )
@@ -265,9 +268,9 @@ func WithServedAPI(use bool) Option {
 // resource rather than an empty one. When the settle time passes first,
 // the server is behind its own objects, and Run does not follow c (below)
 // until discovery shows the change, a later event of that CRD replaces
-// it, or 5 minutes pass, revalidating every second, doubling to 10 s,
-// meanwhile: readers that trust a follower ask the server themselves
-// (restmapper's repeated misses). A dropped watch resumes from its last
+// it, or 5 minutes pass, revalidating every second for a minute, then
+// backing off to 10 s, meanwhile: readers that trust a follower ask the
+// server themselves (restmapper's repeated misses). A dropped watch resumes from its last
 // resourceVersion; a 410 Gone relists, and what changed meanwhile is
 // handled like events. Between events it revalidates once per upgrade poll.
 //
@@ -700,11 +703,13 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 		}
 	}()
 	backoff := 100 * time.Millisecond
-	late := lateMin    // the wait of the next round for an overdue CRD
-	throttled := false // the next round waits for the rate limit
-	var told uint64    // the changes told to WithOnChange's func
+	late := lateMin           // the wait of the next round for an overdue CRD
+	var behindSince time.Time // when a CRD's change became overdue, if one is
+	throttled := false        // the next round waits for the rate limit
+	var told uint64           // the changes told to WithOnChange's func
 	if w.behind() {
 		f.setBehind(true) // overdue in an earlier run of the informers
+		behindSince = time.Now()
 		schedule(late)
 	}
 	for {
@@ -749,16 +754,20 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			idle.Reset(w.o.upgradePoll)
 			left, behind := w.settle(upTo)
 			f.setBehind(behind)
+			if !behind {
+				late, behindSince = lateMin, time.Time{}
+			} else if behindSince.IsZero() {
+				behindSince = time.Now()
+			}
 			switch {
 			case left:
 				schedule(backoff)
 				backoff = min(2*backoff, time.Second)
 			case behind:
 				schedule(late)
-				late = min(2*late, lateMax)
-			}
-			if !behind {
-				late = lateMin
+				if time.Since(behindSince) >= lateFast {
+					late = min(2*late, lateMax)
+				}
 			}
 		}
 	}

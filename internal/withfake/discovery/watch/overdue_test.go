@@ -116,8 +116,9 @@ func TestOverdueCRDIsFoundOnceServed(t *testing.T) {
 
 // TestOverdueIsBounded: a CRD the server never serves (a kube-apiserver
 // refuses a CRD's names that conflict with another's) is overdue for 5
-// minutes at most, at a round every second doubling to 10 s; then the
-// watch follows the client again, and sends nothing more for it.
+// minutes at most, at a round every second for a minute, then doubling
+// to 10 s; then the watch follows the client again, and sends nothing
+// more for it.
 func TestOverdueIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, c, _ := startOverdue(t, time.Hour)
@@ -135,16 +136,55 @@ func TestOverdueIsBounded(t *testing.T) {
 		if !c.Following() {
 			t.Fatal("still not followed 5 minutes and a round after the CRD was overdue")
 		}
-		// The settle's rounds (about 14 in 10 s), then about 34 overdue
-		// rounds (1, 2, 4, 8 s, then every 10 s for 5 minutes).
-		if n := c.Stats().Refreshes - before; n > 60 {
-			t.Errorf("%d refreshes while a CRD was overdue for 5 minutes, want at most 60", n)
+		// The settle's rounds (about 14 in 10 s), then about 86 overdue
+		// rounds (every second for a minute, then 2, 4, 8 s, then every
+		// 10 s for 4 minutes).
+		if n := c.Stats().Refreshes - before; n > 105 {
+			t.Errorf("%d refreshes while a CRD was overdue for 5 minutes, want at most 105", n)
 		}
 		time.Sleep(time.Minute)
 		n := c.Stats().Refreshes
 		time.Sleep(time.Minute)
 		if m := c.Stats().Refreshes - n; m != 0 {
 			t.Errorf("%d refreshes a minute after the overdue CRD was given up, want none (upgrade poll: an hour)", m)
+		}
+	})
+}
+
+// TestOverdueCRDReachesSubscribers: with no lookups to ask the server, a
+// CRD that the server serves 40 s after its watch event reaches the
+// client's subscribers within a second of being served, by the watch's
+// own rounds while the CRD is overdue (the served API and openapi3's
+// marks learn of changes so).
+func TestOverdueCRDReachesSubscribers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 40 * time.Second
+		srv, c, _ := startOverdue(t, delay)
+		gvr := schema.GroupVersionResource{Group: "late.example.com", Version: "v1", Resource: "lates"}
+		added := make(chan time.Time, 1)
+		defer c.Subscribe(func(ch discovery.Change) {
+			for _, r := range ch.AddedResources {
+				if r == gvr {
+					select {
+					case added <- time.Now():
+					default:
+					}
+				}
+			}
+		})()
+		created := time.Now()
+		if err := srv.AddCRD(discoverytest.CRD{Group: gvr.Group, Versions: []string{gvr.Version}, Kind: "Late"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case at := <-added:
+			// A round a second from the settle time on: the first after
+			// the server serves it.
+			if d := at.Sub(created); d > delay+time.Second {
+				t.Errorf("subscribers got the CRD %v after its event, want within a second of the server serving it at %v", d, delay)
+			}
+		case <-time.After(2 * delay):
+			t.Fatalf("subscribers did not get the CRD in %v", 2*delay)
 		}
 	})
 }
