@@ -93,6 +93,19 @@ const (
 	lateFast   = time.Minute
 	lateMax    = 10 * time.Second
 	overdueFor = 5 * time.Minute
+	// A client behind a balancer over servers that disagree serves the
+	// union of their views (discovery.Snapshot.Mixed), and a view leaves
+	// it only at a refresh a second after the last read that showed it
+	// (discovery's mixed.go). A change reaches the servers a moment apart,
+	// so the round that sees it may leave a union that holds the view
+	// before it; nothing else refreshes a followed client, so a removed
+	// resource stayed until the next event (issue 47's served API). So a
+	// round that leaves a union other than the last round's is followed
+	// by another unionRecheck later (a second and a margin), until a
+	// round leaves the union unchanged, or none, or maxUnionRounds in a
+	// row: servers that go on disagreeing cost one or two rounds an event.
+	unionRecheck   = 1100 * time.Millisecond
+	maxUnionRounds = 5
 )
 
 var (
@@ -270,7 +283,12 @@ func WithServedAPI(use bool) Option {
 // until discovery shows the change, a later event of that CRD replaces
 // it, or 5 minutes pass, revalidating every second for a minute, then
 // backing off to 10 s, meanwhile: readers that trust a follower ask the
-// server themselves (restmapper's repeated misses). A dropped watch resumes from its last
+// server themselves (restmapper's repeated misses). Behind a balancer
+// over servers that disagree, whose union of views the client serves
+// (discovery.Snapshot.Mixed), a round that leaves a new union is followed
+// by another 1.1 s later, until the union stays the same (at most 5 in a
+// row), so that a view no server serves any more leaves it without
+// waiting for the next event. A dropped watch resumes from its last
 // resourceVersion; a 410 Gone relists, and what changed meanwhile is
 // handled like events. Between events it revalidates once per upgrade poll.
 //
@@ -703,6 +721,7 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 		}
 	}()
 	backoff := 100 * time.Millisecond
+	var union unionCheck      // the union the rounds left
 	late := lateMin           // the wait of the next round for an overdue CRD
 	var behindSince time.Time // when a CRD's change became overdue, if one is
 	throttled := false        // the next round waits for the rate limit
@@ -727,6 +746,7 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 				schedule(w.o.debounce)
 				backoff = 100 * time.Millisecond
 			}
+			union.rounds = 0
 		case <-idle.C:
 			if s := w.c.Current(); s == nil || time.Since(s.Validated()) >= w.o.upgradePoll/2 {
 				f.refresh(ctx)
@@ -763,6 +783,8 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			case left:
 				schedule(backoff)
 				backoff = min(2*backoff, time.Second)
+			case union.again(w.c.Current()):
+				schedule(unionRecheck)
 			case behind:
 				schedule(late)
 				if time.Since(behindSince) >= lateFast {
@@ -771,6 +793,28 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			}
 		}
 	}
+}
+
+// unionCheck is what the loop's rounds left of a union of views
+// (unionRecheck).
+type unionCheck struct {
+	gen    uint64 // the generation of the union the last round left
+	rounds int    // rounds in a row since an event that left a new union
+}
+
+// again says whether s, which a round left, needs another round: a union
+// that is not the one the last round left, within maxUnionRounds.
+func (u *unionCheck) again(s *discovery.Snapshot) bool {
+	if s == nil || !s.Mixed() {
+		u.gen = 0
+		return false
+	}
+	if s.Generation() == u.gen || u.rounds >= maxUnionRounds {
+		return false
+	}
+	u.gen = s.Generation()
+	u.rounds++
+	return true
 }
 
 // settle drops the expectations up to seq upTo that the current snapshot
