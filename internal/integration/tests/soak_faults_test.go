@@ -1029,35 +1029,27 @@ func TestCheckerWantsLastKnownWhileStale(t *testing.T) {
 	if err := srv.SetGroupVersion(gv.Group, thing); err != nil {
 		t.Fatal(err)
 	}
-	dc, err := discovery.New(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
+	var dcs []*discovery.Client // refreshed at each step
+	// client makes a client the checker asks, with its history.
+	client := func(name string) *soakClient {
+		dc, err := discovery.New(&rest.Config{Host: ts.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := restmapper.New(dc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := &soakClient{name: name, mapper: m}
+		t.Cleanup(cl.remember(dc))
+		dcs = append(dcs, dc)
+		return cl
 	}
-	m, err := restmapper.New(dc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := &soakClient{name: "mapper", mapper: m}
-	defer mapper.remember(dc)()
 	chk := newChecker([]*truthReader{{hc: ts.Client(), url: ts.URL, docs: map[string]map[string][]string{}}},
-		[]*soakClient{mapper}, nil)
+		[]*soakClient{client("mapper")}, nil)
 	ctx := context.Background()
-	dcs := []*discovery.Client{dc} // refreshed at each step
 	// cold joins the compares when the group-version has turned Stale.
-	cold := func() {
-		cdc, err := discovery.New(&rest.Config{Host: ts.URL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm, err := restmapper.New(cdc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl := &soakClient{name: "cold", mapper: cm}
-		t.Cleanup(cl.remember(cdc))
-		dcs = append(dcs, cdc)
-		chk.clients = append(chk.clients, cl)
-	}
+	cold := func() { chk.clients = append(chk.clients, client("cold")) }
 	key := "mapping " + gv.Group + "/" + gv.Version + "/Thing"
 	for _, step := range []struct {
 		name   string

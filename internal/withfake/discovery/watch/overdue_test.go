@@ -1,7 +1,6 @@
 package watch_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -25,37 +24,34 @@ import (
 // delay and the watch's timers are fake time.
 
 // startOverdue starts a server that serves a CRD's change delay after its
-// watch event, a client of it that a Watcher follows (upgrade poll: an
-// hour, so only events and the overdue rounds refresh it), and a mapper
-// over the client; it waits until the client is followed.
+// watch event, a followed client of it (followedClient), and a mapper
+// over the client.
 func startOverdue(t *testing.T, delay time.Duration) (*discoverytest.Server, *discovery.Client, *restmapper.Mapper) {
 	t.Helper()
 	srv, hc, base := discoverytest.StartInProcess(t, discoverytest.WithDiscoveryDelay(delay))
-	c, err := discovery.NewForHTTPClient(&http.Client{Transport: hc.Transport}, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := followedClient(t, hc, base)
 	m, err := restmapper.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := watch.New(c, watch.WithUpgradePoll(time.Hour))
+	return srv, c, m
+}
+
+// followedClient returns a client of the server hc reaches at base, which
+// a Watcher follows (upgrade poll: an hour, so only events and the
+// watch's own rounds refresh it) until the test ends, once it is
+// followed.
+func followedClient(t *testing.T, hc *http.Client, base string) *discovery.Client {
+	t.Helper()
+	c, err := discovery.NewForHTTPClient(&http.Client{Transport: hc.Transport}, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := w.Run(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	startWatch(t, c, watch.WithUpgradePoll(time.Hour))
 	for !c.Following() {
 		time.Sleep(10 * time.Millisecond)
 	}
-	return srv, c, m
+	return c
 }
 
 // TestOverdueCRDIsFoundOnceServed: a CRD that the server serves 40 s after

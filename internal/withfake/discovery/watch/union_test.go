@@ -1,8 +1,6 @@
 package watch_test
 
 import (
-	"context"
-	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/kubeatlas/kubeatlas/discovery"
 	"github.com/kubeatlas/kubeatlas/discovery/discoverytest"
-	"github.com/kubeatlas/kubeatlas/discovery/watch"
 )
 
 // A client behind a balancer over two servers (round robin) that a watch
@@ -25,34 +22,14 @@ import (
 // refreshes a followed client. These run in a synctest bubble.
 
 // startUnion starts two servers behind round robin serving crd, and a
-// followed client of them (upgrade poll: an hour).
+// followed client of them (followedClient).
 func startUnion(t *testing.T, crd discoverytest.CRD) (*discoverytest.Server, *discovery.Client) {
 	t.Helper()
 	srv, hc, base := discoverytest.StartInProcess(t, discoverytest.WithBackends(2, discoverytest.RoundRobin))
 	if err := srv.AddCRD(crd); err != nil {
 		t.Fatal(err)
 	}
-	c, err := discovery.NewForHTTPClient(&http.Client{Transport: hc.Transport}, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := watch.New(c, watch.WithUpgradePoll(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := w.Run(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	for !c.Following() {
-		time.Sleep(10 * time.Millisecond)
-	}
-	return srv, c
+	return srv, followedClient(t, hc, base)
 }
 
 // TestFollowedUnionLeavesOnceTheServersAgree: a version removed from a
