@@ -71,6 +71,8 @@ const (
 	// refreshEvery, so that a flood of MODIFIED events (about 23
 	// refreshes a second, one per debounce) costs one a second, while a
 	// single change still gets its debounce and settle rounds at once.
+	// The rounds for an overdue CRD or a union (below) pace themselves and
+	// are not counted.
 	refreshEvery = time.Second
 	refreshBurst = 5
 	// maxPending bounds the expectations kept: one per CRD name, and one
@@ -280,10 +282,11 @@ func WithServedAPI(use bool) Option {
 // settle time passes, so subscribers get the Change that contains the new
 // resource rather than an empty one. When the settle time passes first,
 // the server is behind its own objects, and Run does not follow c (below)
-// until discovery shows the change, a later event of that CRD replaces
-// it, or 5 minutes pass, revalidating every second for a minute, then
-// backing off to 10 s, meanwhile: readers that trust a follower ask the
-// server themselves (restmapper's repeated misses). Behind a balancer
+// until discovery shows the change, the CRD is created or deleted again
+// (its own settle time then), or 5 minutes pass, revalidating every
+// second for a minute, then backing off to 10 s, meanwhile: readers that
+// trust a follower ask the server themselves (restmapper's repeated
+// misses). Behind a balancer
 // over servers that disagree, whose union of views the client serves
 // (discovery.Snapshot.Mixed), a round that leaves a new union is followed
 // by another 1.1 s later, until the union stays the same (at most 5 in a
@@ -754,11 +757,16 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			idle.Reset(w.o.upgradePoll)
 		case <-round:
 			round = nil
-			if r := w.refreshes.Reserve(); r.Delay() > 0 {
-				r.Cancel()
-				schedule(r.Delay())
-				throttled = true
-				continue
+			// The rate limit is for the rounds events ask for; those for
+			// an overdue CRD or a union pace themselves (a second or more
+			// apart), and do not take the burst a new event's rounds need.
+			if w.awaiting() {
+				if r := w.refreshes.Reserve(); r.Delay() > 0 {
+					r.Cancel()
+					schedule(r.Delay())
+					throttled = true
+					continue
+				}
 			}
 			throttled = false
 			// Expectations that arrive during the refresh are judged by
@@ -772,12 +780,13 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 			told = changes
 			f.refresh(ctx)
 			idle.Reset(w.o.upgradePoll)
-			left, behind := w.settle(upTo)
+			left, behind, newlyBehind := w.settle(upTo)
 			f.setBehind(behind)
 			if !behind {
 				late, behindSince = lateMin, time.Time{}
-			} else if behindSince.IsZero() {
-				behindSince = time.Now()
+			} else if newlyBehind {
+				// Each CRD that becomes overdue gets its fast minute.
+				late, behindSince = lateMin, time.Now()
 			}
 			switch {
 			case left:
@@ -799,7 +808,7 @@ func (w *watcher) loop(ctx context.Context, f *follower, forbidden <-chan struct
 // (unionRecheck).
 type unionCheck struct {
 	gen    uint64 // the generation of the union the last round left
-	rounds int    // rounds in a row since an event that left a new union
+	rounds int    // union rounds since the loop last woke (an event)
 }
 
 // again says whether s, which a round left, needs another round: a union
@@ -820,8 +829,9 @@ func (u *unionCheck) again(s *discovery.Snapshot) bool {
 // settle drops the expectations up to seq upTo that the current snapshot
 // meets or that ran out of time, a CRD's that ran out becoming overdue,
 // drops the overdue ones met or past their overdueFor, and says whether
-// any expectations are left (more) and any overdue (behind).
-func (w *watcher) settle(upTo uint64) (more, behind bool) {
+// any expectations are left (more), any overdue (behind), and whether
+// one became overdue (newly).
+func (w *watcher) settle(upTo uint64) (more, behind, newly bool) {
 	s := w.c.Current()
 	now := time.Now()
 	w.mu.Lock()
@@ -838,6 +848,7 @@ func (w *watcher) settle(upTo uint64) (more, behind bool) {
 		}
 		if !now.Before(e.deadline) {
 			if e.plural != "" {
+				newly = true
 				e.deadline = now.Add(overdueFor)
 				w.overdue = append(dropCRD(w.overdue, e), e)
 				if over := len(w.overdue) - maxPending; over > 0 {
@@ -855,7 +866,14 @@ func (w *watcher) settle(upTo uint64) (more, behind bool) {
 	}
 	clear(w.pending[len(left):])
 	w.pending = left
-	return len(left) > 0, len(w.overdue) > 0
+	return len(left) > 0, len(w.overdue) > 0, newly
+}
+
+// awaiting says whether expectations are left to settle.
+func (w *watcher) awaiting() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending) > 0
 }
 
 // behind says whether a CRD's change is overdue (settle).

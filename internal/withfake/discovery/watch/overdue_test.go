@@ -48,8 +48,10 @@ func followedClient(t *testing.T, hc *http.Client, base string) *discovery.Clien
 		t.Fatal(err)
 	}
 	startWatch(t, c, watch.WithUpgradePoll(time.Hour))
-	for !c.Following() {
-		time.Sleep(10 * time.Millisecond)
+	for start := time.Now(); !c.Following(); time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatal("the watch did not follow the client in a minute")
+		}
 	}
 	return c
 }
@@ -134,9 +136,9 @@ func TestOverdueIsBounded(t *testing.T) {
 		}
 		// The settle's rounds (about 14 in 10 s), then about 86 overdue
 		// rounds (every second for a minute, then 2, 4, 8 s, then every
-		// 10 s for 4 minutes).
-		if n := c.Stats().Refreshes - before; n > 105 {
-			t.Errorf("%d refreshes while a CRD was overdue for 5 minutes, want at most 105", n)
+		// 10 s for 4 minutes): 101 when written.
+		if n := c.Stats().Refreshes - before; n > 110 {
+			t.Errorf("%d refreshes while a CRD was overdue for 5 minutes, want at most 110", n)
 		}
 		time.Sleep(time.Minute)
 		n := c.Stats().Refreshes
@@ -181,6 +183,31 @@ func TestOverdueCRDReachesSubscribers(t *testing.T) {
 			}
 		case <-time.After(2 * delay):
 			t.Fatalf("subscribers did not get the CRD in %v", 2*delay)
+		}
+	})
+}
+
+// TestOverdueCRDDeletedIsNoLongerOverdue: a CRD that is overdue (the
+// server has not served it) and is then deleted is followed again at the
+// deletion's first round (discovery does not show it, as the deletion
+// wants), not 5 minutes later.
+func TestOverdueCRDDeletedIsNoLongerOverdue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c, _ := startOverdue(t, time.Hour)
+		crd := discoverytest.CRD{Group: "late.example.com", Versions: []string{"v1"}, Kind: "Late"}
+		if err := srv.AddCRD(crd); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(11 * time.Second)
+		if c.Following() {
+			t.Fatal("followed past the settle time of a CRD not served")
+		}
+		if err := srv.RemoveCRD(crd.Group, "lates"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if !c.Following() {
+			t.Fatal("not followed a second after the overdue CRD was deleted")
 		}
 	})
 }
