@@ -122,9 +122,9 @@ func TestChangedFloodReadsTheRootOnceASecond(t *testing.T) {
 // TestChangedUnchangedRootReadAgain: a mark whose read finds the root
 // unchanged (a server that serves the change a moment after its watch
 // event: a real one, a second or so after, later under load) gets more
-// reads, a second apart for 5 s and then 2, 4, 8 and 16 s apart, the
-// next of which finds the change; a mark for a change that never shows
-// costs ten reads over 35 s, no more.
+// reads, half a second apart to 2 s, a second apart to 6 s and then 2, 4,
+// 8 and 16 s apart, the next of which finds the change; a mark for a
+// change that never shows costs 13 reads over 36 s, no more.
 func TestChangedUnchangedRootReadAgain(t *testing.T) {
 	srv, c, clk := changedClient(t)
 	ctx := context.Background()
@@ -132,30 +132,30 @@ func TestChangedUnchangedRootReadAgain(t *testing.T) {
 	held, _ := c.Paths(ctx)
 	clk.SetTime(clk.Now().Add(2 * time.Second))
 	c.Changed()
-	reads := func(seconds int) []int { // root reads after each second
+	reads := func(halves int) []int { // root reads after each half second
 		var out []int
-		for range seconds {
+		for range halves {
 			if _, err := c.Paths(ctx); err != nil {
 				t.Fatal(err)
 			}
 			out = append(out, rootReads(srv))
-			clk.SetTime(clk.Now().Add(time.Second))
+			clk.SetTime(clk.Now().Add(time.Second / 2))
 		}
 		return out
 	}
-	// Reads at 0, 1 and 2 s find nothing.
+	// Reads at 0, 0.5 and 1 s find nothing.
 	if got := reads(3); !slices.Equal(got, []int{1, 2, 3}) {
-		t.Errorf("root reads by second %v; want [1 2 3]", got)
+		t.Errorf("root reads by half second %v; want [1 2 3]", got)
 	}
 	if err := srv.ChangeSchema(apps); err != nil {
 		t.Fatal(err)
 	}
-	root, err := c.Paths(ctx) // at 3 s
+	root, err := c.Paths(ctx) // at 1.5 s
 	if err != nil {
 		t.Fatal(err)
 	}
 	if root[openapi3.PathFor(apps)] == held[openapi3.PathFor(apps)] {
-		t.Error("the change served 3 s after the mark was not found by its fourth read")
+		t.Error("the change served 1.5 s after the mark was not found by its fourth read")
 	}
 	if n := rootReads(srv); n != 4 {
 		t.Errorf("%d root reads; want 4", n)
@@ -164,15 +164,15 @@ func TestChangedUnchangedRootReadAgain(t *testing.T) {
 	srv.ResetRequests()
 	clk.SetTime(clk.Now().Add(time.Second))
 	c.Changed()    // a change that never shows
-	var want []int // reads at 0, 1, 2, 3, 4, 5, 7, 11, 19 and 35 s, then none
-	for s, n := 0, 0; s < 60; s++ {
-		if slices.Contains([]int{0, 1, 2, 3, 4, 5, 7, 11, 19, 35}, s) {
+	var want []int // reads at 0, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 12, 20 and 36 s, then none (in half seconds)
+	for h, n := 0, 0; h < 120; h++ {
+		if slices.Contains([]int{0, 1, 2, 3, 4, 6, 8, 10, 12, 16, 24, 40, 72}, h) {
 			n++
 		}
 		want = append(want, n)
 	}
-	if got := reads(60); !slices.Equal(got, want) {
-		t.Errorf("root reads by second %v for a mark whose change never shows; want reads at 0, 1, 2, 3, 4, 5, 7, 11, 19 and 35 s, then none", got)
+	if got := reads(120); !slices.Equal(got, want) {
+		t.Errorf("root reads by half second %v for a mark whose change never shows; want reads at 0, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 12, 20 and 36 s, then none", got)
 	}
 }
 

@@ -371,10 +371,11 @@ func (c *Client) Paths(ctx context.Context) (map[string]string, error) {
 // group-version is found and a removed one forgotten. The root is read at
 // most once a second however often Changed is called: a call within a
 // second of the last read is answered by the first call a second after
-// it. A read that finds the root unchanged is tried again each second
-// for 5 s, then 2, 4, 8 and 16 s apart (35 s in all, past DefaultMaxAge),
-// as a server serves a change a moment after telling of it (a second or
-// so for a CRD's schema, tens of seconds under load); a read that fails
+// it. A read that finds the root unchanged, with no mark since, is tried
+// again half a second later until 2 s, then each second until 6 s, then
+// 2, 4, 8 and 16 s apart (36 s in all, past DefaultMaxAge), as a server
+// serves a change a moment after telling of it (a second or so for a
+// CRD's schema, tens of seconds under load); a read that fails
 // answers the marks (the max age schedules the next), but one the server
 // refused with a 429 does not: the first call a second later, once the
 // 429's Retry-After has passed (nothing is sent before), reads again. An
@@ -568,30 +569,42 @@ func (c *Client) held() bool { return !c.http.HeldUntil().IsZero() }
 const missRefresh = time.Second
 
 // markReads is how many reads marks (Changed) get while the root stays
-// the same: one a second for the first markSteady (the first at once, a
-// second after the last read at the earliest), then 2, 4, 8 and 16 s
-// apart. A real kube-apiserver v1.36.3 serves a CRD's new schema 0.35 to
-// 1.1 s after the watch event for it, so the first read often comes too
-// early, and under load (3,000 CRDs, a busy machine) 1 to 1.4 s after, and
-// at times tens of seconds (one new group-version 43 s after its CRD was
-// created). Reading each second while most changes show keeps the typed
-// schema within about a second of the server's (with reads 1, 2 and 4 s
-// apart, a change served 1.05 s after its event waited until the read at
-// 3 s); reading on past the default max age (30 s, after which any call
-// reads the root anyway) leaves no change the watch saw waiting longer
-// than the next read. A mark for a change that never shows in the root (a
-// CRD's status) costs these ten root reads over 35 s, most of them 304s,
-// and nothing more.
+// the same: half a second apart for the first markQuick (the first at
+// once, a second after the last read at the earliest), then a second
+// apart to markSteady, then 2, 4, 8 and 16 s apart. A real kube-apiserver
+// v1.36.3 serves a CRD's new schema 0.35 to 1.1 s after the watch event
+// for it, so the first read often comes too early, and under load (3,000
+// CRDs, a busy machine) 1 to 1.4 s after, and at times tens of seconds
+// (one new group-version 43 s after its CRD was created). Reading each
+// half second while most changes show keeps the typed schema within half
+// a second of the server's: with reads a second apart, issue 47's soak
+// found a fleet member's schemas 1.07 s behind its server, whose schema
+// came just after the first read (with reads 1, 2 and 4 s apart, a change
+// served 1.05 s after its event waited until the read at 3 s). Reading on
+// past the default max age (30 s, after which any call reads the root
+// anyway) leaves no change the watch saw waiting longer than the next
+// read. A mark for a change that never shows in the root (a CRD's status)
+// costs these 13 root reads over 36 s, most of them 304s, and nothing
+// more. New marks between reads (a flood of Changed) read once a second.
 const (
-	markSteady = 6  // reads at 0, 1, 2, 3, 4 and 5 s
-	markReads  = 10 // and at 7, 11, 19 and 35 s
+	markQuick     = 5 // reads at 0, 0.5, 1, 1.5 and 2 s
+	markQuickWait = missRefresh / 2
+	markSteady    = 9  // and at 3, 4, 5 and 6 s
+	markReads     = 13 // and at 8, 12, 20 and 36 s
 )
 
 // markWaitLocked is how long after the last read the marks may make the
-// next: a second for the first markSteady reads since the last new mark
-// that found the root unchanged, then doubling.
+// next: a second when marks were made since it (so that a flood of them
+// reads once a second); else, after the reads since the last new mark
+// that found the root unchanged, half a second for the first markQuick,
+// a second to markSteady, then doubling.
 func (c *Client) markWaitLocked() time.Duration {
-	if c.marksTried != c.marks || c.marksUnchanged < markSteady {
+	switch {
+	case c.marksTried != c.marks:
+		return missRefresh
+	case c.marksUnchanged < markQuick:
+		return markQuickWait
+	case c.marksUnchanged < markSteady:
 		return missRefresh
 	}
 	return missRefresh << (c.marksUnchanged - markSteady + 1)
