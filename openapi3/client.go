@@ -222,9 +222,12 @@ type Client struct {
 	// one limit's worth of memory, not one per parallel fetch.
 	large *semaphore.Weighted
 
-	docMu  sync.Mutex               // guards docs and recent; never held across I/O
+	docMu  sync.Mutex               // guards docs, recent and redirects; never held across I/O
 	docs   map[string]*list.Element // path -> its element of recent
 	recent *list.List               // of *Document, most recently used first
+	// redirects: path -> its kept document's fetch, when a 301 led it to
+	// bytes of another hash than the one asked for (keptAt).
+	redirects map[string]redirect
 
 	// ownDisk: the disk cache is a *diskcache.Cache, whose entries only
 	// the user (or root) wrote (verify). sharedDisk: there is a disk
@@ -492,6 +495,7 @@ func (c *Client) forgetUnlisted(root map[string]string) {
 		if _, ok := root[path]; !ok {
 			c.recent.Remove(e)
 			delete(c.docs, path)
+			delete(c.redirects, path)
 		}
 	}
 }
@@ -820,6 +824,15 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.redirectDue(path, u) {
+		// The kept bytes are another hash's (keptAt): the root, read
+		// again (at most once a second), may list that hash by now.
+		if fresh, read, err := c.missRead(ctx); err == nil && read {
+			if nu, ok := fresh[path]; ok {
+				u = nu
+			}
+		}
+	}
 	return c.DocumentAt(ctx, path, u)
 }
 
@@ -837,7 +850,7 @@ func (c *Client) Document(ctx context.Context, path string) (*Document, error) {
 // Whatever the URL, path's document is tried at most once a second after a
 // failure. The caller's context ending is not remembered.
 func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, error) {
-	if d := c.kept(path); d != nil && d.URL == u {
+	if d := c.keptAt(path, u); d != nil {
 		return d, nil
 	}
 	if t := c.opts.documents; t != nil {
@@ -846,6 +859,7 @@ func (c *Client) DocumentAt(ctx context.Context, path, u string) (*Document, err
 			if err := d.Stats().within(c.opts.limits); err != nil {
 				return nil, &DocumentError{Path: path, URL: u, Err: err}
 			}
+			c.noteRedirect(path, u, hashOf(u)) // the table holds u's own bytes
 			c.keepIfCurrent(path, u, d)
 			return d, nil
 		}
@@ -876,6 +890,9 @@ func (c *Client) fetchDocument(ctx context.Context, path, u string) (*Document, 
 		return nil, resp, fmt.Errorf("openapi3: GET %s: %w", u, err)
 	}
 	d, err := newDocument(path, u, body, &c.opts.limits)
+	if err == nil {
+		c.noteRedirect(path, u, resp.Request.URL.Query().Get("hash"))
+	}
 	if err != nil || !verified || c.opts.documents == nil {
 		return d, resp, err
 	}
@@ -893,6 +910,86 @@ func (c *Client) keepIfCurrent(path, u string, d *Document) {
 	if current {
 		c.keep(path, d)
 	}
+}
+
+// redirect is a fetch of a document that a 301 led to bytes of another
+// hash than the one asked for. Behind a balancer over two servers, a root
+// read from the server that has a CRD's change lists the new hash, and the
+// document's request may reach the one that does not yet: its 301 leads
+// to its current, older document. Kept as the document of the new hash,
+// it stayed until the root changed again: issue 47's soak found a
+// balancer's typed schema 6.9 s behind both servers, until the next CRD
+// event. So such a document answers for the URL asked for a second at
+// most (missRefresh), and is then asked for again, once the root has been
+// read again (Document): one listing the hash its bytes have makes it that
+// URL's document, with no request.
+type redirect struct {
+	u     string    // the URL asked for
+	final string    // the hash the bytes were verified against
+	at    time.Time // when they were read (the user's clock)
+}
+
+// noteRedirect records how path's document at u was just read: final is
+// the hash of the URL its bytes came from.
+func (c *Client) noteRedirect(path, u, final string) {
+	now := c.opts.clock.Now() // the user's clock: read holding no lock
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	if final == "" || final == hashOf(u) {
+		delete(c.redirects, path)
+		return
+	}
+	if c.redirects == nil {
+		c.redirects = map[string]redirect{}
+	}
+	c.redirects[path] = redirect{u: u, final: final, at: now}
+}
+
+// redirectDue says whether path's kept document is another hash's bytes
+// kept for u for a second or more.
+func (c *Client) redirectDue(path, u string) bool {
+	now := c.opts.clock.Now()
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	r, ok := c.redirects[path]
+	return ok && r.u == u && now.Sub(r.at) >= missRefresh
+}
+
+// keptAt returns the document kept for path if it is u's, as just used:
+// read from u, and not bytes of another hash that a 301 led to a second
+// or more ago (redirect); or read from another URL with the bytes of u's
+// hash, which it becomes.
+func (c *Client) keptAt(path, u string) *Document {
+	now := c.opts.clock.Now()
+	c.docMu.Lock()
+	defer c.docMu.Unlock()
+	e := c.docs[path]
+	if e == nil {
+		return nil
+	}
+	d := e.Value.(*Document)
+	r, redirected := c.redirects[path]
+	switch {
+	case redirected && d.URL == r.u && u != r.u && hashOf(u) == r.final:
+		d = d.at(u)
+		e.Value = d
+		delete(c.redirects, path)
+	case d.URL != u:
+		return nil
+	case redirected && r.u == u && now.Sub(r.at) >= missRefresh:
+		return nil
+	}
+	c.recent.MoveToFront(e)
+	return d
+}
+
+// hashOf is the ?hash= of the server-relative URL u ("" if none).
+func hashOf(u string) string {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return parsed.Query().Get("hash")
 }
 
 // kept returns the document kept for path, if any, as just used.
@@ -922,6 +1019,7 @@ func (c *Client) keep(path string, d *Document) {
 		oldest := c.recent.Back()
 		c.recent.Remove(oldest)
 		delete(c.docs, oldest.Value.(*Document).Path)
+		delete(c.redirects, oldest.Value.(*Document).Path)
 	}
 }
 
@@ -945,7 +1043,7 @@ func (c *Client) FetchAll(ctx context.Context) ([]*Document, error) {
 		// goroutine of its own: at 3000 CRDs, 404 of them took 0.77 ms of
 		// a long-lived client's round (0.28 ms taken here), and the
 		// fetches of changed documents waited their turn behind them.
-		if d := c.kept(p); d != nil && d.URL == root[p] {
+		if d := c.keptAt(p, root[p]); d != nil {
 			docs[i] = d
 			continue
 		}
