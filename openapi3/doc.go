@@ -5,7 +5,9 @@
 //
 // # Fetching
 //
-// A stale hash's 301 is followed a few times, to the same host only. A JSON
+// A stale hash's 301 is followed a few times, to the same host only; the
+// bytes it leads to, another hash's (behind a balancer, the other server's
+// older document), answer for the URL asked for a second at most. A JSON
 // document's SHA-512 must be its ?hash= when the hash has kube-openapi's
 // form, the uppercase hex SHA-512 of the JSON ([ErrHashMismatch]
 // otherwise), and nothing that fails to parse is stored. With
