@@ -1040,11 +1040,11 @@ func TestSoak(t *testing.T) {
 	servedResult.fail(t, served, end, failAfter)
 	cliFail(t, clis, cliWrong, failAfter)
 	if judged && from != nil {
-		if g := growth(float64(from.heap), float64(last.heap)); g > soakGrowthLimit {
-			t.Errorf("heap grew %.1f%% from +%s to the end (target at most %.0f%%)", 100*g, fmtOffset(from.at), 100*soakGrowthLimit)
+		if heapTrend > soakGrowthLimit {
+			t.Errorf("heap grew %.1f%% from +%s to the end on the fitted line (target at most %.0f%%)", 100*heapTrend, fmtOffset(from.at), 100*soakGrowthLimit)
 		}
-		if g := growth(float64(from.goroutines), float64(last.goroutines)); g > soakGrowthLimit {
-			t.Errorf("goroutines grew %.1f%% from +%s to the end (target at most %.0f%%)", 100*g, fmtOffset(from.at), 100*soakGrowthLimit)
+		if goTrend > soakGrowthLimit {
+			t.Errorf("goroutines grew %.1f%% from +%s to the end on the fitted line (target at most %.0f%%)", 100*goTrend, fmtOffset(from.at), 100*soakGrowthLimit)
 		}
 	}
 	if len(panics) > 0 {
