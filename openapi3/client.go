@@ -992,18 +992,6 @@ func hashOf(u string) string {
 	return parsed.Query().Get("hash")
 }
 
-// kept returns the document kept for path, if any, as just used.
-func (c *Client) kept(path string) *Document {
-	c.docMu.Lock()
-	defer c.docMu.Unlock()
-	e := c.docs[path]
-	if e == nil {
-		return nil
-	}
-	c.recent.MoveToFront(e)
-	return e.Value.(*Document)
-}
-
 // keep keeps d for path, dropping the least recently used document beyond
 // the bound.
 func (c *Client) keep(path string, d *Document) {
