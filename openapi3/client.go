@@ -226,8 +226,11 @@ type Client struct {
 	docs   map[string]*list.Element // path -> its element of recent
 	recent *list.List               // of *Document, most recently used first
 	// redirects: path -> its kept document's fetch, when a 301 led it to
-	// bytes of another hash than the one asked for (keptAt).
-	redirects map[string]redirect
+	// bytes of another hash than the one asked for (keptAt); redirected
+	// says whether it holds any, so that keptAt, on FetchAll's path for
+	// every group-version, reads the clock only then.
+	redirects  map[string]redirect
+	redirected atomic.Bool
 
 	// ownDisk: the disk cache is a *diskcache.Cache, whose entries only
 	// the user (or root) wrote (verify). sharedDisk: there is a disk
@@ -498,6 +501,7 @@ func (c *Client) forgetUnlisted(root map[string]string) {
 			delete(c.redirects, path)
 		}
 	}
+	c.redirected.Store(len(c.redirects) > 0)
 }
 
 // rootFailure remembers a read of the root at now that failed with err,
@@ -935,6 +939,7 @@ func (c *Client) noteRedirect(path, u, final string) {
 	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.docMu.Lock()
 	defer c.docMu.Unlock()
+	defer func() { c.redirected.Store(len(c.redirects) > 0) }()
 	if final == "" || final == hashOf(u) {
 		delete(c.redirects, path)
 		return
@@ -960,7 +965,10 @@ func (c *Client) redirectDue(path, u string) bool {
 // or more ago (redirect); or read from another URL with the bytes of u's
 // hash, which it becomes.
 func (c *Client) keptAt(path, u string) *Document {
-	now := c.opts.clock.Now()
+	var now time.Time
+	if c.redirected.Load() {
+		now = c.opts.clock.Now() // the user's clock: read holding no lock
+	}
 	c.docMu.Lock()
 	defer c.docMu.Unlock()
 	e := c.docs[path]
@@ -974,6 +982,7 @@ func (c *Client) keptAt(path, u string) *Document {
 		d = d.at(u)
 		e.Value = d
 		delete(c.redirects, path)
+		c.redirected.Store(len(c.redirects) > 0)
 	case d.URL != u:
 		return nil
 	case redirected && r.u == u && now.Sub(r.at) >= missRefresh:
@@ -1008,6 +1017,7 @@ func (c *Client) keep(path string, d *Document) {
 		c.recent.Remove(oldest)
 		delete(c.docs, oldest.Value.(*Document).Path)
 		delete(c.redirects, oldest.Value.(*Document).Path)
+		c.redirected.Store(len(c.redirects) > 0)
 	}
 }
 

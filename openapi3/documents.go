@@ -1,8 +1,6 @@
 package openapi3
 
 import (
-	"net/url"
-
 	"github.com/kubeatlas/kubeatlas/internal/weakmap"
 )
 
@@ -37,11 +35,7 @@ func WithDocuments(t *Documents) Option {
 // keyFor names the document at the server-relative URL u of path, if u
 // has a hash.
 func keyFor(path, u string) (docKey, bool) {
-	parsed, err := url.Parse(u)
-	if err != nil {
-		return docKey{}, false
-	}
-	h := parsed.Query().Get("hash")
+	h := hashOf(u)
 	return docKey{path: path, hash: h}, h != ""
 }
 

@@ -286,14 +286,14 @@ func WithServedAPI(use bool) Option {
 // (its own settle time then), or 5 minutes pass, revalidating every
 // second for a minute, then backing off to 10 s, meanwhile: readers that
 // trust a follower ask the server themselves (restmapper's repeated
-// misses). Behind a balancer
-// over servers that disagree, whose union of views the client serves
-// (discovery.Snapshot.Mixed), a round that leaves a new union is followed
-// by another 1.1 s later, until the union stays the same (at most 5 in a
-// row), so that a view no server serves any more leaves it without
-// waiting for the next event. A dropped watch resumes from its last
-// resourceVersion; a 410 Gone relists, and what changed meanwhile is
-// handled like events. Between events it revalidates once per upgrade poll.
+// misses). Behind a balancer over servers that disagree, whose union of
+// views the client serves (discovery.Snapshot.Mixed), a round that leaves
+// a new union is followed by another 1.1 s later, until the union stays
+// the same (at most 5 in a row), so that a view no server serves any more
+// leaves it without waiting for the next event. A dropped watch resumes
+// from its last resourceVersion; a 410 Gone relists, and what changed
+// meanwhile is handled like events. Between events it revalidates once
+// per upgrade poll.
 //
 // Whatever the server does, Run's cost stays bounded: lists and watches
 // that fail (an error, a 410 Gone, a watch that ends at once) are retried
