@@ -953,7 +953,10 @@ func (c *Client) noteRedirect(path, u, final string) {
 // redirectDue says whether path's kept document is another hash's bytes
 // kept for u for a second or more.
 func (c *Client) redirectDue(path, u string) bool {
-	now := c.opts.clock.Now()
+	if !c.redirected.Load() {
+		return false // Document's path, at every call: no clock, no lock
+	}
+	now := c.opts.clock.Now() // the user's clock: read holding no lock
 	c.docMu.Lock()
 	defer c.docMu.Unlock()
 	r, ok := c.redirects[path]
