@@ -223,7 +223,7 @@ type soakClient struct {
 // a snapshot that lasted less than a call may be missed).
 type clientHistory struct {
 	mu   sync.Mutex
-	held map[string]bool // "group/version"
+	held map[string]bool // "group/version", the core group's "/v1", as the truth names them
 }
 
 // remember makes c record the history of dc, which its mapper is over,
@@ -245,7 +245,7 @@ func (h *clientHistory) record(s *discovery.Snapshot) {
 	for _, g := range s.Groups() {
 		for _, v := range g.Versions {
 			if len(v.Resources) > 0 {
-				h.held[schema.GroupVersion{Group: g.Name, Version: v.Version}.String()] = true
+				h.held[g.Name+"/"+v.Version] = true
 			}
 		}
 	}
@@ -259,10 +259,9 @@ func (c *soakClient) heldEver(gv string) bool {
 	if h == nil {
 		return true
 	}
-	g, v, _ := strings.Cut(gv, "/")
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.held[schema.GroupVersion{Group: g, Version: v}.String()]
+	return h.held[gv]
 }
 
 // noHistory says whether key's want came from the checker's own history of

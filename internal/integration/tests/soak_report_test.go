@@ -279,7 +279,6 @@ func memorySVG(samples []memSample) string {
 	return b.String()
 }
 
-// growth is how much v grew from a to b, as a fraction of a.
 // memTrend is how much of value the samples gained from the first to the
 // last on the least-squares line through them all (fittedGrowth), each at
 // its time.
@@ -322,6 +321,7 @@ func fittedGrowth(xs, ys []float64) float64 {
 	return slope * (xs[len(xs)-1] - xs[0]) / first
 }
 
+// growth is how much v grew from a to b, as a fraction of a.
 func growth(a, b float64) float64 {
 	if a == 0 {
 		return 0

@@ -964,17 +964,14 @@ func TestSoak(t *testing.T) {
 	}
 	var growthNote string
 	var from *memSample
-	for i := range mem {
-		if mem[i].at >= soakGrowthFrom-5*time.Second {
-			from = &mem[i]
-			break
-		}
+	var since []memSample // from on: the samples growth is fitted through
+	if i := slices.IndexFunc(mem, func(m memSample) bool { return m.at >= soakGrowthFrom-5*time.Second }); i >= 0 {
+		from, since = &mem[i], mem[i:]
 	}
 	last := mem[len(mem)-1]
 	judged := d >= soakGrowthFrom+soakGrowthSpan && from != nil
 	var heapTrend, goTrend float64
 	if from != nil {
-		since := mem[slices.IndexFunc(mem, func(m memSample) bool { return m.at == from.at }):]
 		heapTrend = memTrend(since, func(m memSample) float64 { return float64(m.heap) })
 		goTrend = memTrend(since, func(m memSample) float64 { return float64(m.goroutines) })
 		growthNote = fmt.Sprintf("from +%s to the end, on the line fitted through its %d minutes: heap %+.1f%%, goroutines %+.1f%%; end points: heap %+.1f%% (first readings %+.1f%%), goroutines %+.1f%% (first readings %+.1f%%), RSS %+.1f%%, sockets %+.1f%%",
